@@ -1,0 +1,26 @@
+import ArgumentParser
+import Tidemark
+
+struct Watch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print transactions as they commit, from any process, until interrupted.")
+
+    @OptionGroup var store: StoreOptions
+
+    @Option(help: ArgumentHelp("Start after this token instead of now.", valueName: "token"))
+    var since: String?
+
+    @Flag(help: "Print each transaction as a JSON object on one line.")
+    var json = false
+
+    func run() async throws {
+        let opened = try store.open()
+        var start: History.Token?
+        if let since {
+            do { start = try History.Token(parsing: since) } catch let error as History.TokenError { throw StoreError.badToken(error) }
+        }
+        for try await transaction in opened.transactions(after: start) {
+            Output.line(json ? HistoryFormatter.json(transaction) : HistoryFormatter.summary(transaction))
+        }
+    }
+}

@@ -1,0 +1,56 @@
+import ArgumentParser
+import Foundation
+import Tidemark
+
+/// The `sync` command: the root of every subcommand.
+public struct SyncCLI: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "sync",
+        abstract: "Tidemark: history-tracked SQLite stores that sync through shared folders.",
+        subcommands: [Init.self, Exec.self, Log.self, TokenCommand.self, Status.self, Watch.self])
+
+    public init() {}
+
+    /// Parses `arguments`, runs the command, and returns the exit code. Failures print one line
+    /// `error: …` to standard error, and a hint on the next line when there is one.
+    public static func run(_ arguments: [String]) async -> Int32 {
+        do {
+            var command = try parseAsRoot(arguments)
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+            return 0
+        } catch {
+            return report(error)
+        }
+    }
+
+    static func report(_ error: any Error) -> Int32 {
+        switch error {
+        case let error as StoreError:
+            Output.error("error: \(error)")
+            if let hint = error.hint { Output.error("hint: \(hint)") }
+            return 1
+        case let error as CLIError:
+            Output.error("error: \(error)")
+            if let hint = error.hint { Output.error("hint: \(hint)") }
+            return 1
+        case let error as History.TokenError:
+            Output.error("error: \(error)")
+            return 1
+        default:
+            let code = exitCode(for: error)
+            if code == .success {
+                // --help and --version.
+                Output.line(fullMessage(for: error))
+                return 0
+            }
+            let message = message(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
+            Output.error("error: \(message.hasPrefix("Error: ") ? String(message.dropFirst(7)) : message)")
+            Output.error("hint: see `sync help` or `sync COMMAND --help`")
+            return code.rawValue
+        }
+    }
+}

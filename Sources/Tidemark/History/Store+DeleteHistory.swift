@@ -1,0 +1,97 @@
+import Foundation
+import GRDB
+import TidemarkCore
+
+extension Store {
+    /// Deletes every transaction `token` covers, with its changes (`NSPersistentHistoryChangeRequest.deleteHistory(before:)`).
+    /// Fetching after an older token then throws `historyTokenExpired`. Returns how many
+    /// transactions were deleted.
+    @discardableResult
+    public func deleteHistory(before token: History.Token) throws -> Int {
+        try sealForeignWrites()
+        return try mappingErrors {
+            try database.writeWithoutTransaction { db in
+                var deleted = 0
+                try db.inTransaction(.immediate) {
+                    deleted = try HistoryPruner(db: db).delete(through: token)
+                    return .commit
+                }
+                return deleted
+            }
+        }
+    }
+
+    /// Deletes every transaction timestamped before `date`, with its changes. Returns how many
+    /// transactions were deleted.
+    @discardableResult
+    public func deleteHistory(before date: Date) throws -> Int {
+        try sealForeignWrites()
+        let bound = HLCTimestamp(milliseconds: Int64((date.timeIntervalSince1970 * 1000).rounded(.down)), counter: 0).packed
+        return try mappingErrors {
+            try database.writeWithoutTransaction { db in
+                var deleted = 0
+                try db.inTransaction(.immediate) {
+                    // Each replica's timestamps grow with its sequence numbers, so "before a date" is
+                    // a prefix of every replica's history, which a token describes exactly.
+                    var token = History.Token.zero
+                    for row in try Row.fetchAll(
+                        db, sql: "SELECT replica, max(seq) FROM tidemark_transactions WHERE hlc < ? GROUP BY replica", arguments: [bound])
+                    {
+                        token[Replica.ID(bytes: [UInt8](row[0] as Data))!] = row[1]
+                    }
+                    deleted = try HistoryPruner(db: db).delete(through: token)
+                    return .commit
+                }
+                return deleted
+            }
+        }
+    }
+
+    func mappingErrors<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let error as StoreError { throw error } catch {
+            throw StoreConnection.mapped(error, path: path)
+        }
+    }
+}
+
+/// Deletes history prefixes and remembers, per replica, how far history was deleted.
+struct HistoryPruner {
+    let db: Database
+
+    /// Deletes transactions covered by `token`; returns how many.
+    func delete(through token: History.Token) throws -> Int {
+        var deleted = 0
+        for (replica, bound) in token.sequences {
+            let key = Data(replica.bytes)
+            guard let maxSeq = try Int64.fetchOne(db, sql: "SELECT max_seq FROM tidemark_replicas WHERE replica = ?", arguments: [key])
+            else { continue }
+            let through = min(bound, maxSeq)
+            let ranges = try Row.fetchAll(
+                db, sql: "SELECT first_change, last_change FROM tidemark_transactions WHERE replica = ? AND seq <= ?",
+                arguments: [key, through])
+            for range in ranges {
+                try db.execute(sql: "DELETE FROM tidemark_changes WHERE id BETWEEN ? AND ?", arguments: [range[0], range[1]])
+            }
+            try db.execute(sql: "DELETE FROM tidemark_transactions WHERE replica = ? AND seq <= ?", arguments: [key, through])
+            deleted += db.changesCount
+            try db.execute(
+                sql: "UPDATE tidemark_replicas SET pruned_through = max(pruned_through, ?) WHERE replica = ?", arguments: [through, key])
+        }
+        try keepChangeIDsIncreasing()
+        return deleted
+    }
+
+    /// Change ids must keep increasing past every sealed id, or a new capture would reuse an id
+    /// below `sealed_through` and never be sealed. If pruning removed the highest ids, a marker
+    /// row holds the place.
+    func keepChangeIDsIncreasing() throws {
+        let sealed = try Int64.fetchOne(db, sql: "SELECT sealed_through FROM tidemark_state") ?? 0
+        let last = try Int64.fetchOne(db, sql: "SELECT max(id) FROM tidemark_changes") ?? 0
+        if last < sealed {
+            try db.execute(sql: "DELETE FROM tidemark_changes WHERE op = ?", arguments: [Bookkeeping.Op.marker.rawValue])
+            try db.execute(
+                sql: "INSERT INTO tidemark_changes(id, table_id, op, mask) VALUES (?, 0, ?, 0)",
+                arguments: [sealed, Bookkeeping.Op.marker.rawValue])
+        }
+    }
+}

@@ -1,0 +1,136 @@
+import Foundation
+import GRDB
+import TidemarkCore
+
+extension Store {
+    /// Fetches transactions in the order this store received them (each replica's in sequence
+    /// order). Pending writes from other clients are sealed first, so none is missing.
+    ///
+    /// Throws `StoreError.historyTokenExpired` if `request.after` points into deleted history, and
+    /// `StoreError.foreignToken` if it claims transactions of this replica the store never made.
+    public func fetchHistory(_ request: HistoryRequest = HistoryRequest()) throws -> [History.Transaction] {
+        try sealForeignWrites()
+        do {
+            return try database.read { db in try HistoryReader(store: self, db: db).fetch(request) }
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreConnection.mapped(error, path: path)
+        }
+    }
+}
+
+/// Reads history inside one read transaction.
+struct HistoryReader {
+    let store: Store
+    let db: Database
+
+    struct Header {
+        var localID: Int64
+        var replica: Replica.ID
+        var sequence: Int64
+        var timestamp: HLCTimestamp
+        var author: String?
+        var contextName: String?
+        var processID: Int32?
+        var firstChange: Int64
+        var lastChange: Int64
+    }
+
+    func fetch(_ request: HistoryRequest) throws -> [History.Transaction] {
+        if let token = request.after { try checkUsable(token) }
+        var conditions: [String] = []
+        var arguments: [any DatabaseValueConvertible] = []
+        if let token = request.after, !token.sequences.isEmpty {
+            let cases = token.sequences.map { _ in "WHEN ? THEN seq > ?" }.joined(separator: " ")
+            conditions.append("CASE replica \(cases) ELSE 1 END")
+            for (id, seq) in token.sequences {
+                arguments.append(Data(id.bytes))
+                arguments.append(seq)
+            }
+        }
+        if let date = request.afterDate {
+            let ms = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+            conditions.append("hlc > ?")
+            arguments.append(HLCTimestamp(milliseconds: ms, counter: .max).packed)
+        }
+        if let authors = request.authors {
+            conditions.append("author IN (\(authors.map { _ in "?" }.joined(separator: ",")))")
+            arguments += authors.map { $0 as any DatabaseValueConvertible }
+        }
+        if let contexts = request.contextNames {
+            conditions.append("context IN (\(contexts.map { _ in "?" }.joined(separator: ",")))")
+            arguments += contexts.map { $0 as any DatabaseValueConvertible }
+        }
+        let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        let headers = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT id, replica, seq, hlc, author, context, pid, first_change, last_change
+                FROM tidemark_transactions \(whereClause) ORDER BY id
+                """,
+            arguments: StatementArguments(arguments)
+        ).map(Self.header)
+        guard !headers.isEmpty else { return [] }
+
+        let tokens = try tokensAfter(from: headers[0].localID)
+        let valueColumns = try Bookkeeping.valueColumnCount(db)
+        let changes = try db.makeStatement(
+            sql: "SELECT \(ChangeDecoder.selectList(valueColumns: valueColumns)) FROM tidemark_changes WHERE id BETWEEN ? AND ? ORDER BY id")
+        let decoder = ChangeDecoder(tables: store.trackedTables)
+        var result: [History.Transaction] = []
+        for header in headers {
+            var list: [History.Change] = []
+            let rows = try Row.fetchCursor(changes, arguments: [header.firstChange, header.lastChange])
+            while let row = try rows.next() {
+                if let change = try decoder.decode(row), request.matches(change) { list.append(change) }
+            }
+            if request.filtersChanges && list.isEmpty { continue }
+            result.append(
+                History.Transaction(
+                    replica: header.replica, sequence: header.sequence, timestamp: header.timestamp, author: header.author,
+                    contextName: header.contextName, processID: header.processID, changes: list,
+                    token: tokens[header.localID] ?? .zero))
+            if let limit = request.limit, result.count >= limit { break }
+        }
+        return result
+    }
+
+    static func header(_ row: Row) -> Header {
+        Header(
+            localID: row[0], replica: Replica.ID(bytes: [UInt8](row[1] as Data))!, sequence: row[2],
+            timestamp: HLCTimestamp(packed: row[3]), author: row[4], contextName: row[5], processID: row[6],
+            firstChange: row[7], lastChange: row[8])
+    }
+
+    /// The token after each transaction from local position `first` on, walking back from the
+    /// current token: before transaction (r, s), replica r's entry was s - 1.
+    func tokensAfter(from first: Int64) throws -> [Int64: History.Token] {
+        var token = try Store.currentToken(db)
+        var tokens: [Int64: History.Token] = [:]
+        let rows = try Row.fetchCursor(
+            db, sql: "SELECT id, replica, seq FROM tidemark_transactions WHERE id >= ? ORDER BY id DESC", arguments: [first])
+        while let row = try rows.next() {
+            tokens[row[0]] = token
+            token[Replica.ID(bytes: [UInt8](row[1] as Data))!] = (row[2] as Int64) - 1
+        }
+        return tokens
+    }
+
+    /// Refuses tokens into deleted history and tokens that claim more of this replica than it made.
+    func checkUsable(_ token: History.Token) throws {
+        let own = store.replica.id
+        for row in try Row.fetchAll(db, sql: "SELECT replica, max_seq, pruned_through FROM tidemark_replicas") {
+            let replica = Replica.ID(bytes: [UInt8](row[0] as Data))!
+            let maxSeq: Int64 = row[1]
+            let pruned: Int64 = row[2]
+            if replica == own && token[replica] > maxSeq { throw StoreError.foreignToken(token: token.description) }
+            if token[replica] < pruned {
+                throw StoreError.historyTokenExpired(token: token.description, replica: replica, prunedThrough: pruned)
+            }
+        }
+        if token[own] > 0, try Int.fetchOne(db, sql: "SELECT 1 FROM tidemark_replicas WHERE replica = ?", arguments: [Data(own.bytes)]) == nil {
+            throw StoreError.foreignToken(token: token.description)
+        }
+    }
+}

@@ -1,0 +1,111 @@
+import GRDB
+
+/// Every bookkeeping table, index and name Tidemark keeps in a store, in one place.
+///
+/// All names start with `tidemark_`; the user's tables stay ordinary tables that any SQLite client
+/// can read and write.
+enum Bookkeeping {
+    /// The reserved prefix of every bookkeeping object.
+    static let prefix = "tidemark_"
+
+    /// The store format this build writes and reads. A store with a higher number was made by a
+    /// newer Tidemark and is refused rather than misread.
+    static let formatVersion = 1
+
+    /// Change kinds in `tidemark_changes.op`.
+    enum Op: Int64 {
+        /// Keeps the rowid sequence past pruned changes; never part of a transaction.
+        case marker = 0
+        case insert = 1
+        case update = 2
+        case delete = 3
+    }
+
+    /// Value columns of `tidemark_changes` are named `c0`, `c1`, …: column `i` of a tracked table
+    /// is stored in `c<i>`. They have no declared type, so SQLite keeps each value's storage class.
+    static func valueColumn(_ index: Int) -> String { "c\(index)" }
+
+    /// The largest number of columns a tracked table may have: the update mask is one 64-bit integer.
+    static let maxTrackedColumns = 63
+
+    /// Creates the bookkeeping tables in an empty store.
+    static func create(_ db: Database, valueColumns: Int) throws {
+        let values = (0..<valueColumns).map { ", \(valueColumn($0))" }.joined()
+        try db.execute(
+            sql: """
+                CREATE TABLE tidemark_meta(key TEXT PRIMARY KEY NOT NULL, value) WITHOUT ROWID;
+                CREATE TABLE tidemark_state(
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    clock INTEGER NOT NULL,           -- last hybrid-logical-clock reading, packed
+                    sequence INTEGER NOT NULL,        -- last sequence number this replica assigned
+                    sealed_through INTEGER NOT NULL   -- last change id that belongs to a transaction
+                );
+                INSERT INTO tidemark_state VALUES (1, 0, 0, 0);
+                CREATE TABLE tidemark_tables(
+                    id INTEGER PRIMARY KEY,
+                    name TEXT NOT NULL UNIQUE,
+                    columns TEXT NOT NULL,            -- column names, one per line, in table order
+                    key_columns TEXT NOT NULL,        -- indexes into columns, comma-separated, key order
+                    preserved TEXT NOT NULL           -- indexes of columns kept in tombstones
+                );
+                CREATE TABLE tidemark_changes(
+                    id INTEGER PRIMARY KEY,
+                    table_id INTEGER NOT NULL,
+                    op INTEGER NOT NULL,
+                    mask INTEGER NOT NULL             -- bit i set: column i carries a value
+                    \(values)
+                );
+                CREATE TABLE tidemark_transactions(
+                    id INTEGER PRIMARY KEY,           -- local order of arrival
+                    replica BLOB NOT NULL,
+                    seq INTEGER NOT NULL,
+                    hlc INTEGER NOT NULL,
+                    author TEXT,
+                    context TEXT,
+                    pid INTEGER,
+                    first_change INTEGER NOT NULL,
+                    last_change INTEGER NOT NULL,
+                    UNIQUE(replica, seq)
+                );
+                CREATE INDEX tidemark_transactions_by_hlc ON tidemark_transactions(hlc);
+                CREATE TABLE tidemark_replicas(
+                    replica BLOB PRIMARY KEY NOT NULL,
+                    max_seq INTEGER NOT NULL,         -- highest sequence number held or ever held
+                    pruned_through INTEGER NOT NULL DEFAULT 0
+                ) WITHOUT ROWID;
+                """)
+    }
+
+    /// The number of `c<i>` value columns currently in `tidemark_changes`.
+    static func valueColumnCount(_ db: Database) throws -> Int {
+        try db.columns(in: "tidemark_changes").filter { $0.name.hasPrefix("c") }.count
+    }
+
+    /// Adds value columns until there are at least `count`.
+    static func ensureValueColumns(_ db: Database, count: Int) throws {
+        let existing = try valueColumnCount(db)
+        for i in existing..<max(existing, count) {
+            try db.execute(sql: "ALTER TABLE tidemark_changes ADD COLUMN \(valueColumn(i))")
+        }
+    }
+
+    /// Whether `db` holds Tidemark bookkeeping.
+    static func isInitialized(_ db: Database) throws -> Bool {
+        try db.tableExists("tidemark_meta")
+    }
+
+    /// Meta keys.
+    enum Meta {
+        static let format = "format"
+        static let replicaName = "replica_name"
+        static let publicKey = "public_key"
+    }
+
+    static func meta(_ db: Database, _ key: String) throws -> DatabaseValue {
+        try DatabaseValue.fetchOne(db, sql: "SELECT value FROM tidemark_meta WHERE key = ?", arguments: [key]) ?? .null
+    }
+
+    static func setMeta(_ db: Database, _ key: String, _ value: (any DatabaseValueConvertible)?) throws {
+        try db.execute(sql: "INSERT OR REPLACE INTO tidemark_meta(key, value) VALUES (?, ?)", arguments: [key, value])
+    }
+}

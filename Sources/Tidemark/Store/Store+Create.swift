@@ -1,0 +1,176 @@
+import Foundation
+import GRDB
+import TidemarkCore
+
+extension Store {
+    /// What `sync init` asks for.
+    public struct Setup: Sendable {
+        /// The replica's human name.
+        public var replicaName: String
+        /// A schema script to run first: its file name (for messages) and SQL.
+        public var schema: (file: String, sql: String)?
+        /// Tables to track; every user table when empty.
+        public var tables: [String]
+        /// `TABLE.COLUMN` pairs whose last values a delete's tombstone keeps.
+        public var preserve: [String]
+        /// The private key file; `STORE.key` when nil.
+        public var keyPath: String?
+
+        /// Creates a setup.
+        public init(
+            replicaName: String, schema: (file: String, sql: String)? = nil, tables: [String] = [], preserve: [String] = [],
+            keyPath: String? = nil
+        ) {
+            self.replicaName = replicaName
+            self.schema = schema
+            self.tables = tables
+            self.preserve = preserve
+            self.keyPath = keyPath
+        }
+    }
+
+    /// Creates a store at `path` (or adopts the SQLite database there), runs the schema, and starts
+    /// tracking. Rows already in adopted tables are recorded as one first transaction (context name
+    /// `adopt`), so peers receive them. On any error the file is left exactly as it was.
+    ///
+    /// Re-running on an initialized store succeeds only if nothing would change; `created` tells
+    /// which happened.
+    public static func initialize(_ path: String, setup: Setup, options: Options = Options()) throws -> (store: Store, created: Bool) {
+        guard setup.replicaName.range(of: "^[A-Za-z0-9._-]{1,64}$", options: .regularExpression) != nil else {
+            throw StoreError.invalidReplicaName(setup.replicaName)
+        }
+        let existed = FileManager.default.fileExists(atPath: path)
+        let keyPath = setup.keyPath ?? KeyFile.defaultPath(forStore: path)
+        var createdKey = false
+        do {
+            let database = try StoreConnection.open(path, busyTimeout: options.busyTimeout, create: true)
+            let initialized = try database.read { db in try Bookkeeping.isInitialized(db) }
+            if initialized {
+                let store = try Store.load(path: path, database: database, options: options)
+                try store.checkUnchanged(by: setup)
+                return (store, false)
+            }
+            let key: KeyFile
+            if FileManager.default.fileExists(atPath: keyPath) {
+                key = try KeyFile.load(keyPath)
+            } else {
+                key = try KeyFile.create(keyPath)
+                createdKey = true
+            }
+            try database.writeWithoutTransaction { db in
+                try db.inTransaction(.immediate) {
+                    try runSchema(setup.schema, in: db)
+                    let tables = try plannedTables(setup, in: db, path: path)
+                    try Bookkeeping.create(db, valueColumns: tables.map(\.columns.count).max() ?? 0)
+                    try Bookkeeping.setMeta(db, Bookkeeping.Meta.format, Bookkeeping.formatVersion)
+                    try Bookkeeping.setMeta(db, Bookkeeping.Meta.replicaName, setup.replicaName)
+                    try Bookkeeping.setMeta(db, Bookkeeping.Meta.publicKey, Data(key.publicKey))
+                    for table in tables {
+                        try table.insert(db)
+                        try CaptureTriggers.install(table, in: db)
+                        try adoptRows(of: table, in: db)
+                    }
+                    _ = try Sealer.seal(
+                        db, replica: Replica.ID(publicKey: key.publicKey), clock: options.clock, author: nil,
+                        contextName: "adopt", processID: options.processID)
+                    return .commit
+                }
+                try db.execute(sql: "PRAGMA journal_mode = WAL")
+                try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            }
+            return (try Store.load(path: path, database: database, options: options), true)
+        } catch {
+            if createdKey { try? FileManager.default.removeItem(atPath: keyPath) }
+            if !existed {
+                for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+            }
+            if let error = error as? StoreError { throw error }
+            throw StoreConnection.mapped(error, path: path)
+        }
+    }
+
+    /// Runs a schema script statement by statement, skipping its own transaction control (so a
+    /// `sqlite3 .dump` file works) and naming the file in any error.
+    static func runSchema(_ schema: (file: String, sql: String)?, in db: Database) throws {
+        guard let schema else { return }
+        do {
+            let statements = try db.allStatements(sql: schema.sql)
+            while let statement = try statements.next() {
+                if statement.isTransactionControl { continue }
+                try statement.execute()
+            }
+        } catch let error as DatabaseError {
+            throw StoreError.schemaFailed(file: schema.file, message: error.message ?? "\(error.resultCode)")
+        }
+    }
+
+    /// The registrations `setup` asks for, validated against the database.
+    static func plannedTables(_ setup: Setup, in db: Database, path: String) throws -> [TrackedTable] {
+        var names = setup.tables
+        if names.isEmpty {
+            names = try String.fetchAll(
+                db,
+                sql: """
+                    SELECT name FROM pragma_table_list
+                    WHERE schema = 'main' AND type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'
+                      AND name NOT LIKE 'tidemark\\_%' ESCAPE '\\'
+                    ORDER BY name
+                    """)
+            guard !names.isEmpty else { throw StoreError.nothingToTrack(path: path) }
+        }
+        var preserve: [String: [String]] = [:]
+        for argument in setup.preserve {
+            let parts = argument.split(separator: ".", maxSplits: 1).map(String.init)
+            guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
+                throw StoreError.invalidPreserve(argument, reason: "expected TABLE.COLUMN")
+            }
+            guard names.contains(parts[0]) else {
+                if try !db.tableExists(parts[0]) { throw StoreError.unknownTable(parts[0]) }
+                throw StoreError.invalidPreserve(argument, reason: "table '\(parts[0])' is not tracked")
+            }
+            preserve[parts[0], default: []].append(parts[1])
+        }
+        var seen = Set<String>()
+        return try names.filter { seen.insert($0).inserted }.enumerated().map { offset, name in
+            try TrackedTable.describe(name, id: Int64(offset + 1), preserving: preserve[name] ?? [], in: db)
+        }
+    }
+
+    /// Records the rows already in a newly tracked table as inserts.
+    static func adoptRows(of table: TrackedTable, in db: Database) throws {
+        let valueColumns = table.columns.indices.map(Bookkeeping.valueColumn).joined(separator: ", ")
+        let columns = table.columns.map(\.quotedDatabaseIdentifier).joined(separator: ", ")
+        let allMask = (Int64(1) << table.columns.count) - 1
+        try db.execute(
+            sql: """
+                INSERT INTO tidemark_changes(table_id, op, mask, \(valueColumns))
+                SELECT \(table.id), \(Bookkeeping.Op.insert.rawValue), \(allMask), \(columns)
+                FROM \(table.name.quotedDatabaseIdentifier)
+                """)
+    }
+
+    /// Throws `alreadyInitialized` unless `setup` asks for exactly what this store already is.
+    func checkUnchanged(by setup: Setup) throws {
+        if setup.replicaName != replica.name {
+            throw StoreError.alreadyInitialized(path: path, difference: "it is replica '\(replica.name)', not '\(setup.replicaName)'")
+        }
+        try database.writeWithoutTransaction { db in
+            try db.inTransaction(.immediate) {
+                let version = try Int.fetchOne(db, sql: "PRAGMA schema_version")
+                let changes = db.totalChangesCount
+                try Self.runSchema(setup.schema, in: db)
+                if try Int.fetchOne(db, sql: "PRAGMA schema_version") != version || db.totalChangesCount != changes {
+                    throw StoreError.alreadyInitialized(path: path, difference: "the schema file would change the database")
+                }
+                var wanted = try Self.plannedTables(setup, in: db, path: path)
+                for i in wanted.indices { wanted[i].id = trackedTable(named: wanted[i].name)?.id ?? -1 }
+                if Set(wanted) != Set(trackedTables) {
+                    let have = trackedTables.map(\.name).joined(separator: ", ")
+                    throw StoreError.alreadyInitialized(
+                        path: path, difference: "it tracks (\(have)) with other settings than the ones given")
+                }
+                return .rollback
+            }
+        }
+    }
+}

@@ -1,0 +1,47 @@
+import Foundation
+import GRDB
+import TidemarkCore
+
+extension Store {
+    /// A summary of the store, as `sync status` prints it.
+    public struct Status: Sendable {
+        /// This replica.
+        public var replica: Replica
+        /// The current token.
+        public var token: History.Token
+        /// The tracked tables.
+        public var tables: [TrackedTable]
+        /// Transactions held in history.
+        public var transactionCount: Int
+        /// Changes held in history.
+        public var changeCount: Int
+        /// Changes captured from other clients and not yet sealed into a transaction.
+        public var pendingChangeCount: Int
+        /// Bytes of history on disk (SQLite pages of the bookkeeping tables), when SQLite can tell.
+        public var historyBytes: Int?
+        /// The oldest and newest transaction timestamps held, if any.
+        public var oldest: HLCTimestamp?
+        /// The newest transaction timestamp held, if any.
+        public var newest: HLCTimestamp?
+    }
+
+    /// Reads the store's status. Does not seal foreign writes; they show as pending.
+    public func status() throws -> Status {
+        try mappingErrors {
+            try database.read { db in
+                let state = try Sealer.State.fetch(db)
+                let counts = try Row.fetchOne(db, sql: "SELECT count(*), min(hlc), max(hlc) FROM tidemark_transactions")!
+                let changes = try Int.fetchOne(
+                    db, sql: "SELECT count(*) FROM tidemark_changes WHERE op <> ? AND id <= ?",
+                    arguments: [Bookkeeping.Op.marker.rawValue, state.sealedThrough]) ?? 0
+                let pending = try Int.fetchOne(db, sql: "SELECT count(*) FROM tidemark_changes WHERE id > ?", arguments: [state.sealedThrough]) ?? 0
+                let bytes = try? Int.fetchOne(db, sql: "SELECT sum(pgsize) FROM dbstat WHERE name LIKE 'tidemark\\_%' ESCAPE '\\'")
+                return Status(
+                    replica: replica, token: try Self.currentToken(db), tables: trackedTables, transactionCount: counts[0],
+                    changeCount: changes, pendingChangeCount: pending, historyBytes: bytes,
+                    oldest: (counts[1] as Int64?).map(HLCTimestamp.init(packed:)),
+                    newest: (counts[2] as Int64?).map(HLCTimestamp.init(packed:)))
+            }
+        }
+    }
+}

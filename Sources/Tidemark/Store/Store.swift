@@ -1,0 +1,199 @@
+import Foundation
+import GRDB
+import TidemarkCore
+
+/// A replica's history-tracked SQLite store.
+///
+/// The store file stays an ordinary SQLite database: any client may read and write the tracked
+/// tables, and its writes are captured. Writes made through `write(author:contextName:_:)` or
+/// `execute(sql:author:contextName:)` become exactly one transaction each.
+public final class Store: Sendable {
+    /// Settings for opening a store.
+    public struct Options: Sendable {
+        /// The wall clock behind the hybrid logical clock.
+        public var clock: any WallClock
+        /// How long to wait for another process's write lock before failing.
+        public var busyTimeout: TimeInterval
+        /// The process id recorded on this process's transactions.
+        public var processID: Int32
+
+        /// Creates options; the defaults suit applications.
+        public init(
+            clock: any WallClock = SystemWallClock(), busyTimeout: TimeInterval = 30,
+            processID: Int32 = ProcessInfo.processInfo.processIdentifier
+        ) {
+            self.clock = clock
+            self.busyTimeout = busyTimeout
+            self.processID = processID
+        }
+    }
+
+    /// The store file.
+    public let path: String
+    /// This store's replica.
+    public let replica: Replica
+    /// The tracked tables, as registered when the store was opened.
+    public let trackedTables: [TrackedTable]
+    let database: DatabaseQueue
+    let options: Options
+
+    init(path: String, database: DatabaseQueue, replica: Replica, trackedTables: [TrackedTable], options: Options) {
+        self.path = path
+        self.database = database
+        self.replica = replica
+        self.trackedTables = trackedTables
+        self.options = options
+    }
+
+    /// Opens an initialized store.
+    public static func open(_ path: String, options: Options = Options()) throws -> Store {
+        let database = try StoreConnection.open(path, busyTimeout: options.busyTimeout)
+        return try Store.load(path: path, database: database, options: options)
+    }
+
+    static func load(path: String, database: DatabaseQueue, options: Options) throws -> Store {
+        do {
+            return try database.read { db in
+                guard try Bookkeeping.isInitialized(db) else { throw StoreError.notInitialized(path: path) }
+                let format = try Int.fromDatabaseValue(Bookkeeping.meta(db, Bookkeeping.Meta.format)) ?? 0
+                guard format <= Bookkeeping.formatVersion else {
+                    throw StoreError.newerFormat(path: path, found: format, supported: Bookkeeping.formatVersion)
+                }
+                let name = String.fromDatabaseValue(try Bookkeeping.meta(db, Bookkeeping.Meta.replicaName)) ?? ""
+                let key = Data.fromDatabaseValue(try Bookkeeping.meta(db, Bookkeeping.Meta.publicKey)) ?? Data()
+                let tables = try TrackedTable.fetchAll(db)
+                for table in tables { try table.checkShape(in: db) }
+                return Store(
+                    path: path, database: database, replica: Replica(name: name, id: Replica.ID(publicKey: Array(key))),
+                    trackedTables: tables, options: options)
+            }
+        } catch {
+            throw StoreConnection.mapped(error, path: path)
+        }
+    }
+
+    /// The registration of a tracked table by name.
+    public func trackedTable(named name: String) -> TrackedTable? { trackedTables.first { $0.name == name } }
+
+    // MARK: - Writing
+
+    /// What a write committed.
+    public struct Commit: Sendable, Hashable {
+        /// This replica's sequence number of the new transaction.
+        public var sequence: Int64
+        /// The transaction's timestamp.
+        public var timestamp: HLCTimestamp
+        /// How many row changes it recorded.
+        public var changeCount: Int64
+    }
+
+    /// Runs `body` in one immediate SQLite transaction and records its changes to tracked tables as
+    /// one history transaction. Returns the body's result and the commit, or nil when nothing
+    /// tracked changed. Foreign writes pending from other clients are sealed first, separately.
+    /// If `body` throws, nothing is applied.
+    public func write<T>(
+        author: String? = nil, contextName: String? = nil, _ body: (Database) throws -> T
+    ) throws -> (T, Commit?) {
+        do {
+            return try database.writeWithoutTransaction { db in
+                var result: T?
+                var commit: Commit?
+                try db.inTransaction(.immediate) {
+                    _ = try sealForeign(db)
+                    result = try body(db)
+                    commit = try Sealer.seal(
+                        db, replica: replica.id, clock: options.clock, author: author, contextName: contextName,
+                        processID: options.processID
+                    ).map { Commit(sequence: $0.sequence, timestamp: $0.timestamp, changeCount: $0.changeCount) }
+                    return .commit
+                }
+                return (result!, commit)
+            }
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreConnection.mapped(error, path: path)
+        }
+    }
+
+    /// The rows a statement of `execute(sql:)` returned.
+    public struct ResultSet: Sendable {
+        /// Column names.
+        public var columns: [String]
+        /// Rows, each with one value per column.
+        public var rows: [[SQLValue]]
+    }
+
+    /// Runs SQL (one or more statements) as one tracked transaction. If any statement fails, nothing
+    /// is applied and `StoreError.sqlFailed` says why. Statements that return rows have them returned.
+    public func execute(sql: String, author: String? = nil, contextName: String? = nil) throws -> ([ResultSet], Commit?) {
+        do {
+            return try write(author: author, contextName: contextName) { db in
+                var results: [ResultSet] = []
+                let statements = try db.allStatements(sql: sql)
+                while let statement = try statements.next() {
+                    if statement.isTransactionControl {
+                        throw StoreError.transactionControlNotAllowed(statement: statement.sql)
+                    }
+                    if statement.columnCount > 0 {
+                        let rows = try Row.fetchAll(statement).map { row in Array(row.databaseValues.map(SQLValue.init)) }
+                        results.append(ResultSet(columns: statement.columnNames, rows: rows))
+                    } else {
+                        try statement.execute()
+                    }
+                }
+                return results
+            }
+        } catch let error as DatabaseError {
+            throw StoreError.sqlFailed(message: error.message ?? "\(error.resultCode)", sql: sql)
+        } catch StoreError.database(_, let message) {
+            throw StoreError.sqlFailed(message: message, sql: sql)
+        }
+    }
+
+    /// Seals writes that other SQLite clients made since the last seal into one transaction with
+    /// no author, context name or process id. Reading history does this first, so no captured
+    /// change is ever missing from a fetch.
+    @discardableResult
+    public func sealForeignWrites() throws -> Commit? {
+        let pending = try database.read { db in try Sealer.hasPending(db) }
+        guard pending else { return nil }
+        return try database.writeWithoutTransaction { db in
+            var commit: Commit?
+            try db.inTransaction(.immediate) {
+                commit = try sealForeign(db)
+                return .commit
+            }
+            return commit
+        }
+    }
+
+    func sealForeign(_ db: Database) throws -> Commit? {
+        try Sealer.seal(db, replica: replica.id, clock: options.clock, author: nil, contextName: nil, processID: nil)
+            .map { Commit(sequence: $0.sequence, timestamp: $0.timestamp, changeCount: $0.changeCount) }
+    }
+
+    // MARK: - Token and status
+
+    /// The store's current token: every transaction it holds or has held.
+    public func currentToken() throws -> History.Token {
+        try sealForeignWrites()
+        return try database.read { db in try Self.currentToken(db) }
+    }
+
+    static func currentToken(_ db: Database) throws -> History.Token {
+        var sequences: [Replica.ID: Int64] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT replica, max_seq FROM tidemark_replicas") {
+            if let id = Replica.ID(bytes: [UInt8](row[0] as Data)) { sequences[id] = row[1] }
+        }
+        return History.Token(sequences: sequences)
+    }
+}
+
+extension Statement {
+    /// Whether the statement begins, ends or nests a transaction.
+    var isTransactionControl: Bool {
+        let word = sql.drop { $0.isWhitespace || $0 == ";" }.prefix { $0.isLetter }.uppercased()
+        return ["BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE"].contains(word)
+    }
+}

@@ -1,0 +1,88 @@
+import Crypto
+import Foundation
+
+/// A member of a sync group: one device's store, named by a person and identified by its key.
+public struct Replica: Hashable, Sendable {
+    /// The stable identity of a replica: the first 16 bytes of SHA-256 over its Ed25519 public key,
+    /// so no replica can claim another's identity without its private key.
+    public struct ID: Hashable, Comparable, Sendable, CustomStringConvertible {
+        /// The 16 identity bytes.
+        public let bytes: [UInt8]
+
+        /// The number of bytes in an identity.
+        public static let byteCount = 16
+
+        /// Wraps 16 identity bytes; returns nil for any other length.
+        public init?(bytes: [UInt8]) {
+            guard bytes.count == Self.byteCount else { return nil }
+            self.bytes = bytes
+        }
+
+        /// Derives the identity of the replica holding `publicKey` (32 raw Ed25519 bytes).
+        public init(publicKey: [UInt8]) {
+            self.bytes = Array(SHA256.hash(data: publicKey).prefix(Self.byteCount))
+        }
+
+        /// Parses the 32-character lowercase hex form printed by `description`.
+        public init?(hex: String) {
+            guard hex.utf8.count == Self.byteCount * 2, let bytes = HexCoding.decode(hex) else { return nil }
+            self.bytes = bytes
+        }
+
+        /// 32 lowercase hex digits.
+        public var description: String { HexCoding.encode(bytes) }
+
+        /// The first 8 hex digits, for compact human output.
+        public var short: String { String(description.prefix(8)) }
+
+        public static func < (lhs: ID, rhs: ID) -> Bool { lhs.bytes.lexicographicallyPrecedes(rhs.bytes) }
+    }
+
+    /// The human name given at `sync init`.
+    public var name: String
+    /// The identity derived from the public key.
+    public var id: ID
+
+    /// Creates a replica description.
+    public init(name: String, id: ID) {
+        self.name = name
+        self.id = id
+    }
+}
+
+/// Lowercase hexadecimal encoding.
+public enum HexCoding {
+    /// Encodes bytes as lowercase hex.
+    public static func encode<S: Sequence>(_ bytes: S) -> String where S.Element == UInt8 {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        for b in bytes {
+            out.append(digits[Int(b >> 4)])
+            out.append(digits[Int(b & 0xf)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Decodes hex (either case); nil on odd length or a non-hex character.
+    public static func decode(_ text: String) -> [UInt8]? {
+        let chars = Array(text.utf8)
+        guard chars.count % 2 == 0 else { return nil }
+        func nibble(_ c: UInt8) -> UInt8? {
+            switch c {
+            case 48...57: return c - 48
+            case 97...102: return c - 87
+            case 65...70: return c - 55
+            default: return nil
+            }
+        }
+        var out = [UInt8]()
+        out.reserveCapacity(chars.count / 2)
+        var i = 0
+        while i < chars.count {
+            guard let hi = nibble(chars[i]), let lo = nibble(chars[i + 1]) else { return nil }
+            out.append(hi << 4 | lo)
+            i += 2
+        }
+        return out
+    }
+}

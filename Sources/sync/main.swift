@@ -1,0 +1,4 @@
+import Foundation
+import SyncCommands
+
+exit(await SyncCLI.run(Array(CommandLine.arguments.dropFirst())))

@@ -50,7 +50,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "SyncCLITests",
-            dependencies: ["TidemarkTestSupport"],
+            dependencies: ["TidemarkTestSupport", "sync"],
             swiftSettings: strict),
     ]
 )

@@ -35,7 +35,10 @@ let package = Package(
         .executableTarget(name: "sync", dependencies: ["SyncCommands"], swiftSettings: strict),
         .executableTarget(
             name: "TidemarkBench",
-            dependencies: ["Tidemark", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "Tidemark", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             path: "tools/TidemarkBench",
             swiftSettings: strict),
         .target(

@@ -1,0 +1,41 @@
+import Foundation
+import GRDB
+
+/// What a reader needs to compare runs: when, on what kind of machine (no host name), which build,
+/// and the workload sizes.
+struct RunInfo {
+    var date: Date
+    var system: String
+    var machine: String
+    var cores: Int
+    var configuration: String
+    var sqliteVersion: String
+    var rows: Int
+    var batch: Int
+    var repetitions: Int
+
+    static func current(options: BenchOptions) -> RunInfo {
+        var names = utsname()
+        uname(&names)
+        #if DEBUG
+        let configuration = "debug"
+        #else
+        let configuration = "release"
+        #endif
+        let sqlite = (try? DatabaseQueue().read { db in try String.fetchOne(db, sql: "SELECT sqlite_version()") }) ?? nil
+        return RunInfo(
+            date: Date(), system: "\(field(&names.sysname)) \(field(&names.release))", machine: field(&names.machine),
+            cores: ProcessInfo.processInfo.activeProcessorCount, configuration: configuration,
+            sqliteVersion: sqlite ?? "?", rows: options.rows, batch: options.batch, repetitions: options.repetitions)
+    }
+
+    var header: String {
+        "tidemark-bench \(date.formatted(.iso8601)) | \(system) \(machine), \(cores) cores | \(configuration) build"
+            + " | SQLite \(sqliteVersion) | N=\(rows) B=\(batch) R=\(repetitions) (+1 warm-up)"
+    }
+
+    /// A NUL-terminated `utsname` field as a string.
+    private static func field<T>(_ value: inout T) -> String {
+        withUnsafeBytes(of: &value) { bytes in String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self) }
+    }
+}

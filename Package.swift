@@ -17,15 +17,19 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
+        // zlib, for raw DEFLATE compression of bundle chunks.
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // Pure values and rules: no file or database I/O.
         .target(
             name: "TidemarkCore",
-            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["CZlib", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict),
         // The history-tracked store, capture, history API, exchange.
         .target(
             name: "Tidemark",
-            dependencies: ["TidemarkCore", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "TidemarkCore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: strict),
         // The `sync` subcommands, as a library so tests and the executable share them.
         .target(

@@ -90,3 +90,24 @@ extension History {
         }
     }
 }
+
+extension History {
+    /// A transaction's fields without its changes, as a bundle decoder reads them before streaming
+    /// the changes (Protocol/bundle.md §4.2).
+    public struct TransactionHeader: Sendable, Hashable {
+        /// The origin replica.
+        public var origin: Replica.ID
+        /// The origin's sequence number.
+        public var sequence: Int64
+        /// The origin's timestamp.
+        public var timestamp: HLCTimestamp
+        /// The author, if any.
+        public var author: String?
+        /// The context name, if any.
+        public var contextName: String?
+        /// The process id, if known.
+        public var processID: Int32?
+        /// How many changes follow.
+        public var changeCount: Int
+    }
+}

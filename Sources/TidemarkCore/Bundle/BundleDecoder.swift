@@ -1,0 +1,343 @@
+import Crypto
+
+/// Reads and verifies a bundle in one streaming pass (§3–§5).
+///
+/// Everything the decoder returns is *unverified* until `finish()` returns a `VerifiedBundle`:
+/// only then are the sender's signature, every origin's chain and attestation, and the framing
+/// known to be intact. Callers that apply changes while decoding must do so in a transaction they
+/// commit only after `finish()` succeeds.
+public final class BundleDecoder<Source: ByteSource> {
+    /// The sender's Ed25519 public key (unverified until `finish()`).
+    public let senderKey: [UInt8]
+    /// The header (unverified until `finish()`).
+    public let header: BundleHeader
+    /// The sender's identity.
+    public var sender: Replica.ID { Replica.ID(publicKey: senderKey) }
+
+    private var frames: FrameReader<Source>
+    private var chunk: [UInt8] = []
+    private var position = 0
+    private var consumedBefore = 0
+    private var pending: FrameReader<Source>.Frame?
+
+    private struct ChainState {
+        var head: [UInt8]
+        var next: Int64
+        var last: Int64
+        var timestamp: HLCTimestamp
+    }
+    private var chains: [Replica.ID: ChainState] = [:]
+    private var tables: [String: BundleHeader.TableSchema] = [:]
+    private var open: History.TransactionHeader?
+    private var changesLeft = 0
+    private var txHasher = SHA256()
+    private var hashedFrom = 0
+    private var names: [[UInt8]: String] = [:]
+
+    /// The transaction whose changes were all read most recently, with its chain hash.
+    public private(set) var lastCompleted: (head: History.TransactionHeader, chainHash: [UInt8])?
+    /// Transactions and changes read so far.
+    public private(set) var transactionCount = 0
+    /// Changes read so far.
+    public private(set) var changeCount = 0
+
+    /// Reads the preamble and header.
+    public init(_ source: Source) throws {
+        frames = FrameReader(source)
+        senderKey = try frames.readPreamble()
+        let first = try frames.next()
+        guard first.type == .header else { throw BundleError.framing(.missingHeader, offset: first.offset) }
+        header = try BundleHeader.decode(first.payload, frameOffset: first.offset)
+        for range in header.ranges {
+            chains[range.origin] = ChainState(head: range.previous, next: range.first, last: range.last, timestamp: .zero)
+        }
+        for table in header.tables { tables[table.name] = table }
+    }
+
+    // MARK: - Record stream
+
+    private func refill() throws -> Bool {
+        if pending != nil { return false }
+        if open != nil { txHasher.update(data: chunk[hashedFrom..<position]) }
+        consumedBefore += chunk.count
+        let frame = try frames.next()
+        guard frame.type == .transactions else {
+            pending = frame
+            chunk = []
+            position = 0
+            hashedFrom = 0
+            return false
+        }
+        chunk = frame.payload
+        position = 0
+        hashedFrom = 0
+        return true
+    }
+
+    private func fail(_ r: BundleError.Record) -> BundleError { .record(r, offset: consumedBefore + position) }
+
+    @inline(__always)
+    private func byte() throws -> UInt8 {
+        if position == chunk.count { guard try refill() else { throw fail(.truncated) } }
+        defer { position += 1 }
+        return chunk[position]
+    }
+
+    private func bytes(_ n: Int) throws -> [UInt8] {
+        if n <= chunk.count - position {
+            defer { position += n }
+            return Array(chunk[position..<position + n])
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(min(n, 1 << 20))
+        while out.count < n {
+            if position == chunk.count { guard try refill() else { throw fail(.truncated) } }
+            let take = min(n - out.count, chunk.count - position)
+            out += chunk[position..<position + take]
+            position += take
+        }
+        return out
+    }
+
+    private func varint() throws -> UInt64 {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        var count = 0
+        while true {
+            let b = try byte()
+            count += 1
+            if shift == 63 && b > 1 { throw fail(.badVarint) }
+            result |= UInt64(b & 0x7f) << shift
+            if b & 0x80 == 0 {
+                if b == 0 && count > 1 { throw fail(.badVarint) }
+                return result
+            }
+            shift += 7
+            if shift > 63 { throw fail(.badVarint) }
+        }
+    }
+
+    private func length(limit: Int) throws -> Int {
+        let n = try varint()
+        guard n <= UInt64(limit) else { throw fail(.lengthTooLarge(n > UInt64(Int.max) ? Int.max : Int(n))) }
+        return Int(n)
+    }
+
+    private func name() throws -> String {
+        let raw = try bytes(try length(limit: BundleFormat.maxNameLength))
+        guard !raw.isEmpty else { throw fail(.emptyName) }
+        if let known = names[raw] { return known }
+        guard let s = String(validating: raw, as: UTF8.self) else { throw fail(.invalidUTF8) }
+        if names.count < 4096 { names[raw] = s }
+        return s
+    }
+
+    private func optionalName() throws -> String? {
+        switch try byte() {
+        case 0: return nil
+        case 1: return try name()
+        case let b: throw fail(.badPresenceByte(b))
+        }
+    }
+
+    private func value() throws -> SQLValue {
+        let tag = try byte()
+        switch tag {
+        case 0: return .null
+        case 1: return .integer(RecordEncoding.unzigzag(try varint()))
+        case 2:
+            var bits: UInt64 = 0
+            for _ in 0..<8 { bits = bits << 8 | UInt64(try byte()) }
+            return .real(Double(bitPattern: bits))
+        case 3:
+            let raw = try bytes(try length(limit: BundleFormat.maxValueLength))
+            guard let s = String(validating: raw, as: UTF8.self) else { throw fail(.invalidUTF8) }
+            return .text(s)
+        case 4: return .blob(try bytes(try length(limit: BundleFormat.maxValueLength)))
+        default: throw fail(.unknownValueTag(tag))
+        }
+    }
+
+    private func attributes() throws {
+        let count = try varint()
+        if count > 0 {
+            // Version 1 defines no attributes; an even id must be understood, an odd one may be skipped.
+            for _ in 0..<count {
+                let id = try varint()
+                if id % 2 == 0 { throw fail(.unknownAttribute(id)) }
+                _ = try bytes(try length(limit: BundleFormat.maxFrameLength))
+            }
+        }
+    }
+
+    // MARK: - Transactions
+
+    /// Reads the next transaction's header, or nil after the last. The previous transaction's
+    /// changes must all have been read.
+    public func nextTransaction() throws -> History.TransactionHeader? {
+        precondition(open == nil || changesLeft == 0, "read every change before the next transaction")
+        if position == chunk.count { guard try refill() else { return nil } }
+        hashedFrom = position
+        let start = consumedBefore + position
+        let origin = Replica.ID(bytes: try bytes(16))!
+        guard var chain = chains[origin] else {
+            throw BundleError.verification(.transactionOutsideRanges(origin: origin.description, sequence: 0))
+        }
+        var hasher = SHA256()
+        hasher.update(data: chain.head)
+        txHasher = hasher
+        let seq = try varint()
+        guard seq <= UInt64(Int64.max) else { throw BundleError.record(.badVarint, offset: start) }
+        let sequence = Int64(seq)
+        guard sequence <= chain.last else {
+            throw BundleError.verification(.transactionOutsideRanges(origin: origin.description, sequence: sequence))
+        }
+        guard sequence == chain.next else {
+            throw BundleError.verification(.sequenceGap(origin: origin.description, expected: chain.next, found: sequence))
+        }
+        let timestamp = HLCTimestamp(packed: Int64(bitPattern: try varint()))
+        guard chain.timestamp < timestamp else {
+            throw BundleError.verification(.clockNotIncreasing(origin: origin.description, sequence: sequence))
+        }
+        chain.timestamp = timestamp
+        chains[origin] = chain
+        let author = try optionalName()
+        let context = try optionalName()
+        var pid: Int32?
+        switch try byte() {
+        case 0: break
+        case 1:
+            let v = try varint()
+            guard v <= UInt64(UInt32.max) else { throw fail(.badVarint) }
+            pid = Int32(bitPattern: UInt32(v))
+        case let b: throw fail(.badPresenceByte(b))
+        }
+        let count = try varint()
+        guard count <= UInt64(Int32.max) else { throw fail(.lengthTooLarge(Int(Int32.max))) }
+        let head = History.TransactionHeader(
+            origin: origin, sequence: sequence, timestamp: timestamp, author: author, contextName: context, processID: pid,
+            changeCount: Int(count))
+        open = head
+        changesLeft = Int(count)
+        if changesLeft == 0 { try closeTransaction() }
+        transactionCount += 1
+        return head
+    }
+
+    /// Reads the next change of the current transaction, or nil when it has no more.
+    public func nextChange() throws -> History.Change? {
+        guard open != nil, changesLeft > 0 else { return nil }
+        let op = try byte()
+        let type: History.ChangeType
+        switch op {
+        case 1: type = .insert
+        case 2: type = .update
+        case 3: type = .delete
+        default: throw fail(.unknownChangeType(op))
+        }
+        let table = try name()
+        guard let schema = tables[table] else { throw fail(.columnsNotCanonical("table '\(table)' is not in the header")) }
+        let keyCount = try varint()
+        guard keyCount >= 1, keyCount <= UInt64(BundleFormat.maxColumns) else { throw fail(.tooManyColumns(Int(min(keyCount, 999)))) }
+        var key: [History.Column] = []
+        key.reserveCapacity(Int(keyCount))
+        for _ in 0..<keyCount { key.append(History.Column(try name(), try value())) }
+        guard key.map(\.name) == schema.keyColumns else {
+            throw fail(.columnsNotCanonical("key columns of '\(table)' do not match its header entry"))
+        }
+        let columnCount = try varint()
+        guard columnCount <= UInt64(BundleFormat.maxColumns) else { throw fail(.tooManyColumns(Int(min(columnCount, 999)))) }
+        var columns: [History.Column] = []
+        columns.reserveCapacity(Int(columnCount))
+        for _ in 0..<columnCount {
+            let column = History.Column(try name(), try value())
+            if let previous = columns.last, !previous.name.utf8.lexicographicallyPrecedes(column.name.utf8) {
+                throw fail(.columnsNotCanonical("column names not strictly ascending"))
+            }
+            guard !schema.keyColumns.contains(column.name), schema.columns.contains(column.name) else {
+                throw fail(.columnsNotCanonical("column '\(column.name)' of '\(table)' is a key column or not in the header"))
+            }
+            columns.append(column)
+        }
+        if type == .update && columns.isEmpty { throw fail(.columnsNotCanonical("an update changes no column")) }
+        try attributes()
+        changesLeft -= 1
+        changeCount += 1
+        if changesLeft == 0 { try closeTransaction() }
+        switch type {
+        case .insert: return History.Change(type: .insert, table: table, key: key, values: key + columns)
+        case .update: return History.Change(type: .update, table: table, key: key, values: columns)
+        case .delete: return History.Change(type: .delete, table: table, key: key, values: [], tombstone: key + columns)
+        }
+    }
+
+    private func closeTransaction() throws {
+        try attributes()
+        let head = open!
+        txHasher.update(data: chunk[hashedFrom..<position])
+        let hash = Array(txHasher.finalize())
+        chains[head.origin]!.head = hash
+        chains[head.origin]!.next = head.sequence + 1
+        lastCompleted = (head, hash)
+        open = nil
+    }
+
+    // MARK: - Finish
+
+    /// Reads the attestations and the signature after the last transaction and verifies everything.
+    public func finish() throws -> VerifiedBundle {
+        precondition(open == nil, "read every change before finishing")
+        while pending == nil {
+            guard position == chunk.count else { throw fail(.columnsNotCanonical("bytes after the last transaction")) }
+            _ = try refill()
+            if pending == nil && position < chunk.count {
+                throw fail(.columnsNotCanonical("transactions follow where the records should have ended"))
+            }
+        }
+        var frame = pending!
+        var attestations: [Attestation] = []
+        for range in header.ranges {
+            guard frame.type == .attestation else { throw BundleError.framing(.unexpectedFrame(frame.type.rawValue), offset: frame.offset) }
+            let attestation = try Attestation.decode(frame.payload, frameOffset: frame.offset)
+            let chain = chains[range.origin]!
+            guard attestation.origin == range.origin, attestation.sequence == range.last else {
+                throw BundleError.verification(.badAttestation(origin: range.origin.description))
+            }
+            guard chain.next == range.last + 1 else { throw BundleError.verification(.rangeIncomplete(origin: range.origin.description)) }
+            guard attestation.head == chain.head else { throw BundleError.verification(.chainMismatch(origin: range.origin.description)) }
+            guard attestation.verifies(publicKey: range.publicKey) else {
+                throw BundleError.verification(.badAttestation(origin: range.origin.description))
+            }
+            attestations.append(attestation)
+            frame = try frames.next()
+        }
+        guard frame.type == .signature else { throw BundleError.framing(.unexpectedFrame(frame.type.rawValue), offset: frame.offset) }
+        guard frame.payload.count == 64 else { throw BundleError.framing(.badHeader("signature must be 64 bytes"), offset: frame.offset) }
+        let digest = Array(frames.fileHash.finalize())
+        guard try frames.atEnd() else { throw BundleError.framing(.trailingBytes, offset: frames.offset) }
+        guard let key = try? Curve25519.Signing.PublicKey(rawRepresentation: senderKey),
+            key.isValidSignature(frame.payload, for: BundleFormat.bundleSignaturePrefix + digest)
+        else { throw BundleError.verification(.badSignature) }
+        return VerifiedBundle(
+            header: header, senderKey: senderKey, attestations: attestations, digest: digest,
+            transactionCount: transactionCount, changeCount: changeCount)
+    }
+}
+
+/// A bundle whose framing, records, chains, attestations and signature all verified.
+public struct VerifiedBundle: Sendable, Hashable {
+    /// The header.
+    public let header: BundleHeader
+    /// The sender's public key.
+    public let senderKey: [UInt8]
+    /// One attestation per origin range, in header order.
+    public let attestations: [Attestation]
+    /// SHA-256 of the signed bytes: identifies the bundle's content.
+    public let digest: [UInt8]
+    /// How many transactions it holds.
+    public let transactionCount: Int
+    /// How many changes it holds.
+    public let changeCount: Int
+    /// The sender's identity.
+    public var sender: Replica.ID { Replica.ID(publicKey: senderKey) }
+}

@@ -1,0 +1,99 @@
+/// Why a bundle was refused by the decoder or verifier. Cases nest by layer: the file framing,
+/// a record inside it, or the cryptographic checks. Every case names where (a byte offset in the
+/// file, or a transaction) so a user can report it.
+public enum BundleError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The file's framing is wrong.
+    case framing(Framing, offset: Int)
+    /// A transaction record is malformed; `offset` counts decompressed record bytes.
+    case record(Record, offset: Int)
+    /// A check of signatures, chains or origins failed.
+    case verification(Verification)
+
+    /// Framing defects (§3).
+    public enum Framing: Sendable, Equatable {
+        case notABundle
+        case unsupportedVersion(UInt16)
+        case reservedFlags
+        case truncated
+        case unknownFrameType(UInt8)
+        case frameTooLong(Int)
+        case badCompression
+        case unexpectedFrame(UInt8)
+        case missingHeader
+        case trailingBytes
+        case badHeader(String)
+    }
+
+    /// Record defects (§4).
+    public enum Record: Sendable, Equatable {
+        case truncated
+        case badVarint
+        case unknownValueTag(UInt8)
+        case invalidUTF8
+        case lengthTooLarge(Int)
+        case unknownChangeType(UInt8)
+        case tooManyColumns(Int)
+        case columnsNotCanonical(String)
+        case unknownAttribute(UInt64)
+        case badPresenceByte(UInt8)
+        case emptyName
+    }
+
+    /// Verification failures (§5).
+    public enum Verification: Sendable, Equatable {
+        case badSignature
+        case badAttestation(origin: String)
+        case chainMismatch(origin: String)
+        case transactionOutsideRanges(origin: String, sequence: Int64)
+        case sequenceGap(origin: String, expected: Int64, found: Int64)
+        case rangeIncomplete(origin: String)
+        case clockNotIncreasing(origin: String, sequence: Int64)
+    }
+
+    public var description: String {
+        switch self {
+        case .framing(let f, let offset):
+            let what: String
+            switch f {
+            case .notABundle: what = "not a Tidemark bundle (bad magic)"
+            case .unsupportedVersion(let v): what = "unsupported format version \(v) (this build reads version \(BundleFormat.version))"
+            case .reservedFlags: what = "reserved flag bits are set"
+            case .truncated: what = "the file ends early (truncated or still being copied)"
+            case .unknownFrameType(let t): what = "unknown frame type 0x\(String(t, radix: 16))"
+            case .frameTooLong(let n): what = "frame length \(n) exceeds the limit of \(BundleFormat.maxFrameLength)"
+            case .badCompression: what = "a compressed frame does not inflate to its declared length"
+            case .unexpectedFrame(let t): what = "frame type 0x\(String(t, radix: 16)) is out of order"
+            case .missingHeader: what = "the header frame is missing"
+            case .trailingBytes: what = "bytes follow the signature frame"
+            case .badHeader(let why): what = "bad header: \(why)"
+            }
+            return "\(what) at byte \(offset)"
+        case .record(let r, let offset):
+            let what: String
+            switch r {
+            case .truncated: what = "a transaction record is cut short"
+            case .badVarint: what = "a varint is malformed or not minimal"
+            case .unknownValueTag(let t): what = "unknown value tag 0x\(String(t, radix: 16))"
+            case .invalidUTF8: what = "text is not valid UTF-8"
+            case .lengthTooLarge(let n): what = "a length of \(n) bytes exceeds the limit"
+            case .unknownChangeType(let t): what = "unknown change type \(t)"
+            case .tooManyColumns(let n): what = "\(n) columns exceed the limit of \(BundleFormat.maxColumns)"
+            case .columnsNotCanonical(let why): what = "columns are not in canonical form: \(why)"
+            case .unknownAttribute(let id): what = "unknown attribute \(id)"
+            case .badPresenceByte(let b): what = "presence byte must be 0 or 1, found \(b)"
+            case .emptyName: what = "a name is empty"
+            }
+            return "\(what) at record byte \(offset)"
+        case .verification(let v):
+            switch v {
+            case .badSignature: return "the bundle's signature does not verify (the file was altered or not signed by its sender)"
+            case .badAttestation(let o): return "the chain attestation of origin \(o) does not verify"
+            case .chainMismatch(let o): return "origin \(o)'s transactions do not hash to the head its owner signed (altered, reordered or dropped)"
+            case .transactionOutsideRanges(let o, let s): return "transaction \(o) #\(s) is outside the ranges the header declares"
+            case .sequenceGap(let o, let e, let f): return "origin \(o)'s transactions skip from #\(e) to #\(f)"
+            case .rangeIncomplete(let o): return "origin \(o)'s declared range is not complete"
+            case .clockNotIncreasing(let o, let s): return "origin \(o)'s transaction #\(s) is not later than the one before"
+            }
+        }
+    }
+}

@@ -1,0 +1,217 @@
+import Crypto
+
+/// The header frame of a bundle (§3.3): who sent it, what it brings, and the tables and origin
+/// ranges its transactions use.
+public struct BundleHeader: Sendable, Hashable {
+    /// What the bundle is.
+    public var kind: BundleFormat.Kind
+    /// The sender's replica name (informational; identity is the key).
+    public var senderName: String
+    /// When the sender wrote it.
+    public var created: HLCTimestamp
+    /// The token the sender assumed the receiver holds: the bundle's causal prerequisites.
+    public var since: History.Token
+    /// The sender's token when it wrote the bundle; for a watermark, the token the sender has applied.
+    public var through: History.Token
+    /// The tables the transactions touch.
+    public var tables: [TableSchema]
+    /// One contiguous range of transactions per origin.
+    public var ranges: [OriginRange]
+
+    /// Creates a header.
+    public init(
+        kind: BundleFormat.Kind, senderName: String, created: HLCTimestamp, since: History.Token, through: History.Token,
+        tables: [TableSchema], ranges: [OriginRange]
+    ) {
+        self.kind = kind
+        self.senderName = senderName
+        self.created = created
+        self.since = since
+        self.through = through
+        self.tables = tables
+        self.ranges = ranges.sorted { $0.origin < $1.origin }
+    }
+
+    /// A table as the sender tracks it.
+    public struct TableSchema: Sendable, Hashable {
+        /// The table name.
+        public var name: String
+        /// Primary-key columns in key order.
+        public var keyColumns: [String]
+        /// Every tracked column, key columns included, sorted by name (bytewise UTF-8).
+        public var columns: [String]
+
+        /// Creates a schema entry; `columns` are sorted canonically.
+        public init(name: String, keyColumns: [String], columns: [String]) {
+            self.name = name
+            self.keyColumns = keyColumns
+            self.columns = columns.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        }
+    }
+
+    /// The transactions of one origin in this bundle: sequence numbers `first...last`, continuing
+    /// the origin's hash chain from `previous` (the chain hash after transaction `first - 1`).
+    public struct OriginRange: Sendable, Hashable {
+        /// The origin's Ed25519 public key.
+        public var publicKey: [UInt8]
+        /// The first sequence number included.
+        public var first: Int64
+        /// The last sequence number included.
+        public var last: Int64
+        /// The chain hash before `first`.
+        public var previous: [UInt8]
+
+        /// The origin's identity.
+        public var origin: Replica.ID { Replica.ID(publicKey: publicKey) }
+
+        /// Creates a range.
+        public init(publicKey: [UInt8], first: Int64, last: Int64, previous: [UInt8]) {
+            self.publicKey = publicKey
+            self.first = first
+            self.last = last
+            self.previous = previous
+        }
+    }
+
+    // MARK: - Coding
+
+    func encoded() -> [UInt8] {
+        var out: [UInt8] = [kind.rawValue]
+        RecordEncoding.string(senderName, &out)
+        RecordEncoding.varint(UInt64(bitPattern: created.packed), &out)
+        RecordEncoding.token(since, &out)
+        RecordEncoding.token(through, &out)
+        RecordEncoding.varint(UInt64(tables.count), &out)
+        for t in tables {
+            RecordEncoding.string(t.name, &out)
+            RecordEncoding.varint(UInt64(t.keyColumns.count), &out)
+            for k in t.keyColumns { RecordEncoding.string(k, &out) }
+            RecordEncoding.varint(UInt64(t.columns.count), &out)
+            for c in t.columns { RecordEncoding.string(c, &out) }
+        }
+        RecordEncoding.varint(UInt64(ranges.count), &out)
+        for r in ranges {
+            out += r.publicKey
+            RecordEncoding.varint(UInt64(r.first), &out)
+            RecordEncoding.varint(UInt64(r.last), &out)
+            out += r.previous
+        }
+        out.append(0)  // attribute count
+        return out
+    }
+
+    static func decode(_ payload: [UInt8], frameOffset: Int) throws -> BundleHeader {
+        var r = PayloadReader(payload)
+        func bad(_ why: String) -> BundleError { .framing(.badHeader(why), offset: frameOffset) }
+        guard let kind = BundleFormat.Kind(rawValue: try r.byte()) else { throw bad("unknown bundle kind") }
+        let name = try r.string()
+        guard !name.isEmpty else { throw bad("empty sender name") }
+        let created = HLCTimestamp(packed: Int64(bitPattern: try r.varint()))
+        let since = try r.token()
+        let through = try r.token()
+        let tableCount = try r.varint()
+        guard tableCount <= UInt64(BundleFormat.maxHeaderEntries) else { throw bad("too many tables") }
+        var tables: [TableSchema] = []
+        for _ in 0..<tableCount {
+            let table = try r.string()
+            let keyCount = try r.varint()
+            guard (1...UInt64(BundleFormat.maxColumns)).contains(keyCount) else { throw bad("table \(table): bad key column count") }
+            let keys = try (0..<keyCount).map { _ in try r.string() }
+            let columnCount = try r.varint()
+            guard columnCount <= UInt64(BundleFormat.maxColumns) else { throw bad("table \(table): too many columns") }
+            let columns = try (0..<columnCount).map { _ in try r.string() }
+            guard !table.isEmpty, !keys.contains(""), !columns.contains("") else { throw bad("empty name") }
+            guard zip(columns, columns.dropFirst()).allSatisfy({ $0.utf8.lexicographicallyPrecedes($1.utf8) }) else {
+                throw bad("table \(table): columns not sorted")
+            }
+            guard Set(keys).count == keys.count, keys.allSatisfy(columns.contains) else {
+                throw bad("table \(table): key columns must be distinct columns of the table")
+            }
+            guard !tables.contains(where: { $0.name == table }) else { throw bad("table \(table) listed twice") }
+            tables.append(TableSchema(name: table, keyColumns: keys, columns: columns))
+        }
+        let rangeCount = try r.varint()
+        guard rangeCount <= UInt64(BundleFormat.maxHeaderEntries) else { throw bad("too many origin ranges") }
+        var ranges: [OriginRange] = []
+        for _ in 0..<rangeCount {
+            let key = try r.take(32)
+            let first = try r.varint()
+            let last = try r.varint()
+            let previous = try r.take(32)
+            guard first >= 1, last >= first, last <= UInt64(Int64.max) else { throw bad("bad origin range") }
+            let range = OriginRange(publicKey: key, first: Int64(first), last: Int64(last), previous: previous)
+            if let prior = ranges.last, !(prior.origin < range.origin) { throw bad("origin ranges not in ascending order") }
+            if first == 1 && previous != Chain.genesis(range.origin) { throw bad("origin range starting at #1 must continue the genesis hash") }
+            ranges.append(range)
+        }
+        guard try r.varint() == 0 else { throw bad("unknown header attribute") }
+        guard r.atEnd else { throw bad("extra bytes after the header") }
+        if kind == .watermark && !ranges.isEmpty { throw bad("a watermark carries no transactions") }
+        return BundleHeader(kind: kind, senderName: name, created: created, since: since, through: through, tables: tables, ranges: ranges)
+    }
+}
+
+/// The per-origin hash chain (§5.2) that lets any receiver check a relayed transaction came from
+/// its origin unaltered, in order and without gaps.
+public enum Chain {
+    /// The chain hash before an origin's first transaction.
+    public static func genesis(_ origin: Replica.ID) -> [UInt8] {
+        Array(SHA256.hash(data: BundleFormat.chainPrefix + origin.bytes))
+    }
+
+    /// The message an origin signs to attest its chain head after transaction `sequence`.
+    public static func attestationMessage(origin: Replica.ID, sequence: Int64, head: [UInt8]) -> [UInt8] {
+        BundleFormat.chainPrefix + origin.bytes + RecordEncoding.uint64BigEndian(UInt64(sequence)) + head
+    }
+}
+
+/// An origin's signed statement that its chain hash after transaction `sequence` is `head`.
+public struct Attestation: Sendable, Hashable {
+    /// The origin.
+    public var origin: Replica.ID
+    /// The last transaction the head covers.
+    public var sequence: Int64
+    /// The chain hash after it.
+    public var head: [UInt8]
+    /// The origin's Ed25519 signature of `Chain.attestationMessage`.
+    public var signature: [UInt8]
+
+    /// Creates an attestation.
+    public init(origin: Replica.ID, sequence: Int64, head: [UInt8], signature: [UInt8]) {
+        self.origin = origin
+        self.sequence = sequence
+        self.head = head
+        self.signature = signature
+    }
+
+    /// Signs a head with the origin's key.
+    public static func sign(origin key: Curve25519.Signing.PrivateKey, sequence: Int64, head: [UInt8]) throws -> Attestation {
+        let origin = Replica.ID(publicKey: Array(key.publicKey.rawRepresentation))
+        let signature = try key.signature(for: Chain.attestationMessage(origin: origin, sequence: sequence, head: head))
+        return Attestation(origin: origin, sequence: sequence, head: head, signature: Array(signature))
+    }
+
+    /// Whether the signature verifies under `publicKey`.
+    public func verifies(publicKey: [UInt8]) -> Bool {
+        guard let key = try? Curve25519.Signing.PublicKey(rawRepresentation: publicKey) else { return false }
+        return key.isValidSignature(signature, for: Chain.attestationMessage(origin: origin, sequence: sequence, head: head))
+    }
+
+    func encoded() -> [UInt8] {
+        var out = origin.bytes
+        RecordEncoding.varint(UInt64(sequence), &out)
+        return out + head + signature
+    }
+
+    static func decode(_ payload: [UInt8], frameOffset: Int) throws -> Attestation {
+        var r = PayloadReader(payload)
+        let origin = Replica.ID(bytes: try r.take(16))!
+        let sequence = try r.varint()
+        let head = try r.take(32)
+        let signature = try r.take(64)
+        guard r.atEnd, sequence >= 1, sequence <= UInt64(Int64.max) else {
+            throw BundleError.framing(.badHeader("malformed attestation"), offset: frameOffset)
+        }
+        return Attestation(origin: origin, sequence: Int64(sequence), head: head, signature: signature)
+    }
+}

@@ -1,0 +1,118 @@
+/// Canonical encoding of values, names, tokens and records (§4). The encoding is a function of the
+/// content alone, so any replica that relays a transaction re-creates exactly its bytes, and the
+/// origin's chain hash still matches.
+enum RecordEncoding {
+    /// §4.1 value tags.
+    enum Tag: UInt8 {
+        case null = 0, integer = 1, real = 2, text = 3, blob = 4
+    }
+
+    @inline(__always)
+    static func varint(_ v: UInt64, _ out: inout [UInt8]) { Varint.append(v, to: &out) }
+
+    /// ZigZag maps signed to unsigned so small magnitudes stay short.
+    @inline(__always)
+    static func zigzag(_ v: Int64) -> UInt64 { UInt64(bitPattern: (v << 1) ^ (v >> 63)) }
+
+    @inline(__always)
+    static func unzigzag(_ u: UInt64) -> Int64 { Int64(bitPattern: u >> 1) ^ -Int64(bitPattern: u & 1) }
+
+    static func string(_ s: String, _ out: inout [UInt8]) {
+        var s = s
+        s.withUTF8 { utf8 in
+            varint(UInt64(utf8.count), &out)
+            out.append(contentsOf: utf8)
+        }
+    }
+
+    static func optionalString(_ s: String?, _ out: inout [UInt8]) {
+        guard let s else { return out.append(0) }
+        out.append(1)
+        string(s, &out)
+    }
+
+    static func value(_ v: SQLValue, _ out: inout [UInt8]) {
+        switch v {
+        case .null: out.append(Tag.null.rawValue)
+        case .integer(let i):
+            out.append(Tag.integer.rawValue)
+            varint(zigzag(i), &out)
+        case .real(let d):
+            out.append(Tag.real.rawValue)
+            let bits = d.bitPattern
+            for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
+        case .text(let s):
+            out.append(Tag.text.rawValue)
+            string(s, &out)
+        case .blob(let b):
+            out.append(Tag.blob.rawValue)
+            varint(UInt64(b.count), &out)
+            out.append(contentsOf: b)
+        }
+    }
+
+    static func token(_ t: History.Token, _ out: inout [UInt8]) {
+        let ids = t.sequences.keys.sorted()
+        varint(UInt64(ids.count), &out)
+        for id in ids {
+            out.append(contentsOf: id.bytes)
+            varint(UInt64(t[id]), &out)
+        }
+    }
+
+    static func uint64BigEndian(_ v: UInt64) -> [UInt8] {
+        (0..<8).map { UInt8(truncatingIfNeeded: v >> UInt64(56 - 8 * $0)) }
+    }
+
+    /// §4.2: the transaction prefix, up to and including the change count.
+    static func transactionPrefix(
+        origin: Replica.ID, sequence: Int64, timestamp: HLCTimestamp, author: String?, contextName: String?,
+        processID: Int32?, changeCount: Int, _ out: inout [UInt8]
+    ) {
+        out.append(contentsOf: origin.bytes)
+        varint(UInt64(sequence), &out)
+        varint(UInt64(bitPattern: timestamp.packed), &out)
+        optionalString(author, &out)
+        optionalString(contextName, &out)
+        if let processID {
+            out.append(1)
+            varint(UInt64(UInt32(bitPattern: processID)), &out)
+        } else {
+            out.append(0)
+        }
+        varint(UInt64(changeCount), &out)
+    }
+
+    /// §4.3: one change. Key columns in key order; other columns sorted by name (bytewise UTF-8).
+    static func change(_ c: History.Change, _ out: inout [UInt8]) {
+        let op: UInt8
+        let columns: [History.Column]
+        switch c.type {
+        case .insert:
+            op = 1
+            let keyNames = Set(c.key.map(\.name))
+            columns = c.values.filter { !keyNames.contains($0.name) }
+        case .update:
+            op = 2
+            columns = c.values
+        case .delete:
+            op = 3
+            let keyNames = Set(c.key.map(\.name))
+            columns = (c.tombstone ?? []).filter { !keyNames.contains($0.name) }
+        }
+        out.append(op)
+        string(c.table, &out)
+        varint(UInt64(c.key.count), &out)
+        for k in c.key {
+            string(k.name, &out)
+            value(k.value, &out)
+        }
+        let sorted = columns.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+        varint(UInt64(sorted.count), &out)
+        for column in sorted {
+            string(column.name, &out)
+            value(column.value, &out)
+        }
+        out.append(0)  // attribute count
+    }
+}

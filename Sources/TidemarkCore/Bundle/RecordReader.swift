@@ -1,0 +1,56 @@
+/// Reads canonical values and names from a byte buffer (§4), rejecting anything non-canonical.
+/// Used for the header payload and, through `RecordStream`, for transaction records.
+struct PayloadReader {
+    let bytes: [UInt8]
+    var position = 0
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    var atEnd: Bool { position == bytes.count }
+
+    mutating func byte() throws -> UInt8 {
+        guard position < bytes.count else { throw BundleError.framing(.badHeader("ends early"), offset: position) }
+        defer { position += 1 }
+        return bytes[position]
+    }
+
+    mutating func take(_ n: Int) throws -> [UInt8] {
+        guard n <= bytes.count - position else { throw BundleError.framing(.badHeader("ends early"), offset: position) }
+        defer { position += n }
+        return Array(bytes[position..<position + n])
+    }
+
+    mutating func varint() throws -> UInt64 {
+        guard let (v, used) = Varint.read(bytes, at: position) else {
+            throw BundleError.framing(.badHeader("bad varint"), offset: position)
+        }
+        position += used
+        return v
+    }
+
+    mutating func string() throws -> String {
+        let n = try varint()
+        guard n <= UInt64(BundleFormat.maxNameLength) else { throw BundleError.framing(.badHeader("name too long"), offset: position) }
+        let raw = try take(Int(n))
+        guard let s = String(validating: raw, as: UTF8.self) else {
+            throw BundleError.framing(.badHeader("invalid UTF-8"), offset: position)
+        }
+        return s
+    }
+
+    mutating func token() throws -> History.Token {
+        let count = try varint()
+        guard count <= UInt64(BundleFormat.maxHeaderEntries) else { throw BundleError.framing(.badHeader("token too long"), offset: position) }
+        var sequences: [Replica.ID: Int64] = [:]
+        var previous: Replica.ID?
+        for _ in 0..<count {
+            let id = Replica.ID(bytes: try take(16))!
+            let seq = try varint()
+            guard seq > 0, seq <= UInt64(Int64.max) else { throw BundleError.framing(.badHeader("bad token entry"), offset: position) }
+            if let previous, !(previous < id) { throw BundleError.framing(.badHeader("token entries out of order"), offset: position) }
+            previous = id
+            sequences[id] = Int64(seq)
+        }
+        return History.Token(sequences: sequences)
+    }
+}

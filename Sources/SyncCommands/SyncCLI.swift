@@ -7,7 +7,10 @@ public struct SyncCLI: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "sync",
         abstract: "Tidemark: history-tracked SQLite stores that sync through shared folders.",
-        subcommands: [Init.self, Exec.self, Log.self, TokenCommand.self, Status.self, Watch.self])
+        subcommands: [
+            Demo.self, Init.self, Exec.self, Log.self, TokenCommand.self, Status.self, Watch.self, Identity.self, Peers.self,
+            Export.self, Inspect.self, Import.self, Push.self, Pull.self,
+        ])
 
     public init() {}
 
@@ -34,6 +37,10 @@ public struct SyncCLI: AsyncParsableCommand {
             if let hint = error.hint { Output.error("hint: \(hint)") }
             return 1
         case let error as CLIError:
+            Output.error("error: \(error)")
+            if let hint = error.hint { Output.error("hint: \(hint)") }
+            return 1
+        case let error as ExchangeError:
             Output.error("error: \(error)")
             if let hint = error.hint { Output.error("hint: \(hint)") }
             return 1

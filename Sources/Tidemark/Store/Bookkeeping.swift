@@ -65,13 +65,27 @@ enum Bookkeeping {
                     pid INTEGER,
                     first_change INTEGER NOT NULL,
                     last_change INTEGER NOT NULL,
+                    chain BLOB,                       -- origin's chain hash after this transaction, once known
                     UNIQUE(replica, seq)
                 );
                 CREATE INDEX tidemark_transactions_by_hlc ON tidemark_transactions(hlc);
                 CREATE TABLE tidemark_replicas(
                     replica BLOB PRIMARY KEY NOT NULL,
                     max_seq INTEGER NOT NULL,         -- highest sequence number held or ever held
-                    pruned_through INTEGER NOT NULL DEFAULT 0
+                    pruned_through INTEGER NOT NULL DEFAULT 0,
+                    public_key BLOB,                  -- the origin's Ed25519 key, learned from bundles
+                    head BLOB,                        -- chain hash after max_seq, once known
+                    head_signature BLOB,              -- the origin's signature of that head
+                    pruned_head BLOB                  -- chain hash after pruned_through
+                ) WITHOUT ROWID;
+                CREATE TABLE tidemark_watermarks(
+                    replica BLOB PRIMARY KEY NOT NULL,
+                    token TEXT NOT NULL,              -- the latest token the replica is known to hold, signed by it
+                    seen_at INTEGER NOT NULL          -- when this store learned it (hybrid clock, packed)
+                ) WITHOUT ROWID;
+                CREATE TABLE tidemark_peers(
+                    public_key BLOB PRIMARY KEY NOT NULL,
+                    name TEXT NOT NULL UNIQUE
                 ) WITHOUT ROWID;
                 """)
     }

@@ -34,11 +34,14 @@ public final class Store: Sendable {
     public let replica: Replica
     /// The tracked tables, as registered when the store was opened.
     public let trackedTables: [TrackedTable]
+    /// This replica's Ed25519 public key (32 bytes); its identity is derived from it.
+    public let publicKey: [UInt8]
     let database: DatabaseQueue
     let options: Options
 
-    init(path: String, database: DatabaseQueue, replica: Replica, trackedTables: [TrackedTable], options: Options) {
+    init(path: String, database: DatabaseQueue, replica: Replica, publicKey: [UInt8], trackedTables: [TrackedTable], options: Options) {
         self.path = path
+        self.publicKey = publicKey
         self.database = database
         self.replica = replica
         self.trackedTables = trackedTables
@@ -65,7 +68,7 @@ public final class Store: Sendable {
                 for table in tables { try table.checkShape(in: db) }
                 return Store(
                     path: path, database: database, replica: Replica(name: name, id: Replica.ID(publicKey: Array(key))),
-                    trackedTables: tables, options: options)
+                    publicKey: Array(key), trackedTables: tables, options: options)
             }
         } catch {
             throw StoreConnection.mapped(error, path: path)

@@ -1,0 +1,36 @@
+import ArgumentParser
+import Tidemark
+
+struct Export: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write the transactions a peer lacks to a signed change bundle.",
+        discussion: "With --peer, exports what that peer is not known to hold (everything if nothing is known yet).")
+
+    @OptionGroup var store: StoreOptions
+    @OptionGroup var key: KeyOptions
+
+    @Option(help: ArgumentHelp("Export what this token does not cover.", valueName: "token"))
+    var since: String?
+
+    @Option(help: ArgumentHelp("Export what this trusted peer lacks.", valueName: "name"))
+    var peer: String?
+
+    @Option(help: ArgumentHelp("The bundle file to write.", valueName: "file"))
+    var out: String
+
+    func validate() throws {
+        guard (since == nil) != (peer == nil) else { throw ValidationError("give exactly one of --since TOKEN or --peer NAME") }
+    }
+
+    func run() throws {
+        let opened = try store.open()
+        var token = History.Token.zero
+        if let since {
+            do { token = try History.Token(parsing: since) } catch let error as History.TokenError { throw StoreError.badToken(error) }
+        } else if let peer {
+            token = try opened.knownToken(ofPeer: peer)
+        }
+        let summary = try opened.exportBundle(since: token, to: out, key: try key.load(forStore: try store.path))
+        Output.line("exported \(summary.transactionCount) transactions, \(summary.changeCount) changes, \(summary.bytes) bytes to \(out)")
+    }
+}

@@ -1,0 +1,24 @@
+import ArgumentParser
+import Tidemark
+
+struct Import: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Verify and apply change bundles; each is applied wholly or not at all.")
+
+    @OptionGroup var store: StoreOptions
+
+    @Argument(help: ArgumentHelp("Bundle files, applied in the order given.", valueName: "file"))
+    var files: [String]
+
+    func run() throws {
+        let opened = try store.open()
+        for file in files {
+            let summary = try opened.importBundle(at: file)
+            if summary.alreadyApplied {
+                Output.line("\(file): already applied, nothing changed")
+            } else {
+                Output.line("\(file): applied \(summary.appliedTransactions) transactions, \(summary.appliedChanges) changes from \(summary.sender)")
+            }
+        }
+    }
+}

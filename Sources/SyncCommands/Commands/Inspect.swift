@@ -1,0 +1,55 @@
+import ArgumentParser
+import Foundation
+import Tidemark
+
+struct Inspect: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Decode and verify a bundle without any store.",
+        discussion: "Exits non-zero when the file does not decode or a signature does not verify.")
+
+    @Argument(help: ArgumentHelp("The bundle file.", valueName: "file"))
+    var file: String
+
+    @Flag(help: "Print a JSON object.")
+    var json = false
+
+    func run() throws {
+        var transactions: [History.Transaction] = []
+        var token = History.Token.zero
+        let verified = try Store.inspectBundle(at: file) { head, changes in
+            if transactions.isEmpty { token = .zero }
+            token[head.origin] = head.sequence
+            transactions.append(
+                History.Transaction(
+                    replica: head.origin, sequence: head.sequence, timestamp: head.timestamp, author: head.author,
+                    contextName: head.contextName, processID: head.processID, changes: changes, token: token))
+        }
+        let header = verified.header
+        let kind = "\(header.kind)"
+        // Tokens after each transaction: the bundle's prerequisites plus what it has delivered so far.
+        var running = header.since
+        for i in transactions.indices {
+            running[transactions[i].replica] = transactions[i].sequence
+            transactions[i].token = running
+        }
+        let senderKey = Data(verified.senderKey).base64EncodedString()
+        if json {
+            let origins = header.ranges.map { "{\"id\":\"\($0.origin)\",\"first\":\($0.first),\"last\":\($0.last)}" }.joined(separator: ",")
+            Output.line(
+                "{\"format\":\(BundleFormat.version),\"kind\":\"\(kind)\",\"sender\":{\"name\":\(JSONText.quote(header.senderName))"
+                    + ",\"id\":\"\(verified.sender)\",\"public_key\":\"\(senderKey)\"},\"signature\":\"valid\""
+                    + ",\"created\":\"\(header.created.iso8601)\",\"since\":\"\(header.since)\",\"through\":\"\(header.through)\""
+                    + ",\"origins\":[\(origins)],\"transaction_count\":\(verified.transactionCount),\"change_count\":\(verified.changeCount)"
+                    + ",\"transactions\":\(HistoryFormatter.jsonArray(transactions))}")
+            return
+        }
+        Output.line("bundle     \(kind), format \(BundleFormat.version), \(verified.transactionCount) transactions, \(verified.changeCount) changes")
+        Output.line("sender     \(header.senderName) \(verified.sender) \(senderKey)")
+        Output.line("signature  valid (sender and every origin's chain)")
+        Output.line("created    \(header.created.iso8601)")
+        Output.line("since      \(header.since)")
+        Output.line("through    \(header.through)")
+        for range in header.ranges { Output.line("origin     \(range.origin) #\(range.first)..#\(range.last)") }
+        for transaction in transactions { Output.line(HistoryFormatter.text(transaction)) }
+    }
+}

@@ -1,0 +1,47 @@
+import ArgumentParser
+import Tidemark
+
+struct Peers: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Manage the replicas whose bundles this store trusts.",
+        subcommands: [Add.self, List.self, Remove.self])
+
+    struct Add: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Trust a replica's public key under a name.")
+        @OptionGroup var store: StoreOptions
+        @Argument(help: "A name for the peer.") var name: String
+        @Argument(help: "Its public key, as `sync identity` prints it (base64).") var publicKey: String
+
+        func run() throws {
+            try store.open().addPeer(name: name, publicKeyBase64: publicKey)
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List trusted peers.")
+        @OptionGroup var store: StoreOptions
+        @Flag(help: "Print a JSON array.") var json = false
+
+        func run() throws {
+            let peers = try store.open().peers()
+            if json {
+                let items = peers.map {
+                    "{\"name\":\(JSONText.quote($0.name)),\"public_key\":\"\($0.publicKeyBase64)\",\"id\":\"\($0.id)\"}"
+                }
+                Output.line("[" + items.joined(separator: ",") + "]")
+            } else {
+                for peer in peers { Output.line("\(peer.name) \(peer.publicKeyBase64)") }
+            }
+        }
+    }
+
+    struct Remove: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Stop trusting a peer; takes effect on the next import.")
+        @OptionGroup var store: StoreOptions
+        @Argument(help: "The peer's name.") var name: String
+
+        func run() throws {
+            try store.open().removePeer(name: name)
+        }
+    }
+}

@@ -1,0 +1,22 @@
+import ArgumentParser
+import Tidemark
+
+struct Pull: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Apply every bundle in a shared folder that this replica lacks, then leave its watermark there.")
+
+    @OptionGroup var store: StoreOptions
+    @OptionGroup var key: KeyOptions
+
+    @Option(help: ArgumentHelp("The shared exchange folder.", valueName: "dir"))
+    var from: String
+
+    func run() throws {
+        let opened = try store.open()
+        let summary = try opened.pull(from: from, key: try key.load(forStore: try store.path))
+        for warning in summary.warnings { Output.error("warning: \(warning)") }
+        let transactions = summary.imported.map(\.appliedTransactions).reduce(0, +)
+        let changes = summary.imported.map(\.appliedChanges).reduce(0, +)
+        Output.line("pulled \(summary.imported.count) bundles: \(transactions) transactions, \(changes) changes")
+    }
+}

@@ -1,0 +1,23 @@
+import ArgumentParser
+import Tidemark
+
+struct Push: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write what this replica holds beyond its last push into its subfolder of a shared folder.")
+
+    @OptionGroup var store: StoreOptions
+    @OptionGroup var key: KeyOptions
+
+    @Option(help: ArgumentHelp("The shared exchange folder.", valueName: "dir"))
+    var to: String
+
+    func run() throws {
+        let opened = try store.open()
+        let summary = try opened.push(to: to, key: try key.load(forStore: try store.path))
+        if let path = summary.path, let export = summary.export {
+            Output.line("pushed \(export.transactionCount) transactions, \(export.changeCount) changes, \(export.bytes) bytes to \(path)")
+        } else {
+            Output.line("nothing new to push")
+        }
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+import TidemarkCore
+
+/// The layout of a shared exchange folder (Protocol/exchange.md).
+///
+/// Each replica writes only inside `DIR/<replica id>/`: numbered bundles `0000000001.tmb`, … and
+/// its signed watermark `watermark.tmw`. Files are written under a `.tmp-` name in the same
+/// folder and then renamed, so readers never see a partial file under a final name, and a bundle
+/// is never rewritten. Cloud drives that sync files without locks are enough.
+struct ExchangeFolder {
+    /// The shared folder.
+    let root: String
+
+    static let bundleExtension = "tmb"
+    static let watermarkName = "watermark.tmw"
+    static let temporaryPrefix = ".tmp-"
+
+    init(_ root: String) throws {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: root, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw ExchangeError.cannotRead(path: root, reason: "no such folder")
+        }
+        self.root = root
+    }
+
+    func folder(of replica: Replica.ID) -> String { root + "/" + replica.description }
+
+    /// The replica folders present, excluding `except`.
+    func replicaFolders(except: Replica.ID) throws -> [Replica.ID] {
+        try FileManager.default.contentsOfDirectory(atPath: root).compactMap(Replica.ID.init(hex:)).filter { $0 != except }.sorted()
+    }
+
+    /// The numbered bundles in a replica's folder, in order.
+    func bundles(of replica: Replica.ID) -> [(number: Int, path: String)] {
+        let folder = folder(of: replica)
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        return names.compactMap { name -> (Int, String)? in
+            guard name.hasSuffix("." + Self.bundleExtension), !name.hasPrefix("."),
+                let number = Int(name.dropLast(Self.bundleExtension.count + 1)), number > 0
+            else { return nil }
+            return (number, folder + "/" + name)
+        }.sorted { $0.0 < $1.0 }
+    }
+
+    static func bundleName(_ number: Int) -> String { String(format: "%010d.%@", number, bundleExtension) }
+
+    /// Reads only the preamble and header of a bundle.
+    static func header(of path: String) throws -> (sender: Replica.ID, header: BundleHeader) {
+        let source = try FileSource(path: path)
+        defer { source.close() }
+        do {
+            let decoder = try BundleDecoder(source)
+            return (decoder.sender, decoder.header)
+        } catch let error as BundleError {
+            throw ExchangeError.badBundle(path: path, error)
+        }
+    }
+
+    /// Publishes `temporary` under `name` in `folder` without ever replacing an existing file:
+    /// returns false if `name` is taken.
+    static func publish(_ temporary: String, as name: String, in folder: String) -> Bool {
+        let final = folder + "/" + name
+        if link(temporary, final) == 0 {
+            unlink(temporary)
+            return true
+        }
+        return false
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+import GRDB
+import TidemarkCore
+
+/// This replica's own hash chain (Protocol §5.2). Imported transactions arrive with their chain
+/// hash; our own are hashed lazily, when an export or a prune first needs them.
+struct OwnChain {
+    let db: Database
+    let replica: Replica.ID
+    let tables: [TrackedTable]
+
+    /// The chain hash after our transaction `sequence` (genesis for 0), computing and storing any
+    /// missing hashes up to it. Returns nil if that point was pruned without its hash.
+    func hash(through sequence: Int64) throws -> [UInt8]? {
+        if sequence == 0 { return Chain.genesis(replica) }
+        let key = Data(replica.bytes)
+        if let stored = try Data.fetchOne(
+            db, sql: "SELECT chain FROM tidemark_transactions WHERE replica = ? AND seq = ?", arguments: [key, sequence])
+        {
+            return [UInt8](stored)
+        }
+        let info = try Row.fetchOne(db, sql: "SELECT pruned_through, pruned_head FROM tidemark_replicas WHERE replica = ?", arguments: [key])
+        let prunedThrough: Int64 = info?[0] ?? 0
+        if sequence == prunedThrough, let head = info?[1] as Data? { return [UInt8](head) }
+        if sequence < prunedThrough { return nil }
+        // Start from the latest known point at or below `sequence`.
+        var base: Int64 = 0
+        var head = Chain.genesis(replica)
+        if let row = try Row.fetchOne(
+            db, sql: "SELECT seq, chain FROM tidemark_transactions WHERE replica = ? AND seq < ? AND chain IS NOT NULL ORDER BY seq DESC LIMIT 1",
+            arguments: [key, sequence])
+        {
+            base = row[0]
+            head = [UInt8](row[1] as Data)
+        } else if prunedThrough > 0 {
+            guard let pruned = info?[1] as Data? else { return nil }
+            base = prunedThrough
+            head = [UInt8](pruned)
+        }
+        let valueColumns = try Bookkeeping.valueColumnCount(db)
+        let changes = try db.makeStatement(
+            sql: "SELECT \(ChangeDecoder.selectList(valueColumns: valueColumns)) FROM tidemark_changes WHERE id BETWEEN ? AND ? ORDER BY id")
+        let decoder = ChangeDecoder(tables: tables)
+        let rows = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT seq, hlc, author, context, pid, first_change, last_change FROM tidemark_transactions
+                WHERE replica = ? AND seq > ? AND seq <= ? ORDER BY seq
+                """,
+            arguments: [key, base, sequence])
+        for row in rows {
+            let list = try Row.fetchAll(changes, arguments: [row[5], row[6]]).compactMap(decoder.decode)
+            var hasher = ChainHasher(
+                previous: head, origin: replica, sequence: row[0], timestamp: HLCTimestamp(packed: row[1]), author: row[2],
+                contextName: row[3], processID: row[4], changeCount: list.count)
+            for change in list { hasher.add(change) }
+            head = hasher.finish()
+            try db.execute(
+                sql: "UPDATE tidemark_transactions SET chain = ? WHERE replica = ? AND seq = ?", arguments: [Data(head), key, row[0]])
+        }
+        return head
+    }
+}

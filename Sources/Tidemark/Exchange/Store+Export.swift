@@ -1,0 +1,193 @@
+import Foundation
+import GRDB
+import TidemarkCore
+
+extension Store {
+    /// What an export wrote.
+    public struct ExportSummary: Sendable {
+        /// The bundle file.
+        public var path: String
+        /// The prerequisites: what the receiver was assumed to hold.
+        public var since: History.Token
+        /// This store's token when the bundle was written.
+        public var through: History.Token
+        /// Transactions written.
+        public var transactionCount: Int
+        /// Changes written.
+        public var changeCount: Int
+        /// The file's size.
+        public var bytes: Int
+    }
+
+    /// Writes every transaction `since` does not cover to a signed, compressed bundle at `path`
+    /// (Protocol/bundle.md), in the order this store applied them. The file appears atomically:
+    /// it is written under a temporary name in the same folder and renamed. Streams: memory does
+    /// not grow with the number of changes.
+    ///
+    /// Throws `historyTokenExpired` if the bundle would need pruned history, and `foreignToken`
+    /// if `since` claims transactions of this replica that the store never made.
+    public func exportBundle(since: History.Token, to path: String, key: KeyFile, kind: BundleFormat.Kind = .changes) throws
+        -> ExportSummary
+    {
+        guard key.publicKey == publicKey else { throw ExchangeError.wrongKey(path: key.path) }
+        try sealForeignWrites()
+        let own = replica.id
+        // Our chain hash where the receiver's copy of our history ends.
+        let ownPrevious = try mappingErrors {
+            try database.write { db in try OwnChain(db: db, replica: own, tables: trackedTables).hash(through: since[own]) }
+        }
+        let directory = (path as NSString).deletingLastPathComponent
+        let temporary = (directory.isEmpty ? "." : directory) + "/.tmp-\(UUID().uuidString)"
+        let sink = try FileSink(path: temporary)
+        var summary: ExportSummary
+        var ownHead: (sequence: Int64, attestation: Attestation)?
+        do {
+            summary = try mappingErrors {
+                try database.read { db in
+                    let plan = try ExportPlan(db: db, store: self, since: since, ownPrevious: ownPrevious)
+                    let header = BundleHeader(
+                        kind: kind, senderName: replica.name, created: HLCTimestamp.next(after: plan.clock, now: options.clock.nowMilliseconds()),
+                        since: since, through: plan.through,
+                        tables: trackedTables.map { BundleHeader.TableSchema(name: $0.name, keyColumns: $0.keyColumns, columns: $0.columns) },
+                        ranges: kind == .watermark ? [] : plan.ranges)
+                    var encoder = try BundleEncoder(sink: sink, signingKey: key.privateKey, header: header)
+                    let counts = kind == .watermark ? (0, 0) : try plan.writeTransactions(into: &encoder)
+                    _ = try encoder.finish { origin, sequence, head in
+                        if origin == own {
+                            let attestation = try Attestation.sign(origin: key.privateKey, sequence: sequence, head: head)
+                            ownHead = (sequence, attestation)
+                            return attestation
+                        }
+                        guard let stored = plan.heads[origin], stored.head == head else {
+                            throw ExchangeError.historyFork(path: path, origin: origin.description, sequence: sequence)
+                        }
+                        return Attestation(origin: origin, sequence: sequence, head: head, signature: stored.signature)
+                    }
+                    return ExportSummary(
+                        path: path, since: since, through: plan.through, transactionCount: counts.0, changeCount: counts.1, bytes: 0)
+                }
+            }
+            try sink.close()
+            summary.bytes = sink.bytesWritten
+            try FileManager.default.moveItemReplacing(at: temporary, to: path)
+        } catch {
+            try? FileManager.default.removeItem(atPath: temporary)
+            throw error
+        }
+        if let ownHead {
+            try mappingErrors {
+                try database.write { db in
+                    let key = Data(own.bytes)
+                    try db.execute(
+                        sql: "UPDATE tidemark_transactions SET chain = ? WHERE replica = ? AND seq = ?",
+                        arguments: [Data(ownHead.attestation.head), key, ownHead.sequence])
+                    try db.execute(
+                        sql: "UPDATE tidemark_replicas SET head = ?, head_signature = ? WHERE replica = ? AND max_seq = ?",
+                        arguments: [Data(ownHead.attestation.head), Data(ownHead.attestation.signature), key, ownHead.sequence])
+                }
+            }
+        }
+        return summary
+    }
+}
+
+/// What an export will contain, read in one read transaction.
+struct ExportPlan {
+    let db: Database
+    let store: Store
+    let since: History.Token
+    var through = History.Token.zero
+    var ranges: [BundleHeader.OriginRange] = []
+    var heads: [Replica.ID: (head: [UInt8], signature: [UInt8])] = [:]
+    var clock = HLCTimestamp.zero
+
+    init(db: Database, store: Store, since: History.Token, ownPrevious: [UInt8]?) throws {
+        self.db = db
+        self.store = store
+        self.since = since
+        clock = try Sealer.State.fetch(db).clock
+        through = try Store.currentToken(db)
+        let own = store.replica.id
+        let ownKey = store.publicKey
+        if since[own] > through[own] { throw StoreError.foreignToken(token: since.description) }
+        for row in try Row.fetchAll(
+            db, sql: "SELECT replica, max_seq, pruned_through, public_key, head, head_signature, pruned_head FROM tidemark_replicas")
+        {
+            let origin = Replica.ID(bytes: [UInt8](row[0] as Data))!
+            let maxSeq: Int64 = row[1]
+            let pruned: Int64 = row[2]
+            if let head = row[4] as Data?, let signature = row[5] as Data? { heads[origin] = ([UInt8](head), [UInt8](signature)) }
+            guard maxSeq > since[origin] else { continue }
+            if since[origin] < pruned {
+                throw StoreError.historyTokenExpired(token: since.description, replica: origin, prunedThrough: pruned)
+            }
+            let first = since[origin] + 1
+            var previous: [UInt8]?
+            if origin == own {
+                previous = ownPrevious
+            } else if first == 1 {
+                previous = Chain.genesis(origin)
+            } else if let chain = try Data.fetchOne(
+                db, sql: "SELECT chain FROM tidemark_transactions WHERE replica = ? AND seq = ?", arguments: [row[0], first - 1])
+            {
+                previous = [UInt8](chain)
+            } else if first - 1 == pruned, let prunedHead = row[6] as Data? {
+                previous = [UInt8](prunedHead)
+            }
+            let key = origin == own ? ownKey : (row[3] as Data?).map { [UInt8]($0) }
+            guard let previous, let key else {
+                throw StoreError.historyTokenExpired(token: since.description, replica: origin, prunedThrough: pruned)
+            }
+            ranges.append(BundleHeader.OriginRange(publicKey: key, first: first, last: maxSeq, previous: previous))
+        }
+    }
+
+    /// Streams the transactions into the encoder; returns (transactions, changes).
+    func writeTransactions<S: ByteSink>(into encoder: inout BundleEncoder<S>) throws -> (Int, Int) {
+        var conditions = "1"
+        var arguments: [any DatabaseValueConvertible] = []
+        if !since.sequences.isEmpty {
+            conditions = "CASE replica " + since.sequences.map { _ in "WHEN ? THEN seq > ?" }.joined(separator: " ") + " ELSE 1 END"
+            for (id, seq) in since.sequences {
+                arguments.append(Data(id.bytes))
+                arguments.append(seq)
+            }
+        }
+        let valueColumns = try Bookkeeping.valueColumnCount(db)
+        let changes = try db.makeStatement(
+            sql: "SELECT \(ChangeDecoder.selectList(valueColumns: valueColumns)) FROM tidemark_changes WHERE id BETWEEN ? AND ? ORDER BY id")
+        let decoder = ChangeDecoder(tables: store.trackedTables)
+        let transactions = try Row.fetchCursor(
+            db,
+            sql: """
+                SELECT replica, seq, hlc, author, context, pid, first_change, last_change FROM tidemark_transactions
+                WHERE \(conditions) ORDER BY id
+                """,
+            arguments: StatementArguments(arguments))
+        var counts = (0, 0)
+        while let row = try transactions.next() {
+            let first: Int64 = row[6]
+            let last: Int64 = row[7]
+            try encoder.beginTransaction(
+                origin: Replica.ID(bytes: [UInt8](row[0] as Data))!, sequence: row[1], timestamp: HLCTimestamp(packed: row[2]),
+                author: row[3], contextName: row[4], processID: row[5], changeCount: Int(max(0, last - first + 1)))
+            let cursor = try Row.fetchCursor(changes, arguments: [first, last])
+            while let change = try cursor.next() {
+                guard let decoded = try decoder.decode(change) else { continue }
+                try encoder.add(decoded)
+                counts.1 += 1
+            }
+            counts.0 += 1
+        }
+        return counts
+    }
+}
+
+extension FileManager {
+    /// Renames `source` to `destination`, replacing it atomically if it exists.
+    func moveItemReplacing(at source: String, to destination: String) throws {
+        guard rename(source, destination) == 0 else {
+            throw ExchangeError.cannotWrite(path: destination, reason: String(cString: strerror(errno)))
+        }
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+import GRDB
+import TidemarkCore
+
+extension Store {
+    /// The latest token `replica` is known to hold, learned from its signed watermarks and bundles;
+    /// zero when nothing is known.
+    public func knownToken(of replica: Replica.ID) throws -> History.Token {
+        try mappingErrors {
+            try database.read { db in
+                guard let text = try String.fetchOne(db, sql: "SELECT token FROM tidemark_watermarks WHERE replica = ?", arguments: [Data(replica.bytes)])
+                else { return .zero }
+                return (try? History.Token(parsing: text)) ?? .zero
+            }
+        }
+    }
+
+    /// The latest token the trusted peer named `name` is known to hold.
+    public func knownToken(ofPeer name: String) throws -> History.Token {
+        guard let peer = try peers().first(where: { $0.name == name }) else { throw ExchangeError.unknownPeer(name) }
+        return try knownToken(of: peer.id)
+    }
+
+    /// Records that `replica` holds `token` (as its own signature showed); keeps the larger.
+    func noteWatermark(_ token: History.Token, of replica: Replica.ID) throws {
+        try mappingErrors {
+            try database.write { db in
+                let key = Data(replica.bytes)
+                var merged = token
+                if let text = try String.fetchOne(db, sql: "SELECT token FROM tidemark_watermarks WHERE replica = ?", arguments: [key]),
+                    let known = try? History.Token(parsing: text)
+                {
+                    if known.covers(token) { return }
+                    merged = known.merged(with: token)
+                }
+                try db.execute(
+                    sql: "INSERT OR REPLACE INTO tidemark_watermarks(replica, token, seen_at) VALUES (?, ?, ?)",
+                    arguments: [key, merged.description, try Sealer.State.fetch(db).clock.packed])
+            }
+        }
+    }
+
+    /// Reads and verifies a watermark file; returns the token if it is intact and signed by a
+    /// trusted replica, which it then records.
+    @discardableResult
+    func readWatermark(at path: String) throws -> (Replica.ID, History.Token)? {
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        let source = try FileSource(path: path)
+        defer { source.close() }
+        do {
+            let decoder = try BundleDecoder(source)
+            let verified = try decoder.finish()
+            guard verified.header.kind == .watermark else { return nil }
+            let sender = verified.sender
+            let trusted = try peers().contains { $0.id == sender }
+            guard sender == replica.id || trusted else { return nil }
+            try noteWatermark(verified.header.through, of: sender)
+            return (sender, verified.header.through)
+        } catch let error as BundleError {
+            throw ExchangeError.badBundle(path: path, error)
+        }
+    }
+}

@@ -13,6 +13,9 @@ struct BenchOptions: ParsableArguments {
         help: "Measured repetitions, R, after one discarded warm-up (default 5; 2 with --quick).")
     var repetitionsArgument: Int?
 
+    @Option(name: .customLong("changes"), help: "Changes in the bundle workload (default 1000000; 20000 with --quick; 0 skips it).")
+    var changesArgument: Int?
+
     @Flag(help: "A small run that keeps the tool working in CI; not for judging timings.")
     var quick = false
 
@@ -29,6 +32,8 @@ struct BenchOptions: ParsableArguments {
     var rows: Int { rowsArgument ?? (quick ? 10_000 : 100_000) }
     /// B: rows per transaction in the batched workloads.
     var batch: Int { min(batchArgument, rows) }
+    /// Changes exported and imported by the bundle workload.
+    var changes: Int { changesArgument ?? (quick ? 20_000 : 1_000_000) }
     /// R: measured repetitions.
     var repetitions: Int { repetitionsArgument ?? (quick ? 2 : 5) }
 }

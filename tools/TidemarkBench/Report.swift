@@ -17,6 +17,34 @@ struct Report {
 
     var rows: [Row] = []
 
+    /// A single measured figure without a same-run baseline (sizes, memory), with an optional
+    /// upper-bound goal.
+    struct Figure {
+        var metric: String
+        var value: Double
+        var unit: String
+        var goal: Double?
+        var met: Bool? { goal.map { value <= $0 } }
+    }
+
+    var figures: [Figure] = []
+
+    /// The figures as aligned lines.
+    func figureTable() -> String {
+        guard !figures.isEmpty else { return "" }
+        let width = figures.map(\.metric.count).max()!
+        return figures.map { f in
+            let pad = String(repeating: " ", count: width - f.metric.count)
+            var line = "\(f.metric)\(pad)  \(Self.format(f.value)) \(f.unit)"
+            if let goal = f.goal { line += "  (goal ≤ \(Self.format(goal)) \(f.unit): \(f.met! ? "met" : "NOT met"))" }
+            return line
+        }.joined(separator: "\n") + "\n"
+    }
+
+    private static func format(_ value: Double) -> String {
+        value >= 1000 ? String(format: "%.0f", value) : String(format: "%.3f", value)
+    }
+
     /// A fixed-width table, times in seconds.
     func table() -> String {
         let header = ["metric", "tracked med", "min", "max", "untracked med", "min", "max", "ratio", "goal", "met"]
@@ -48,6 +76,14 @@ struct Report {
             ]
             return "{" + fields.map { "\"\($0)\":\($1)" }.joined(separator: ",") + "}\n"
         }.joined()
+            + (try figures.map { f in
+                let fields: [(String, String)] = [
+                    ("metric", try json(f.metric)), ("value", try json(f.value)), ("unit", try json(f.unit)),
+                    ("baseline", "null"), ("baseline_value", "null"), ("ratio", "null"),
+                    ("goal", f.goal.map { try! json($0) } ?? "null"), ("met", f.met.map { try! json($0) } ?? "null"),
+                ]
+                return "{" + fields.map { "\"\($0)\":\($1)" }.joined(separator: ",") + "}\n"
+            }.joined())
     }
 
     private static func seconds(_ value: Double) -> String { String(format: "%.4f", value) }

@@ -10,7 +10,8 @@ struct BenchCommand: ParsableCommand {
             Each workload runs R times (after one discarded warm-up) on fresh files, alternating the \
             tracked side (Store.write, capture triggers and sealing) and the untracked side (plain GRDB). \
             A metric meets its goal when the tracked median is at most `goal` times the untracked median.
-            """)
+            """,
+        subcommands: [ChildExport.self, ChildImport.self])
 
     @OptionGroup var options: BenchOptions
 
@@ -33,7 +34,20 @@ struct BenchCommand: ParsableCommand {
                 report.rows += try runner.run(workload, in: scratch)
             }
         }
-        Output.write(options.json ? try report.jsonLines() : report.table())
+        if options.changes > 0 {
+            try Fixtures.withScratchDirectory { scratch in
+                let result = try BundleWorkload.run(changes: options.changes, in: scratch)
+                let megabyte = 1024.0 * 1024.0
+                report.figures += [
+                    .init(metric: "bundle.bytes_per_change", value: result.bytesPerChange, unit: "bytes", goal: nil),
+                    .init(metric: "bundle.export.throughput", value: Double(result.changes) / result.export.seconds, unit: "changes/s", goal: nil),
+                    .init(metric: "bundle.import.throughput", value: Double(result.changes) / result.import.seconds, unit: "changes/s", goal: nil),
+                    .init(metric: "bundle.export.peak_memory", value: Double(result.export.peakBytes) / megabyte, unit: "MiB", goal: 100),
+                    .init(metric: "bundle.import.peak_memory", value: Double(result.import.peakBytes) / megabyte, unit: "MiB", goal: 100),
+                ]
+            }
+        }
+        Output.write(options.json ? try report.jsonLines() : report.table() + "bundle workload, \(options.changes) changes:\n" + report.figureTable())
     }
 }
 

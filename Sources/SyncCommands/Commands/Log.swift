@@ -39,7 +39,8 @@ struct Log: ParsableCommand {
         if json {
             Output.line(HistoryFormatter.jsonArray(transactions))
         } else {
-            let names = [opened.replica.id: opened.replica.name]
+            var names = [opened.replica.id: opened.replica.name]
+            for peer in try opened.peers() { names[peer.id] = peer.name }
             for transaction in transactions { Output.line(HistoryFormatter.text(transaction, names: names)) }
         }
     }

@@ -27,14 +27,21 @@ extension History {
         /// For a delete, the tombstone: the key columns and the columns marked "preserve after
         /// deletion", with their last values. Nil otherwise.
         public var tombstone: [Column]?
+        /// The row's causal length after the change, as its writer saw it: odd while the row lives,
+        /// even once deleted; each insert after a delete starts a new life (Protocol/merge.md).
+        /// Zero when not yet known (a local change not yet folded into row metadata).
+        public var generation: Int64
 
         /// Creates a change.
-        public init(type: ChangeType, table: String, key: [Column], values: [Column], tombstone: [Column]? = nil) {
+        public init(
+            type: ChangeType, table: String, key: [Column], values: [Column], tombstone: [Column]? = nil, generation: Int64 = 0
+        ) {
             self.type = type
             self.table = table
             self.key = key
             self.values = values
             self.tombstone = tombstone
+            self.generation = generation
         }
 
         /// For an update, the names of the columns that changed (`updatedProperties`); empty otherwise.

@@ -12,6 +12,8 @@ struct BundleApplier {
     let path: String
 
     func apply(expected: VerifiedBundle) throws -> Store.ImportSummary {
+        // Local writes join row metadata before anything merges against it.
+        try LocalFold(db: db, store: store).run()
         for table in store.trackedTables { try CaptureTriggers.remove(table, in: db) }
         try db.execute(sql: "PRAGMA defer_foreign_keys = ON")
         let source = try FileSource(path: path)
@@ -19,6 +21,8 @@ struct BundleApplier {
         var applied = (transactions: 0, changes: 0)
         var skipped = 0
         var newestClock = HLCTimestamp.zero
+        let startClock = try Sealer.State.fetch(db).clock
+        var engine = MergeEngine(db: db, store: store) { max(startClock, newestClock) }
         let verified: VerifiedBundle
         do {
             let decoder = try BundleDecoder(source)
@@ -34,8 +38,13 @@ struct BundleApplier {
                 }
                 var first: Int64?
                 var last = try Int64.fetchOne(db, sql: "SELECT max(id) FROM tidemark_changes") ?? 0
+                let clock = MergeClock(timestamp: head.timestamp, origin: head.origin)
+                let isResolution = head.author == Self.systemAuthor && head.contextName == Self.systemContext
                 while let change = try decoder.nextChange() {
-                    try write(change)
+                    try engine.apply(change, clock: clock)
+                    if isResolution && change.type == .delete {
+                        try engine.resolver.record(change, kind: .remote, detail: "resolved by replica \(head.origin.short)", origin: head.origin)
+                    }
                     last = try record(change)
                     if first == nil { first = last }
                     applied.changes += 1
@@ -70,42 +79,14 @@ struct BundleApplier {
         }
         // The hybrid logical clock moves past every imported timestamp, so later local writes order after them.
         let state = try Sealer.State.fetch(db)
-        let last = try Sealer.lastChangeID(db)
-        try db.execute(
-            sql: "UPDATE tidemark_state SET clock = ?, sealed_through = ? WHERE id = 1",
-            arguments: [max(state.clock, newestClock).packed, max(state.sealedThrough, last)])
+        try db.execute(sql: "UPDATE tidemark_state SET clock = ? WHERE id = 1", arguments: [max(state.clock, newestClock).packed])
+        try engine.resolver.settleOrphans()
+        try sealResolutions(engine.resolver.deletes)
+        try db.execute(sql: "UPDATE tidemark_state SET sealed_through = ? WHERE id = 1", arguments: [try Sealer.lastChangeID(db)])
         for table in store.trackedTables { try CaptureTriggers.install(table, in: db) }
         return Store.ImportSummary(
             path: path, sender: verified.header.senderName, appliedTransactions: applied.transactions,
             appliedChanges: applied.changes, skippedTransactions: skipped, header: verified.header)
-    }
-
-    /// Applies one change to the user's table.
-    private func write(_ change: History.Change) throws {
-        let table = context.tables[change.table]!
-        let t = table.name.quotedDatabaseIdentifier
-        let keyClause = change.key.map { "\($0.name.quotedDatabaseIdentifier) = ?" }.joined(separator: " AND ")
-        let keyValues = change.key.map(\.value)
-        switch change.type {
-        case .insert:
-            let names = change.values.map(\.name.quotedDatabaseIdentifier)
-            let keyNames = Set(change.key.map(\.name))
-            let updates = change.values.filter { !keyNames.contains($0.name) }.map {
-                "\($0.name.quotedDatabaseIdentifier) = excluded.\($0.name.quotedDatabaseIdentifier)"
-            }
-            let conflict = updates.isEmpty ? "DO NOTHING" : "DO UPDATE SET " + updates.joined(separator: ", ")
-            let sql = """
-                INSERT INTO \(t)(\(names.joined(separator: ", "))) VALUES (\(names.map { _ in "?" }.joined(separator: ", ")))
-                ON CONFLICT(\(change.key.map(\.name.quotedDatabaseIdentifier).joined(separator: ", "))) \(conflict)
-                """
-            try db.cachedStatement(sql: sql).execute(arguments: StatementArguments(change.values.map(\.value)))
-        case .update:
-            let sets = change.values.map { "\($0.name.quotedDatabaseIdentifier) = ?" }.joined(separator: ", ")
-            try db.cachedStatement(sql: "UPDATE \(t) SET \(sets) WHERE \(keyClause)")
-                .execute(arguments: StatementArguments(change.values.map(\.value) + keyValues))
-        case .delete:
-            try db.cachedStatement(sql: "DELETE FROM \(t) WHERE \(keyClause)").execute(arguments: StatementArguments(keyValues))
-        }
     }
 
     /// Records one change in history, mapping column names to this store's column positions.
@@ -125,9 +106,44 @@ struct BundleApplier {
         }
         let op: Bookkeeping.Op = change.type == .insert ? .insert : change.type == .update ? .update : .delete
         let columns = table.columns.indices.map(Bookkeeping.valueColumn).joined(separator: ", ")
-        let placeholders = Array(repeating: "?", count: table.columns.count + 3).joined(separator: ", ")
-        try db.cachedStatement(sql: "INSERT INTO tidemark_changes(table_id, op, mask, \(columns)) VALUES (\(placeholders))")
-            .execute(arguments: StatementArguments([table.id, op.rawValue, mask] as [any DatabaseValueConvertible] + values))
+        let placeholders = Array(repeating: "?", count: table.columns.count + 4).joined(separator: ", ")
+        try db.cachedStatement(sql: "INSERT INTO tidemark_changes(table_id, op, mask, gen, \(columns)) VALUES (\(placeholders))")
+            .execute(arguments: StatementArguments([table.id, op.rawValue, mask, change.generation] as [any DatabaseValueConvertible] + values))
         return db.lastInsertedRowID
+    }
+
+    /// The author and context name of the transactions that record conflict resolutions.
+    static let systemAuthor = "tidemark"
+    static let systemContext = "conflict"
+
+    /// Seals the resolver's system deletes as one transaction of this replica, already folded
+    /// (their row metadata was written as they were made).
+    private func sealResolutions(_ deletes: [History.Change]) throws {
+        guard !deletes.isEmpty else { return }
+        var first: Int64?
+        var last: Int64 = 0
+        for change in deletes {
+            last = try record(change)
+            if first == nil { first = last }
+        }
+        let state = try Sealer.State.fetch(db)
+        let timestamp = HLCTimestamp.next(after: state.clock, now: store.options.clock.nowMilliseconds())
+        let sequence = state.sequence + 1
+        let own = Data(store.replica.id.bytes)
+        try db.execute(
+            sql: """
+                INSERT INTO tidemark_transactions(replica, seq, hlc, author, context, pid, first_change, last_change)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [own, sequence, timestamp.packed, Self.systemAuthor, Self.systemContext, store.options.processID, first!, last])
+        try db.execute(
+            sql: "UPDATE tidemark_state SET clock = ?, sequence = ?, folded_seq = ? WHERE id = 1",
+            arguments: [timestamp.packed, sequence, sequence])
+        try db.execute(
+            sql: """
+                INSERT INTO tidemark_replicas(replica, max_seq) VALUES (?, ?)
+                ON CONFLICT(replica) DO UPDATE SET max_seq = excluded.max_seq
+                """,
+            arguments: [own, sequence])
     }
 }

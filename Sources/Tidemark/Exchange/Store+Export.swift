@@ -34,7 +34,11 @@ extension Store {
         let own = replica.id
         // Our chain hash where the receiver's copy of our history ends.
         let ownPrevious = try mappingErrors {
-            try database.write { db in try OwnChain(db: db, replica: own, tables: trackedTables).hash(through: since[own]) }
+            try database.write { db in
+                // Every own change needs its generation before it can be encoded.
+                try LocalFold(db: db, store: self).run()
+                return try OwnChain(db: db, replica: own, tables: trackedTables).hash(through: since[own])
+            }
         }
         let directory = (path as NSString).deletingLastPathComponent
         let temporary = (directory.isEmpty ? "." : directory) + "/.tmp-\(UUID().uuidString)"

@@ -38,9 +38,10 @@ enum Bookkeeping {
                     id INTEGER PRIMARY KEY CHECK (id = 1),
                     clock INTEGER NOT NULL,           -- last hybrid-logical-clock reading, packed
                     sequence INTEGER NOT NULL,        -- last sequence number this replica assigned
-                    sealed_through INTEGER NOT NULL   -- last change id that belongs to a transaction
+                    sealed_through INTEGER NOT NULL,  -- last change id that belongs to a transaction
+                    folded_seq INTEGER NOT NULL       -- last own transaction folded into row metadata
                 );
-                INSERT INTO tidemark_state VALUES (1, 0, 0, 0);
+                INSERT INTO tidemark_state VALUES (1, 0, 0, 0, 0);
                 CREATE TABLE tidemark_tables(
                     id INTEGER PRIMARY KEY,
                     name TEXT NOT NULL UNIQUE,
@@ -52,7 +53,8 @@ enum Bookkeeping {
                     id INTEGER PRIMARY KEY,
                     table_id INTEGER NOT NULL,
                     op INTEGER NOT NULL,
-                    mask INTEGER NOT NULL             -- bit i set: column i carries a value
+                    mask INTEGER NOT NULL,            -- bit i set: column i carries a value
+                    gen INTEGER                       -- the row's causal length after the change; NULL until folded
                     \(values)
                 );
                 CREATE TABLE tidemark_transactions(
@@ -83,6 +85,18 @@ enum Bookkeeping {
                     token TEXT NOT NULL,              -- the latest token the replica is known to hold, signed by it
                     seen_at INTEGER NOT NULL          -- when this store learned it (hybrid clock, packed)
                 ) WITHOUT ROWID;
+                CREATE TABLE tidemark_conflicts(
+                    id INTEGER PRIMARY KEY,
+                    table_name TEXT NOT NULL,
+                    key TEXT NOT NULL,                -- the row's key as a JSON object
+                    generation INTEGER NOT NULL,      -- the causal length the resolution gave the row
+                    kind TEXT NOT NULL,               -- unique, foreign_key, check, not_null, removed, remote
+                    detail TEXT NOT NULL,
+                    row TEXT NOT NULL,                -- the discarded values as a JSON object
+                    detected INTEGER NOT NULL,        -- hybrid clock, packed
+                    origin BLOB NOT NULL,             -- the replica that resolved it
+                    UNIQUE(table_name, key, generation)
+                );
                 CREATE TABLE tidemark_peers(
                     public_key BLOB PRIMARY KEY NOT NULL,
                     name TEXT NOT NULL UNIQUE
@@ -92,7 +106,22 @@ enum Bookkeeping {
 
     /// The number of `c<i>` value columns currently in `tidemark_changes`.
     static func valueColumnCount(_ db: Database) throws -> Int {
-        try db.columns(in: "tidemark_changes").filter { $0.name.hasPrefix("c") }.count
+        try db.columns(in: "tidemark_changes").filter { $0.name.hasPrefix("c") && Int($0.name.dropFirst()) != nil }.count
+    }
+
+    /// The row-metadata table of a tracked table (Protocol/merge.md §2): one row per identity ever
+    /// seen, kept beside the rows and never pruned. `k<i>` hold the key values in key order, `cl`
+    /// the causal length, and for each non-key column `i` the clock of its last write: `t<i>` the
+    /// packed hybrid timestamp and `o<i>` the writing replica.
+    static func rowMetadataTable(_ table: TrackedTable) -> String { "tidemark_rows_\(table.id)" }
+
+    /// Creates the row-metadata table of `table`.
+    static func createRowMetadata(_ db: Database, for table: TrackedTable) throws {
+        let keys = table.keyIndexes.indices.map { "k\($0)" }
+        let clocks = table.columns.indices.filter { !table.keyIndexes.contains($0) }.map { "t\($0) INTEGER, o\($0) BLOB" }
+        try db.execute(
+            sql: "CREATE TABLE \(rowMetadataTable(table))(\((keys + ["cl INTEGER NOT NULL"] + clocks).joined(separator: ", ")), "
+                + "PRIMARY KEY(\(keys.joined(separator: ", ")))) WITHOUT ROWID")
     }
 
     /// Adds value columns until there are at least `count`.

@@ -67,6 +67,7 @@ extension Store {
                     try Bookkeeping.setMeta(db, Bookkeeping.Meta.publicKey, Data(key.publicKey))
                     for table in tables {
                         try table.insert(db)
+                        try Bookkeeping.createRowMetadata(db, for: table)
                         try CaptureTriggers.install(table, in: db)
                         try adoptRows(of: table, in: db)
                     }

@@ -235,6 +235,11 @@ public final class BundleDecoder<Source: ByteSource> {
         case 3: type = .delete
         default: throw fail(.unknownChangeType(op))
         }
+        let generation = try varint()
+        // §4.3: inserts and updates belong to a living row (odd), deletes end one (even).
+        guard generation >= 1, generation <= UInt64(Int64.max), (generation % 2 == 0) == (type == .delete) else {
+            throw fail(.badGeneration(generation))
+        }
         let table = try name()
         guard let schema = tables[table] else { throw fail(.columnsNotCanonical("table '\(table)' is not in the header")) }
         let keyCount = try varint()
@@ -265,9 +270,10 @@ public final class BundleDecoder<Source: ByteSource> {
         changeCount += 1
         if changesLeft == 0 { try closeTransaction() }
         switch type {
-        case .insert: return History.Change(type: .insert, table: table, key: key, values: key + columns)
-        case .update: return History.Change(type: .update, table: table, key: key, values: columns)
-        case .delete: return History.Change(type: .delete, table: table, key: key, values: [], tombstone: key + columns)
+        case .insert: return History.Change(type: .insert, table: table, key: key, values: key + columns, generation: Int64(generation))
+        case .update: return History.Change(type: .update, table: table, key: key, values: columns, generation: Int64(generation))
+        case .delete:
+            return History.Change(type: .delete, table: table, key: key, values: [], tombstone: key + columns, generation: Int64(generation))
         }
     }
 

@@ -32,6 +32,7 @@ public enum BundleError: Error, Sendable, Equatable, CustomStringConvertible {
         case invalidUTF8
         case lengthTooLarge(Int)
         case unknownChangeType(UInt8)
+        case badGeneration(UInt64)
         case tooManyColumns(Int)
         case columnsNotCanonical(String)
         case unknownAttribute(UInt64)
@@ -77,6 +78,7 @@ public enum BundleError: Error, Sendable, Equatable, CustomStringConvertible {
             case .invalidUTF8: what = "text is not valid UTF-8"
             case .lengthTooLarge(let n): what = "a length of \(n) bytes exceeds the limit"
             case .unknownChangeType(let t): what = "unknown change type \(t)"
+            case .badGeneration(let g): what = "generation \(g) does not fit the change type (odd for inserts and updates, even for deletes)"
             case .tooManyColumns(let n): what = "\(n) columns exceed the limit of \(BundleFormat.maxColumns)"
             case .columnsNotCanonical(let why): what = "columns are not in canonical form: \(why)"
             case .unknownAttribute(let id): what = "unknown attribute \(id)"

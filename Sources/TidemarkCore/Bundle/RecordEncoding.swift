@@ -83,7 +83,8 @@ enum RecordEncoding {
         varint(UInt64(changeCount), &out)
     }
 
-    /// §4.3: one change. Key columns in key order; other columns sorted by name (bytewise UTF-8).
+    /// §4.3: one change: type, the row's generation, table, key columns in key order, other columns
+    /// sorted by name (bytewise UTF-8).
     static func change(_ c: History.Change, _ out: inout [UInt8]) {
         let op: UInt8
         let columns: [History.Column]
@@ -101,6 +102,7 @@ enum RecordEncoding {
             columns = (c.tombstone ?? []).filter { !keyNames.contains($0.name) }
         }
         out.append(op)
+        varint(UInt64(c.generation), &out)
         string(c.table, &out)
         varint(UInt64(c.key.count), &out)
         for k in c.key {

@@ -1,0 +1,190 @@
+import Foundation
+import GRDB
+import TidemarkCore
+
+/// Settles constraint clashes that merged state can cause although every replica's own writes were
+/// valid (Protocol/merge.md §5). Every resolution is a *system delete*: an ordinary, replicated
+/// delete of the losing row by this replica, under author `tidemark` and context `conflict`, whose
+/// tombstone carries all the row's values, and which is listed in `tidemark_conflicts`. The rules
+/// pick the same loser on every replica, so replicas that resolve the same clash converge.
+struct ConflictResolver {
+    /// What the caller does next.
+    enum Outcome {
+        /// The obstacle was removed: write again.
+        case retry
+        /// The write was discarded.
+        case settled
+    }
+
+    /// Why a row was deleted.
+    enum Kind: String {
+        case unique, foreignKey = "foreign_key", check, notNull = "not_null", removed, remote
+    }
+
+    let db: Database
+    let replica: Replica.ID
+    let tables: [String: TrackedTable]
+    let metadata: [String: RowMetadataStore]
+    let clock: () -> HLCTimestamp
+    /// System deletes made so far, to be sealed as one transaction of this replica.
+    private(set) var deletes: [History.Change] = []
+
+    init(db: Database, replica: Replica.ID, tables: [String: TrackedTable], metadata: [String: RowMetadataStore], clock: @escaping () -> HLCTimestamp) {
+        self.db = db
+        self.replica = replica
+        self.tables = tables
+        self.metadata = metadata
+        self.clock = clock
+    }
+
+    /// Settles a constraint error raised writing `candidate` (all columns, by index) to row `key`.
+    mutating func resolve(_ error: DatabaseError, table: TrackedTable, key: [SQLValue], candidate: [SQLValue], metadata known: RowMetadata) throws
+        -> Outcome
+    {
+        switch error.extendedResultCode {
+        case .SQLITE_CONSTRAINT_UNIQUE:
+            if let (otherKey, columns) = try clashingRow(table: table, key: key, candidate: candidate) {
+                let other = try metadata[table.name]!.fetch(db, key: otherKey)
+                let mine = columns.compactMap { known.clocks[$0] }.max()
+                let theirs = columns.compactMap { other.clocks[$0] }.max()
+                let candidateLoses: Bool
+                if let mine, let theirs, mine != theirs {
+                    candidateLoses = mine > theirs
+                } else {
+                    candidateLoses = KeyOrder.precedes(otherKey, key)
+                }
+                let names = columns.map { table.columns[$0] }.joined(separator: ", ")
+                if candidateLoses {
+                    try systemDelete(
+                        table: table, key: key, values: candidate, kind: .unique,
+                        detail: "(\(names)) already taken by row \(keyJSON(table, otherKey)), written earlier")
+                    return .settled
+                }
+                let values = try RowAccess(db: db, table: table).values(key: otherKey) ?? candidate
+                try systemDelete(
+                    table: table, key: otherKey, values: values, kind: .unique,
+                    detail: "(\(names)) also claimed by row \(keyJSON(table, key)), written earlier")
+                return .retry
+            }
+            try systemDelete(table: table, key: key, values: candidate, kind: .unique, detail: error.message ?? "UNIQUE constraint failed")
+            return .settled
+        case .SQLITE_CONSTRAINT_NOTNULL:
+            try systemDelete(table: table, key: key, values: candidate, kind: .notNull, detail: error.message ?? "NOT NULL constraint failed")
+            return .settled
+        case .SQLITE_CONSTRAINT_CHECK:
+            try systemDelete(table: table, key: key, values: candidate, kind: .check, detail: error.message ?? "CHECK constraint failed")
+            return .settled
+        default:
+            try systemDelete(table: table, key: key, values: candidate, kind: .check, detail: error.message ?? "constraint failed")
+            return .settled
+        }
+    }
+
+    /// Finds another row holding the candidate's values in one of the table's UNIQUE indexes.
+    private func clashingRow(table: TrackedTable, key: [SQLValue], candidate: [SQLValue]) throws -> ([SQLValue], [Int])? {
+        let quoted = table.name.quotedDatabaseIdentifier
+        for index in try String.fetchAll(
+            db, sql: "SELECT name FROM pragma_index_list(?) WHERE \"unique\" = 1 AND origin <> 'pk'", arguments: [table.name])
+        {
+            let names = try String?.fetchAll(db, sql: "SELECT name FROM pragma_index_info(?) ORDER BY seqno", arguments: [index])
+            let columns = names.compactMap { $0.flatMap(table.index(of:)) }
+            guard columns.count == names.count, !columns.contains(where: { candidate[$0] == .null }) else { continue }
+            let match = columns.map { "\(table.columns[$0].quotedDatabaseIdentifier) = ?" }.joined(separator: " AND ")
+            let notSelf = "NOT (" + table.keyColumns.map { "\($0.quotedDatabaseIdentifier) IS ?" }.joined(separator: " AND ") + ")"
+            let keys = table.keyColumns.map(\.quotedDatabaseIdentifier).joined(separator: ", ")
+            if let row = try Row.fetchOne(
+                db, sql: "SELECT \(keys) FROM \(quoted) WHERE \(match) AND \(notSelf) LIMIT 1",
+                arguments: StatementArguments(columns.map { candidate[$0] } + key))
+            {
+                return (Array(row.databaseValues.map(SQLValue.init)), columns)
+            }
+        }
+        return nil
+    }
+
+    /// Deletes row `key` as this replica, with all its values in the tombstone, and records why.
+    mutating func systemDelete(table: TrackedTable, key: [SQLValue], values: [SQLValue], kind: Kind, detail: String) throws {
+        try RowAccess(db: db, table: table).delete(key: key)
+        let store = metadata[table.name]!
+        let known = try store.fetch(db, key: key)
+        let generation = known.afterDelete
+        try store.save(db, key: key, RowMetadata(generation: generation, clocks: .init(repeating: nil, count: table.columns.count)))
+        let tombstone = table.columns.indices.map { History.Column(table.columns[$0], values[$0]) }
+        let change = History.Change(
+            type: .delete, table: table.name, key: zip(table.keyColumns, key).map { History.Column($0, $1) }, values: [],
+            tombstone: tombstone, generation: generation)
+        deletes.append(change)
+        try record(change, kind: kind, detail: detail, origin: replica)
+    }
+
+    /// Lists a system delete in `tidemark_conflicts` (once per row life).
+    func record(_ change: History.Change, kind: Kind, detail: String, origin: Replica.ID) throws {
+        let keyNames = Set(change.key.map(\.name))
+        let row = (change.tombstone ?? []).filter { !keyNames.contains($0.name) }
+        try db.execute(
+            sql: """
+                INSERT OR IGNORE INTO tidemark_conflicts(table_name, key, generation, kind, detail, row, detected, origin)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                change.table, JSONText.object(change.key.map { ($0.name, $0.value) }), change.generation, kind.rawValue, detail,
+                JSONText.object(row.map { ($0.name, $0.value) }), clock().packed, Data(origin.bytes),
+            ])
+    }
+
+    /// Deletes rows of tracked tables whose parent row is gone (an orphaned child follows its
+    /// parent's delete), repeating until none is left.
+    mutating func settleOrphans() throws {
+        for _ in 0..<16 {
+            var found = false
+            for table in tables.values.sorted(by: { $0.id < $1.id }) {
+                let keys = try ForeignKeys.orphans(of: table, in: db)
+                for (key, values, parent) in keys {
+                    found = true
+                    try systemDelete(
+                        table: table, key: key, values: values, kind: .foreignKey,
+                        detail: "its parent row in '\(parent)' was deleted")
+                }
+            }
+            if !found { return }
+        }
+    }
+
+    private func keyJSON(_ table: TrackedTable, _ key: [SQLValue]) -> String {
+        JSONText.object(zip(table.keyColumns, key).map { ($0, $1) })
+    }
+}
+
+/// Foreign keys of tracked tables.
+enum ForeignKeys {
+    /// Rows of `table` whose foreign key names a parent row that does not exist: (key, all values, parent table).
+    static func orphans(of table: TrackedTable, in db: Database) throws -> [([SQLValue], [SQLValue], String)] {
+        let list = try Row.fetchAll(db, sql: "SELECT id, \"table\", \"from\", \"to\" FROM pragma_foreign_key_list(?) ORDER BY id, seq", arguments: [table.name])
+        var byID: [Int: (parent: String, from: [String], to: [String?])] = [:]
+        for row in list {
+            let id: Int = row[0]
+            byID[id, default: (row[1], [], [])].from.append(row[2])
+            byID[id]!.to.append(row[3])
+        }
+        var result: [([SQLValue], [SQLValue], String)] = []
+        for (_, fk) in byID.sorted(by: { $0.key < $1.key }) {
+            var to = fk.to.compactMap { $0 }
+            if to.count != fk.from.count {
+                to = try String.fetchAll(db, sql: "SELECT name FROM pragma_table_info(?) WHERE pk > 0 ORDER BY pk", arguments: [fk.parent])
+            }
+            guard to.count == fk.from.count else { continue }
+            let child = table.name.quotedDatabaseIdentifier
+            let notNull = fk.from.map { "c.\($0.quotedDatabaseIdentifier) IS NOT NULL" }.joined(separator: " AND ")
+            let match = zip(fk.from, to).map { "p.\($1.quotedDatabaseIdentifier) = c.\($0.quotedDatabaseIdentifier)" }.joined(separator: " AND ")
+            let columns = table.columns.map { "c.\($0.quotedDatabaseIdentifier)" }.joined(separator: ", ")
+            let rows = try Row.fetchAll(
+                db,
+                sql: "SELECT \(columns) FROM \(child) c WHERE \(notNull) AND NOT EXISTS (SELECT 1 FROM \(fk.parent.quotedDatabaseIdentifier) p WHERE \(match))")
+            for row in rows {
+                let values = Array(row.databaseValues.map(SQLValue.init))
+                result.append((table.keyIndexes.map { values[$0] }, values, fk.parent))
+            }
+        }
+        return result
+    }
+}

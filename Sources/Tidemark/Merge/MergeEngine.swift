@@ -1,0 +1,85 @@
+import GRDB
+import TidemarkCore
+
+/// Applies imported changes by the merge rules of Protocol/merge.md, so that every replica that has
+/// seen the same transactions holds the same rows whatever order they arrived in:
+/// a change of an older row life than known is stale and dropped; a newer life replaces the row
+/// (or deletes it); within one life each column keeps the write with the greatest clock.
+struct MergeEngine {
+    let db: Database
+    let tables: [String: TrackedTable]
+    let metadata: [String: RowMetadataStore]
+    var resolver: ConflictResolver
+
+    init(db: Database, store: Store, clock: @escaping () -> HLCTimestamp) {
+        self.db = db
+        tables = Dictionary(uniqueKeysWithValues: store.trackedTables.map { ($0.name, $0) })
+        metadata = Dictionary(uniqueKeysWithValues: store.trackedTables.map { ($0.name, RowMetadataStore(table: $0)) })
+        resolver = ConflictResolver(db: db, replica: store.replica.id, tables: tables, metadata: metadata, clock: clock)
+    }
+
+    /// Merges one change written at `clock`.
+    mutating func apply(_ change: History.Change, clock: MergeClock) throws {
+        guard let table = tables[change.table], let store = metadata[change.table] else { return }
+        let access = RowAccess(db: db, table: table)
+        let key = change.key.map(\.value)
+        var known = try store.fetch(db, key: key)
+        let generation = change.generation
+        if generation < known.generation { return }
+        let incoming: [(Int, SQLValue)] = change.values.compactMap { column in
+            guard let i = table.index(of: column.name), !table.keyIndexes.contains(i) else { return nil }
+            return (i, column.value)
+        }
+        let existing = try access.values(key: key)
+        if generation > known.generation {
+            known = RowMetadata(generation: generation, clocks: .init(repeating: nil, count: table.columns.count))
+            if change.type == .delete {
+                try access.delete(key: key)
+                try store.save(db, key: key, known)
+                return
+            }
+            for (i, _) in incoming { known.clocks[i] = clock }
+            try store.save(db, key: key, known)
+            try write(key: key, columns: incoming, existing: existing, table: table, metadata: known)
+            return
+        }
+        // Same life.
+        guard known.isAlive, change.type != .delete else { return }
+        let winners = incoming.filter { i, _ in known.clocks[i].map { clock > $0 } ?? true }
+        guard !winners.isEmpty else { return }
+        for (i, _) in winners { known.clocks[i] = clock }
+        try store.save(db, key: key, known)
+        guard existing != nil else {
+            // Alive by its metadata but absent here: a foreign-key action removed it during an
+            // import. Settle that as a delete every replica will see.
+            var values = [SQLValue](repeating: .null, count: table.columns.count)
+            for (i, v) in zip(table.keyIndexes, key) { values[i] = v }
+            for (i, v) in incoming { values[i] = v }
+            try resolver.systemDelete(table: table, key: key, values: values, kind: .removed, detail: "the row was removed by a foreign-key action")
+            return
+        }
+        try write(key: key, columns: winners, existing: existing, table: table, metadata: known)
+    }
+
+    /// Writes merged values; a constraint the merged row breaks is settled by the resolver.
+    private mutating func write(key: [SQLValue], columns: [(Int, SQLValue)], existing: [SQLValue]?, table: TrackedTable, metadata: RowMetadata) throws {
+        let access = RowAccess(db: db, table: table)
+        var exists = existing != nil
+        for _ in 0..<8 {
+            do {
+                try access.write(key: key, columns: columns, exists: exists)
+                return
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                var candidate = existing ?? [SQLValue](repeating: .null, count: table.columns.count)
+                for (i, v) in zip(table.keyIndexes, key) { candidate[i] = v }
+                for (i, v) in columns { candidate[i] = v }
+                let outcome = try resolver.resolve(error, table: table, key: key, candidate: candidate, metadata: metadata)
+                switch outcome {
+                case .retry: exists = try access.values(key: key) != nil
+                case .settled: return
+                }
+            }
+        }
+        throw StoreError.database(path: "", message: "could not settle constraints on table '\(table.name)'")
+    }
+}

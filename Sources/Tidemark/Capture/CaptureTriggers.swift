@@ -30,10 +30,13 @@ enum CaptureTriggers {
         let valueColumns = table.columns.indices.map(Bookkeeping.valueColumn).joined(separator: ", ")
         let target = "tidemark_changes(table_id, op, mask, \(valueColumns))"
         let allMask = (Int64(1) << table.columns.count) - 1
-        let keySame = table.keyIndexes.map { "OLD.\(cols[$0]) IS NEW.\(cols[$0])" }.joined(separator: " AND ")
+        // `IS` compares numbers by value (1 IS 1.0), so the storage class is compared too: a change of
+        // class is a change of value for a replica that keeps classes exactly.
+        let keySame = table.keyIndexes.map { "(OLD.\(cols[$0]) IS NEW.\(cols[$0]) AND typeof(OLD.\(cols[$0])) = typeof(NEW.\(cols[$0])))" }
+            .joined(separator: " AND ")
         let keyDiffers = "NOT (\(keySame))"
         let nonKey = table.columns.indices.filter { !table.keyIndexes.contains($0) }
-        let changed = { (i: Int) in "OLD.\(cols[i]) IS NOT NEW.\(cols[i])" }
+        let changed = { (i: Int) in "(OLD.\(cols[i]) IS NOT NEW.\(cols[i]) OR typeof(OLD.\(cols[i])) <> typeof(NEW.\(cols[i])))" }
 
         // Delete tombstone: key and preserved columns from OLD, other columns NULL with mask bit clear.
         let kept = Set(table.keyIndexes + table.preservedIndexes)

@@ -155,23 +155,41 @@ extension Store {
         if setup.replicaName != replica.name {
             throw StoreError.alreadyInitialized(path: path, difference: "it is replica '\(replica.name)', not '\(setup.replicaName)'")
         }
-        try database.writeWithoutTransaction { db in
-            try db.inTransaction(.immediate) {
-                let version = try Int.fetchOne(db, sql: "PRAGMA schema_version")
-                let changes = db.totalChangesCount
-                try Self.runSchema(setup.schema, in: db)
-                if try Int.fetchOne(db, sql: "PRAGMA schema_version") != version || db.totalChangesCount != changes {
-                    throw StoreError.alreadyInitialized(path: path, difference: "the schema file would change the database")
-                }
-                var wanted = try Self.plannedTables(setup, in: db, path: path)
-                for i in wanted.indices { wanted[i].id = trackedTable(named: wanted[i].name)?.id ?? -1 }
-                if Set(wanted) != Set(trackedTables) {
-                    let have = trackedTables.map(\.name).joined(separator: ", ")
-                    throw StoreError.alreadyInitialized(
-                        path: path, difference: "it tracks (\(have)) with other settings than the ones given")
-                }
-                return .rollback
+        if let schema = setup.schema, try !schemaIsPresent(schema) {
+            throw StoreError.alreadyInitialized(path: path, difference: "the schema file defines objects the store lacks or has in another form")
+        }
+        try database.read { db in
+            var wanted = try Self.plannedTables(setup, in: db, path: path)
+            for i in wanted.indices { wanted[i].id = trackedTable(named: wanted[i].name)?.id ?? -1 }
+            if Set(wanted) != Set(trackedTables) {
+                let have = trackedTables.map(\.name).joined(separator: ", ")
+                throw StoreError.alreadyInitialized(path: path, difference: "it tracks (\(have)) with other settings than the ones given")
             }
         }
+    }
+
+    /// Whether every table, index, view and trigger the schema script defines already exists in
+    /// the store with the same definition. The script runs in a scratch in-memory database, so a
+    /// script of plain CREATE statements can be given again to an initialized store.
+    func schemaIsPresent(_ schema: (file: String, sql: String)) throws -> Bool {
+        let scratch = try DatabaseQueue()
+        let defined = try scratch.write { db -> [String: String] in
+            try Self.runSchema(schema, in: db)
+            return try Self.schemaObjects(db)
+        }
+        let present = try database.read { db in try Self.schemaObjects(db) }
+        return defined.allSatisfy { present[$0.key] == $0.value }
+    }
+
+    /// User schema objects by "type name", with their SQL normalized for whitespace.
+    static func schemaObjects(_ db: Database) throws -> [String: String] {
+        var objects: [String: String] = [:]
+        for row in try Row.fetchAll(
+            db, sql: "SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE 'tidemark\\_%' ESCAPE '\\'")
+        {
+            let sql: String = row["sql"] ?? ""
+            objects["\(row["type"] as String) \(row["name"] as String)"] = sql.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        }
+        return objects
     }
 }

@@ -1,0 +1,50 @@
+import Foundation
+import Testing
+import TidemarkCore
+
+/// `SQLValue`: exact equality and the JSON and text renderings `sync log` prints.
+@Suite struct SQLValueTests {
+    @Test func equalityKeepsStorageClassAndBits() {
+        #expect(SQLValue.integer(1) != .real(1))
+        #expect(SQLValue.text("a") != .blob([0x61]))
+        #expect(SQLValue.real(0.0) != .real(-0.0))
+        #expect(SQLValue.real(.nan) == .real(.nan))
+        #expect(SQLValue.null == .null)
+        #expect(Set([SQLValue.real(0.0), .real(-0.0), .integer(0)]).count == 3)
+    }
+
+    static let fragments: [(value: SQLValue, json: String)] = [
+        (.null, "null"),
+        (.integer(Int64.max), "9223372036854775807"),
+        (.integer(Int64.min), "-9223372036854775808"),
+        (.real(2.5), "2.5"),
+        (.real(3), "3.0"),
+        (.real(.infinity), #"{"real":"Inf"}"#),
+        (.real(.nan), #"{"real":"NaN"}"#),
+        (.text("é \"q\" \n 🌊"), #""é \"q\" \n 🌊""#),
+        (.text("\u{01}"), #""\u0001""#),
+        (.blob([0x00, 0xff, 0x10]), #"{"base64":"AP8Q"}"#),
+    ]
+
+    @Test(arguments: fragments)
+    func jsonFragment(value: SQLValue, json: String) {
+        #expect(value.jsonFragment == json)
+    }
+
+    @Test func jsonFragmentsParseBackToTheSameStorageClass() throws {
+        for (value, check) in [
+            (SQLValue.integer(Int64.max), { (n: Any) in (n as? NSNumber)?.int64Value == Int64.max }),
+            (.real(3), { (n: Any) in (n as? NSNumber).map { String(cString: $0.objCType) } == "d" }),
+        ] as [(SQLValue, (Any) -> Bool)] {
+            let parsed = try JSONSerialization.jsonObject(with: Data("[\(value.jsonFragment)]".utf8)) as? [Any]
+            #expect(check(try #require(parsed?.first)), "\(value)")
+        }
+    }
+
+    @Test func textRendering() {
+        #expect(SQLValue.text("it's").description == "'it''s'")
+        #expect(SQLValue.blob([0x00, 0xab]).description == "x'00ab'")
+        #expect(SQLValue.real(-0.0).description == "-0.0")
+        #expect(SQLValue.null.description == "NULL")
+    }
+}

@@ -33,6 +33,11 @@ extension History {
         /// Whether this token includes transaction `sequence` of `replica`.
         public func includes(replica: Replica.ID, sequence: Int64) -> Bool { self[replica] >= sequence }
 
+        /// The greatest token both cover: what two holders certainly share.
+        public func meet(_ other: Token) -> Token {
+            Token(sequences: Dictionary(uniqueKeysWithValues: sequences.map { ($0.key, min($0.value, other[$0.key])) }))
+        }
+
         /// The least token covering both.
         public func merged(with other: Token) -> Token {
             Token(sequences: sequences.merging(other.sequences, uniquingKeysWith: max))

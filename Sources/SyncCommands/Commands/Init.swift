@@ -27,6 +27,9 @@ struct Init: ParsableCommand {
     @Option(help: ArgumentHelp("The private key file (default: STORE.key).", valueName: "path"))
     var key: String?
 
+    @Option(help: ArgumentHelp("Join from a snapshot bundle: trust its sender and import it.", valueName: "file"))
+    var from: String?
+
     func run() throws {
         var schemaSource: (file: String, sql: String)?
         if let schema {
@@ -37,5 +40,10 @@ struct Init: ParsableCommand {
         let (opened, created) = try Store.initialize(try store.path, setup: setup)
         Output.line("\(opened.replica.name) \(opened.replica.id)")
         if !created { Output.error("already initialized; nothing changed") }
+        if let from {
+            let (sender, summary) = try opened.join(from: from)
+            Output.line("trusted \(sender.name) \(sender.publicKeyBase64) (the sender of \(from))")
+            Output.line("imported \(summary.appliedChanges) rows from its snapshot")
+        }
     }
 }

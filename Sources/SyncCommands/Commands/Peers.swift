@@ -4,7 +4,7 @@ import Tidemark
 struct Peers: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Manage the replicas whose bundles this store trusts.",
-        subcommands: [Add.self, List.self, Remove.self])
+        subcommands: [Add.self, List.self, Remove.self, Retire.self])
 
     struct Add: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Trust a replica's public key under a name.")
@@ -23,15 +23,29 @@ struct Peers: ParsableCommand {
         @Flag(help: "Print a JSON array.") var json = false
 
         func run() throws {
-            let peers = try store.open().peers()
+            let opened = try store.open()
+            let peers = try opened.peers()
+            let retired = Set(try opened.members().filter(\.retired).map(\.id))
             if json {
                 let items = peers.map {
-                    "{\"name\":\(JSONText.quote($0.name)),\"public_key\":\"\($0.publicKeyBase64)\",\"id\":\"\($0.id)\"}"
+                    "{\"name\":\(JSONText.quote($0.name)),\"public_key\":\"\($0.publicKeyBase64)\",\"id\":\"\($0.id)\""
+                        + ",\"retired\":\(retired.contains($0.id))}"
                 }
                 Output.line("[" + items.joined(separator: ",") + "]")
             } else {
-                for peer in peers { Output.line("\(peer.name) \(peer.publicKeyBase64)") }
+                for peer in peers { Output.line("\(peer.name) \(peer.publicKeyBase64)\(retired.contains(peer.id) ? " (retired)" : "")") }
             }
+        }
+    }
+
+    struct Retire: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Stop a silent member from holding history; it stays trusted and rejoins when it syncs again.")
+        @OptionGroup var store: StoreOptions
+        @Argument(help: "The peer's name.") var name: String
+
+        func run() throws {
+            try store.open().retire(peer: name)
         }
     }
 

@@ -11,12 +11,21 @@ struct Pull: ParsableCommand {
     @Option(help: ArgumentHelp("The shared exchange folder.", valueName: "dir"))
     var from: String
 
+    @Flag(help: "Do not prune after pulling.")
+    var noPrune = false
+
     func run() throws {
         let opened = try store.open()
-        let summary = try opened.pull(from: from, key: try key.load(forStore: try store.path))
+        let summary = try opened.pull(from: from, key: try key.load(forStore: try store.path), prune: !noPrune)
         for warning in summary.warnings { Output.error("warning: \(warning)") }
+        for snapshot in summary.imported where snapshot.header.kind == .snapshot {
+            Output.line("caught up from \(snapshot.sender)'s snapshot: \(snapshot.appliedChanges) rows")
+        }
         let transactions = summary.imported.map(\.appliedTransactions).reduce(0, +)
         let changes = summary.imported.map(\.appliedChanges).reduce(0, +)
         Output.line("pulled \(summary.imported.count) bundles: \(transactions) transactions, \(changes) changes")
+        if let prune = summary.prune, prune.removedTransactions > 0 || !prune.removedFiles.isEmpty {
+            Output.line("pruned \(prune.removedTransactions) history transactions, \(prune.removedFiles.count) exchange files")
+        }
     }
 }

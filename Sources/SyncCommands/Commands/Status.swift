@@ -10,9 +10,17 @@ struct Status: ParsableCommand {
     var json = false
 
     func run() throws {
-        let status = try store.open().status()
+        let opened = try store.open()
+        let status = try opened.status()
+        let members = try opened.members()
         if json {
-            let tables = status.tables.map { t in
+            let list = members.map { m in
+                "{\"name\":\(JSONText.quote(m.name)),\"id\":\"\(m.id)\",\"self\":\(m.isSelf),\"retired\":\(m.retired)"
+                    + ",\"watermark\":\"\(m.watermark)\",\"signed_at\":\(m.signedAt.map { "\"\($0.iso8601)\"" } ?? "null")"
+                    + ",\"behind\":{\"transactions\":\(m.behindTransactions),\"changes\":\(m.behindChanges)"
+                    + ",\"since\":\(m.lackingSince.map { "\"\($0.iso8601)\"" } ?? "null")}}"
+            }.joined(separator: ",")
+            let tables = status.tables.filter { !$0.isInternal }.map { t in
                 "{\"name\":\(JSONText.quote(t.name)),\"key\":[\(t.keyColumns.map(JSONText.quote).joined(separator: ","))]"
                     + ",\"preserved\":[\(t.preservedColumns.map(JSONText.quote).joined(separator: ","))]}"
             }.joined(separator: ",")
@@ -22,12 +30,12 @@ struct Status: ParsableCommand {
                     + ",\"history\":{\"transactions\":\(status.transactionCount),\"changes\":\(status.changeCount)"
                     + ",\"pending_changes\":\(status.pendingChangeCount),\"bytes\":\(status.historyBytes.map(String.init) ?? "null")"
                     + ",\"oldest\":\(status.oldest.map { "\"\($0.iso8601)\"" } ?? "null")"
-                    + ",\"newest\":\(status.newest.map { "\"\($0.iso8601)\"" } ?? "null")}}")
+                    + ",\"newest\":\(status.newest.map { "\"\($0.iso8601)\"" } ?? "null")},\"members\":[\(list)]}")
             return
         }
         Output.line("replica  \(status.replica.name) \(status.replica.id)")
         Output.line("token    \(status.token)")
-        for t in status.tables {
+        for t in status.tables where !t.isInternal {
             var line = "table    \(t.name) key(\(t.keyColumns.joined(separator: ", ")))"
             if !t.preservedColumns.isEmpty { line += " preserve(\(t.preservedColumns.joined(separator: ", ")))" }
             Output.line(line)
@@ -36,6 +44,18 @@ struct Status: ParsableCommand {
         if let bytes = status.historyBytes { history += ", \(bytes) bytes" }
         if let oldest = status.oldest, let newest = status.newest { history += ", \(oldest.iso8601) .. \(newest.iso8601)" }
         Output.line(history)
+        for m in members where !m.isSelf {
+            var line = "member   \(m.name)\(m.retired ? " (retired)" : "")"
+            if m.behindTransactions == 0 {
+                line += ": up to date"
+            } else {
+                line += ": lacks \(m.behindTransactions) transactions"
+                if m.behindChanges > 0 { line += " (\(m.behindChanges) changes)" }
+                if let since = m.lackingSince { line += " since \(since.iso8601)" }
+            }
+            line += m.signedAt.map { ", watermark signed \($0.iso8601)" } ?? ", no watermark yet"
+            Output.line(line)
+        }
         if status.pendingChangeCount > 0 { Output.line("pending  \(status.pendingChangeCount) changes from other clients, sealed on next read") }
     }
 }

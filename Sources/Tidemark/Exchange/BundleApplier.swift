@@ -68,6 +68,13 @@ struct BundleApplier {
         guard verified.digest == expected.digest else {
             throw ExchangeError.cannotRead(path: path, reason: "the file changed while it was being imported")
         }
+        for range in verified.header.ranges where range.first - 1 == context.token[range.origin] && range.first > 1 {
+            // After a snapshot this store lacks the chain hash where its copy of the origin's history
+            // begins; the range's `previous` is that hash, vouched for by the origin's attestation.
+            try db.execute(
+                sql: "UPDATE tidemark_replicas SET pruned_head = ? WHERE replica = ? AND pruned_through = ? AND pruned_head IS NULL",
+                arguments: [Data(range.previous), Data(range.origin.bytes), range.first - 1])
+        }
         for (range, attestation) in zip(verified.header.ranges, verified.attestations) where range.last > context.token[range.origin] {
             try db.execute(
                 sql: """
@@ -87,6 +94,52 @@ struct BundleApplier {
         return Store.ImportSummary(
             path: path, sender: verified.header.senderName, appliedTransactions: applied.transactions,
             appliedChanges: applied.changes, skippedTransactions: skipped, header: verified.header)
+    }
+
+    /// Applies a verified snapshot: merges every row state, and moves this store's token to the
+    /// snapshot's, marking the history it skipped as pruned (it is not available here).
+    func applySnapshot(expected: VerifiedBundle) throws -> Store.ImportSummary {
+        try LocalFold(db: db, store: store).run()
+        for table in store.trackedTables { try CaptureTriggers.remove(table, in: db) }
+        try db.execute(sql: "PRAGMA defer_foreign_keys = ON")
+        let source = try FileSource(path: path)
+        defer { source.close() }
+        var newestClock = try Sealer.State.fetch(db).clock
+        let startClock = newestClock
+        var engine = MergeEngine(db: db, store: store) { startClock }
+        var rows = 0
+        let verified: VerifiedBundle
+        do {
+            let decoder = try BundleDecoder(source)
+            while let state = try decoder.nextRowState() {
+                try engine.apply(state)
+                for cell in state.cells { if let clock = cell.clock { newestClock = max(newestClock, clock.timestamp) } }
+                rows += 1
+            }
+            verified = try decoder.finish()
+        } catch let error as BundleError {
+            throw ExchangeError.badBundle(path: path, error)
+        }
+        guard verified.digest == expected.digest else {
+            throw ExchangeError.cannotRead(path: path, reason: "the file changed while it was being imported")
+        }
+        for (origin, sequence) in verified.header.through.sequences where sequence > context.token[origin] {
+            try db.execute(
+                sql: """
+                    INSERT INTO tidemark_replicas(replica, max_seq, pruned_through) VALUES (?, ?, ?)
+                    ON CONFLICT(replica) DO UPDATE SET max_seq = excluded.max_seq, pruned_through = excluded.pruned_through,
+                        head = NULL, head_signature = NULL, pruned_head = NULL
+                    """,
+                arguments: [Data(origin.bytes), sequence, sequence])
+        }
+        try db.execute(sql: "UPDATE tidemark_state SET clock = ? WHERE id = 1", arguments: [newestClock.packed])
+        try engine.resolver.settleOrphans()
+        try sealResolutions(engine.resolver.deletes)
+        try db.execute(sql: "UPDATE tidemark_state SET sealed_through = ? WHERE id = 1", arguments: [try Sealer.lastChangeID(db)])
+        for table in store.trackedTables { try CaptureTriggers.install(table, in: db) }
+        return Store.ImportSummary(
+            path: path, sender: verified.header.senderName, appliedTransactions: 0, appliedChanges: rows, skippedTransactions: 0,
+            header: verified.header)
     }
 
     /// Records one change in history, mapping column names to this store's column positions.

@@ -4,7 +4,7 @@ import TidemarkCore
 /// The layout of a shared exchange folder (Protocol/exchange.md).
 ///
 /// Each replica writes only inside `DIR/<replica id>/`: numbered bundles `0000000001.tmb`, … and
-/// its signed watermark `watermark.tmw`. Files are written under a `.tmp-` name in the same
+/// its signed watermark `watermark.tmw`, and after a prune its latest snapshot `snapshot.tms`. Files are written under a `.tmp-` name in the same
 /// folder and then renamed, so readers never see a partial file under a final name, and a bundle
 /// is never rewritten. Cloud drives that sync files without locks are enough.
 struct ExchangeFolder {
@@ -13,6 +13,7 @@ struct ExchangeFolder {
 
     static let bundleExtension = "tmb"
     static let watermarkName = "watermark.tmw"
+    static let snapshotName = "snapshot.tms"
     static let temporaryPrefix = ".tmp-"
 
     init(_ root: String) throws {

@@ -15,6 +15,8 @@ extension Store {
     /// folder can apply the new one.
     public func push(to directory: String, key: KeyFile) throws -> PushSummary {
         let exchange = try ExchangeFolder(directory)
+        try rememberFolder(directory)
+        try rejoinIfRetired()
         let folder = exchange.folder(of: replica.id)
         do {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -22,13 +24,14 @@ extension Store {
             throw ExchangeError.cannotWrite(path: folder, reason: FileProblem.describe(path: folder))
         }
         let existing = exchange.bundles(of: replica.id)
-        var since = History.Token.zero
-        for bundle in existing.reversed() {
-            if let (_, header) = try? ExchangeFolder.header(of: bundle.path) {
-                since = header.through
-                break
-            }
+        // Continue from the last bundle pushed here: readers that applied it can apply the next.
+        // (Pruning removes only bundles every active member applied, so that holds after a prune.)
+        var since = try pushedThrough(directory) ?? .zero
+        if since == .zero, let newest = existing.last, let (_, header) = try? ExchangeFolder.header(of: newest.path) {
+            since = header.through
         }
+        // History this replica pruned was applied by every active member; others catch up by snapshot.
+        since = since.merged(with: try prunedToken())
         if since.covers(try currentToken()) { return PushSummary(path: nil, export: nil) }
         let temporary = folder + "/" + ExchangeFolder.temporaryPrefix + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: temporary) }
@@ -40,6 +43,7 @@ extension Store {
             }
             number += 1
         }
+        try setPushedThrough(directory, summary.through)
         var export = summary
         export.path = folder + "/" + ExchangeFolder.bundleName(number)
         return PushSummary(path: export.path, export: export)
@@ -47,26 +51,60 @@ extension Store {
 
     /// What a pull did.
     public struct PullSummary: Sendable {
-        /// Bundles applied, in order.
+        /// Bundles applied, in order (snapshots included).
         public var imported: [ImportSummary]
         /// Files skipped with the reason; they are retried on the next pull.
         public var warnings: [String]
         /// The watermark file written.
         public var watermark: String
+        /// The automatic prune that followed, if enabled.
+        public var prune: PruneReport?
     }
 
     /// Applies every bundle in the peers' subfolders of `directory` that this store lacks, in an
     /// order that satisfies their prerequisites. A damaged, partial or untrusted file is reported
-    /// in `warnings` and retried next time; it does not stop the others. Finally writes this
-    /// replica's signed watermark (the token it has applied) into its own subfolder.
-    public func pull(from directory: String, key: KeyFile) throws -> PullSummary {
+    /// in `warnings` and retried next time; it does not stop the others. When bundles this store
+    /// needs were pruned away, it catches up from a peer's snapshot. Then it writes this
+    /// replica's signed watermark into its own subfolder and, unless `prune` is false, prunes.
+    public func pull(from directory: String, key: KeyFile, prune autoPrune: Bool = true) throws -> PullSummary {
         let exchange = try ExchangeFolder(directory)
+        try rememberFolder(directory)
         var pending: [String] = []
         for replica in try exchange.replicaFolders(except: self.replica.id) {
             pending += exchange.bundles(of: replica).map(\.path)
         }
         var imported: [ImportSummary] = []
         var failures: [String: String] = [:]
+        var usedSnapshots = Set<String>()
+        while true {
+            pending = try applyBundles(pending, imported: &imported, failures: &failures)
+            // A peer whose bundles this store cannot follow (pruned away before it applied them):
+            // catch up from that peer's snapshot, then apply the bundles again.
+            guard let snapshot = try snapshotToCatchUp(in: exchange, excluding: usedSnapshots) else { break }
+            usedSnapshots.insert(snapshot)
+            do {
+                let summary = try importBundle(at: snapshot)
+                if !summary.alreadyApplied { imported.append(summary) }
+                failures[snapshot] = nil
+            } catch let error as ExchangeError {
+                failures[snapshot] = error.description
+            }
+        }
+        for replica in try exchange.replicaFolders(except: self.replica.id) {
+            let path = exchange.folder(of: replica) + "/" + ExchangeFolder.watermarkName
+            do { try readWatermark(at: path) } catch let error as ExchangeError { failures[path] = error.description }
+        }
+        try rejoinIfRetired()
+        let warnings = failures.keys.sorted().map { "skipped \(failures[$0]!) (will retry on the next pull)" }
+        let watermark = try writeWatermark(in: exchange, key: key)
+        let report = autoPrune ? try prune(key: key) : nil
+        return PullSummary(imported: imported, warnings: warnings, watermark: watermark, prune: report)
+    }
+
+    /// Applies what it can of `paths`, repeating while progress is made; returns the bundles that
+    /// still miss prerequisites.
+    private func applyBundles(_ paths: [String], imported: inout [ImportSummary], failures: inout [String: String]) throws -> [String] {
+        var pending = paths
         var progress = true
         while progress && !pending.isEmpty {
             progress = false
@@ -75,7 +113,10 @@ extension Store {
             for path in pending {
                 do {
                     let (_, header) = try ExchangeFolder.header(of: path)
-                    if token.covers(header.through) { continue }
+                    if token.covers(header.through) {
+                        failures[path] = nil
+                        continue
+                    }
                     let summary = try importBundle(at: path)
                     if !summary.alreadyApplied { imported.append(summary) }
                     progress = true
@@ -83,19 +124,42 @@ extension Store {
                 } catch let error as ExchangeError {
                     if case .missingPrerequisites = error { waiting.append(path) }
                     failures[path] = error.description
-                } catch let error as StoreError {
-                    throw error
                 }
             }
             pending = waiting
         }
+        return pending
+    }
+
+    /// A peer's snapshot this store needs: one that holds something the store lacks, from a peer
+    /// whose remaining bundles do not start where the store's history of that peer's folder ends.
+    private func snapshotToCatchUp(in exchange: ExchangeFolder, excluding used: Set<String>) throws -> String? {
+        let token = try currentToken()
+        var best: (String, History.Token)?
         for replica in try exchange.replicaFolders(except: self.replica.id) {
-            let path = exchange.folder(of: replica) + "/" + ExchangeFolder.watermarkName
-            do { try readWatermark(at: path) } catch let error as ExchangeError { failures[path] = error.description }
+            let path = exchange.folder(of: replica) + "/" + ExchangeFolder.snapshotName
+            guard !used.contains(path), FileManager.default.fileExists(atPath: path),
+                let (_, header) = try? ExchangeFolder.header(of: path), header.kind == .snapshot, !token.covers(header.through)
+            else { continue }
+            let first = exchange.bundles(of: replica).first.flatMap { try? ExchangeFolder.header(of: $0.path).header }
+            if let first, token.covers(first.since) { continue }
+            if best == nil || header.through.covers(best!.1) { best = (path, header.through) }
         }
-        let warnings = failures.keys.sorted().map { "skipped \(failures[$0]!) (will retry on the next pull)" }
-        let watermark = try writeWatermark(in: exchange, key: key)
-        return PullSummary(imported: imported, warnings: warnings, watermark: watermark)
+        return best?.0
+    }
+
+    func pushedThrough(_ directory: String) throws -> History.Token? {
+        let absolute = URL(fileURLWithPath: directory).standardizedFileURL.path
+        return try database.read { db in
+            try String.fetchOne(db, sql: "SELECT pushed_through FROM tidemark_folders WHERE path = ?", arguments: [absolute])
+        }.flatMap { try? History.Token(parsing: $0) }
+    }
+
+    func setPushedThrough(_ directory: String, _ token: History.Token) throws {
+        let absolute = URL(fileURLWithPath: directory).standardizedFileURL.path
+        try database.write { db in
+            try db.execute(sql: "UPDATE tidemark_folders SET pushed_through = ? WHERE path = ?", arguments: [token.description, absolute])
+        }
     }
 
     /// Writes `DIR/<id>/watermark.tmw`: a signed bundle of kind watermark whose `through` token is

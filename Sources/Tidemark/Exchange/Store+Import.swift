@@ -11,12 +11,12 @@ extension Store {
         public var sender: String
         /// Transactions newly applied.
         public var appliedTransactions: Int
-        /// Changes newly applied.
+        /// Changes newly applied (for a snapshot: row states merged).
         public var appliedChanges: Int
         /// Transactions the store already held.
         public var skippedTransactions: Int
         /// Whether the whole bundle was already present (nothing changed).
-        public var alreadyApplied: Bool { appliedTransactions == 0 }
+        public var alreadyApplied: Bool { appliedTransactions == 0 && appliedChanges == 0 }
         /// The bundle's header.
         public var header: BundleHeader
     }
@@ -42,14 +42,15 @@ extension Store {
                             skippedTransactions: verified.transactionCount, header: verified.header)
                         return .commit
                     }
-                    summary = try BundleApplier(db: db, store: self, context: current, path: path).apply(expected: verified)
+                    let applier = BundleApplier(db: db, store: self, context: current, path: path)
+                    summary = verified.header.kind == .snapshot ? try applier.applySnapshot(expected: verified) : try applier.apply(expected: verified)
                     return .commit
                 }
                 return summary
             }
         }
         // The sender held everything up to the bundle's `through` token when it signed it.
-        try noteWatermark(summary.header.through, of: verified.sender)
+        try noteWatermark(summary.header.through, of: verified.sender, signedAt: summary.header.created)
         return summary
     }
 
@@ -62,8 +63,12 @@ extension Store {
             let decoder = try BundleDecoder(source)
             try local.checkTrust(decoder, path: path)
             try local.checkSchema(decoder.header, path: path)
-            while try decoder.nextTransaction() != nil {
-                while try decoder.nextChange() != nil {}
+            if decoder.header.kind == .snapshot {
+                while try decoder.nextRowState() != nil {}
+            } else {
+                while try decoder.nextTransaction() != nil {
+                    while try decoder.nextChange() != nil {}
+                }
             }
             let verified = try decoder.finish()
             try local.checkOwnHistory(verified.header, path: path)
@@ -82,7 +87,10 @@ extension Store {
         defer { source.close() }
         do {
             let decoder = try BundleDecoder(source)
-            while let head = try decoder.nextTransaction() {
+            if decoder.header.kind == .snapshot {
+                while try decoder.nextRowState() != nil {}
+            }
+            while decoder.header.kind == .changes, let head = try decoder.nextTransaction() {
                 var changes: [History.Change] = []
                 while let change = try decoder.nextChange() { changes.append(change) }
                 try transactions(head, changes)

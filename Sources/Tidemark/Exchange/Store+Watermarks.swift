@@ -21,8 +21,8 @@ extension Store {
         return try knownToken(of: peer.id)
     }
 
-    /// Records that `replica` holds `token` (as its own signature showed); keeps the larger.
-    func noteWatermark(_ token: History.Token, of replica: Replica.ID) throws {
+    /// Records that `replica` held `token` at `signedAt` (as its own signature showed); keeps the larger.
+    func noteWatermark(_ token: History.Token, of replica: Replica.ID, signedAt: HLCTimestamp) throws {
         try mappingErrors {
             try database.write { db in
                 let key = Data(replica.bytes)
@@ -30,12 +30,13 @@ extension Store {
                 if let text = try String.fetchOne(db, sql: "SELECT token FROM tidemark_watermarks WHERE replica = ?", arguments: [key]),
                     let known = try? History.Token(parsing: text)
                 {
-                    if known.covers(token) { return }
+                    if known.covers(token) && known != token { return }
                     merged = known.merged(with: token)
                 }
+                let previous = try Int64.fetchOne(db, sql: "SELECT signed_at FROM tidemark_watermarks WHERE replica = ?", arguments: [key]) ?? 0
                 try db.execute(
-                    sql: "INSERT OR REPLACE INTO tidemark_watermarks(replica, token, seen_at) VALUES (?, ?, ?)",
-                    arguments: [key, merged.description, try Sealer.State.fetch(db).clock.packed])
+                    sql: "INSERT OR REPLACE INTO tidemark_watermarks(replica, token, signed_at) VALUES (?, ?, ?)",
+                    arguments: [key, merged.description, max(previous, signedAt.packed)])
             }
         }
     }
@@ -54,7 +55,7 @@ extension Store {
             let sender = verified.sender
             let trusted = try peers().contains { $0.id == sender }
             guard sender == replica.id || trusted else { return nil }
-            try noteWatermark(verified.header.through, of: sender)
+            try noteWatermark(verified.header.through, of: sender, signedAt: verified.header.created)
             return (sender, verified.header.through)
         } catch let error as BundleError {
             throw ExchangeError.badBundle(path: path, error)

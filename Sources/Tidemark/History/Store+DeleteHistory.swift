@@ -13,7 +13,7 @@ extension Store {
             try database.writeWithoutTransaction { db in
                 var deleted = 0
                 try db.inTransaction(.immediate) {
-                    deleted = try HistoryPruner(db: db).delete(through: token)
+                    deleted = try HistoryPruner(db: db, store: self).delete(through: token)
                     return .commit
                 }
                 return deleted
@@ -39,7 +39,7 @@ extension Store {
                     {
                         token[Replica.ID(bytes: [UInt8](row[0] as Data))!] = row[1]
                     }
-                    deleted = try HistoryPruner(db: db).delete(through: token)
+                    deleted = try HistoryPruner(db: db, store: self).delete(through: token)
                     return .commit
                 }
                 return deleted
@@ -54,18 +54,30 @@ extension Store {
     }
 }
 
-/// Deletes history prefixes and remembers, per replica, how far history was deleted.
+/// Deletes history prefixes and remembers, per replica, how far history was deleted and the
+/// origin's chain hash at that point (so exports can continue the chain after it).
 struct HistoryPruner {
     let db: Database
+    let store: Store
 
-    /// Deletes transactions covered by `token`; returns how many.
+    /// Deletes transactions covered by `token`; returns how many. Folds local changes into row
+    /// metadata first: history is never deleted before merge state has what it needs.
     func delete(through token: History.Token) throws -> Int {
+        try LocalFold(db: db, store: store).run()
+        _ = try OwnChain(db: db, replica: store.replica.id, tables: store.trackedTables).hash(through: token[store.replica.id])
         var deleted = 0
         for (replica, bound) in token.sequences {
             let key = Data(replica.bytes)
             guard let maxSeq = try Int64.fetchOne(db, sql: "SELECT max_seq FROM tidemark_replicas WHERE replica = ?", arguments: [key])
             else { continue }
             let through = min(bound, maxSeq)
+            let pruned = try Int64.fetchOne(db, sql: "SELECT pruned_through FROM tidemark_replicas WHERE replica = ?", arguments: [key]) ?? 0
+            guard through > pruned else { continue }
+            if let chain = try Data.fetchOne(
+                db, sql: "SELECT chain FROM tidemark_transactions WHERE replica = ? AND seq = ?", arguments: [key, through])
+            {
+                try db.execute(sql: "UPDATE tidemark_replicas SET pruned_head = ? WHERE replica = ?", arguments: [chain, key])
+            }
             let ranges = try Row.fetchAll(
                 db, sql: "SELECT first_change, last_change FROM tidemark_transactions WHERE replica = ? AND seq <= ?",
                 arguments: [key, through])

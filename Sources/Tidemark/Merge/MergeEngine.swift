@@ -61,6 +61,41 @@ struct MergeEngine {
         try write(key: key, columns: winners, existing: existing, table: table, metadata: known)
     }
 
+    /// Merges one row state from a snapshot: the same rules, with each column's own clock.
+    mutating func apply(_ state: RowState) throws {
+        guard let table = tables[state.table], let store = metadata[state.table] else { return }
+        let access = RowAccess(db: db, table: table)
+        let key = state.key.map(\.value)
+        var known = try store.fetch(db, key: key)
+        if state.generation < known.generation { return }
+        let cells: [(Int, SQLValue, MergeClock?)] = state.cells.compactMap { cell in
+            table.index(of: cell.name).map { ($0, cell.value, cell.clock) }
+        }
+        let existing = try access.values(key: key)
+        var winners: [(Int, SQLValue)]
+        if state.generation > known.generation {
+            known = RowMetadata(generation: state.generation, clocks: .init(repeating: nil, count: table.columns.count))
+            if state.generation % 2 == 0 {
+                try access.delete(key: key)
+                try store.save(db, key: key, known)
+                return
+            }
+            winners = cells.map { ($0.0, $0.1) }
+            for (i, _, clock) in cells { known.clocks[i] = clock }
+        } else {
+            guard known.isAlive else { return }
+            winners = []
+            for (i, value, clock) in cells {
+                guard let clock, known.clocks[i].map({ clock > $0 }) ?? true else { continue }
+                winners.append((i, value))
+                known.clocks[i] = clock
+            }
+            guard !winners.isEmpty else { return }
+        }
+        try store.save(db, key: key, known)
+        try write(key: key, columns: winners, existing: existing, table: table, metadata: known)
+    }
+
     /// Writes merged values; a constraint the merged row breaks is settled by the resolver.
     private mutating func write(key: [SQLValue], columns: [(Int, SQLValue)], existing: [SQLValue]?, table: TrackedTable, metadata: RowMetadata) throws {
         let access = RowAccess(db: db, table: table)

@@ -83,7 +83,11 @@ enum Bookkeeping {
                 CREATE TABLE tidemark_watermarks(
                     replica BLOB PRIMARY KEY NOT NULL,
                     token TEXT NOT NULL,              -- the latest token the replica is known to hold, signed by it
-                    seen_at INTEGER NOT NULL          -- when this store learned it (hybrid clock, packed)
+                    signed_at INTEGER NOT NULL        -- the replica's clock when it signed that token (packed)
+                ) WITHOUT ROWID;
+                CREATE TABLE tidemark_folders(
+                    path TEXT PRIMARY KEY NOT NULL,   -- exchange folders this replica has pushed to or pulled from
+                    pushed_through TEXT               -- the token of the last bundle this replica pushed there
                 ) WITHOUT ROWID;
                 CREATE TABLE tidemark_conflicts(
                     id INTEGER PRIMARY KEY,
@@ -130,6 +134,16 @@ enum Bookkeeping {
         for i in existing..<max(existing, count) {
             try db.execute(sql: "ALTER TABLE tidemark_changes ADD COLUMN \(valueColumn(i))")
         }
+    }
+
+    /// The replicated membership table: one row per member, `retired` 1 once a replica retired it.
+    /// It is tracked like a user table, so retirements travel in bundles, signed and merged by the
+    /// same rules (a later rejoin wins over an earlier retirement).
+    static let membersTable = "tidemark_members"
+
+    /// Creates the membership table.
+    static func createMembers(_ db: Database) throws {
+        try db.execute(sql: "CREATE TABLE tidemark_members(id TEXT PRIMARY KEY NOT NULL, retired INTEGER NOT NULL DEFAULT 0)")
     }
 
     /// Whether `db` holds Tidemark bookkeeping.

@@ -60,7 +60,10 @@ extension Store {
             try database.writeWithoutTransaction { db in
                 try db.inTransaction(.immediate) {
                     try runSchema(setup.schema, in: db)
-                    let tables = try plannedTables(setup, in: db, path: path)
+                    var tables = try plannedTables(setup, in: db, path: path)
+                    try Bookkeeping.createMembers(db)
+                    tables.append(
+                        try TrackedTable.describe(Bookkeeping.membersTable, id: Int64(tables.count + 1), preserving: [], in: db, allowReserved: true))
                     try Bookkeeping.create(db, valueColumns: tables.map(\.columns.count).max() ?? 0)
                     try Bookkeeping.setMeta(db, Bookkeeping.Meta.format, Bookkeeping.formatVersion)
                     try Bookkeeping.setMeta(db, Bookkeeping.Meta.replicaName, setup.replicaName)
@@ -161,8 +164,9 @@ extension Store {
         try database.read { db in
             var wanted = try Self.plannedTables(setup, in: db, path: path)
             for i in wanted.indices { wanted[i].id = trackedTable(named: wanted[i].name)?.id ?? -1 }
-            if Set(wanted) != Set(trackedTables) {
-                let have = trackedTables.map(\.name).joined(separator: ", ")
+            let user = trackedTables.filter { !$0.isInternal }
+            if Set(wanted) != Set(user) {
+                let have = user.map(\.name).joined(separator: ", ")
                 throw StoreError.alreadyInitialized(path: path, difference: "it tracks (\(have)) with other settings than the ones given")
             }
         }

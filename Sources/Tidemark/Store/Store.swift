@@ -184,6 +184,18 @@ public final class Store: Sendable {
         return try database.read { db in try Self.currentToken(db) }
     }
 
+    /// How far history has been deleted, per origin: fetching or exporting after a token that
+    /// does not cover this fails with `historyTokenExpired`.
+    public func prunedToken() throws -> History.Token {
+        try database.read { db in
+            var sequences: [Replica.ID: Int64] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT replica, pruned_through FROM tidemark_replicas WHERE pruned_through > 0") {
+                if let id = Replica.ID(bytes: [UInt8](row[0] as Data)) { sequences[id] = row[1] }
+            }
+            return History.Token(sequences: sequences)
+        }
+    }
+
     static func currentToken(_ db: Database) throws -> History.Token {
         var sequences: [Replica.ID: Int64] = [:]
         for row in try Row.fetchAll(db, sql: "SELECT replica, max_seq FROM tidemark_replicas") {

@@ -14,6 +14,9 @@ public struct TrackedTable: Sendable, Hashable {
     /// the key (Core Data's "Preserve After Deletion").
     public var preservedIndexes: [Int]
 
+    /// Whether this is Tidemark's own replicated table (membership), not the user's.
+    public var isInternal: Bool { name.hasPrefix(Bookkeeping.prefix) }
+
     /// The primary-key column names, in key order.
     public var keyColumns: [String] { keyIndexes.map { columns[$0] } }
     /// The preserved column names.
@@ -79,8 +82,8 @@ extension TrackedTable {
 
     /// Checks that a table can be tracked and describes it; throws `StoreError.untrackableTable`
     /// with the reason and a hint otherwise.
-    static func describe(_ table: String, id: Int64, preserving: [String], in db: Database) throws -> TrackedTable {
-        if table.lowercased().hasPrefix(Bookkeeping.prefix) || table.lowercased().hasPrefix("sqlite_") {
+    static func describe(_ table: String, id: Int64, preserving: [String], in db: Database, allowReserved: Bool = false) throws -> TrackedTable {
+        if !allowReserved && (table.lowercased().hasPrefix(Bookkeeping.prefix) || table.lowercased().hasPrefix("sqlite_")) {
             throw StoreError.untrackableTable(table, reason: "the name is reserved", hint: "rename the table")
         }
         let shape = try shape(of: table, in: db)

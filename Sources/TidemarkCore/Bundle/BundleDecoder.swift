@@ -172,11 +172,55 @@ public final class BundleDecoder<Source: ByteSource> {
 
     // MARK: - Transactions
 
+    /// Reads the next row state of a snapshot bundle (§4.4), or nil after the last.
+    public func nextRowState() throws -> RowState? {
+        if position == chunk.count { guard try refill() else { return nil } }
+        guard header.kind == .snapshot else { throw fail(.columnsNotCanonical("row states outside a snapshot bundle")) }
+        let table = try name()
+        guard let schema = tables[table] else { throw fail(.columnsNotCanonical("table '\(table)' is not in the header")) }
+        let generation = try varint()
+        guard generation >= 1, generation <= UInt64(Int64.max) else { throw fail(.badGeneration(generation)) }
+        let keyCount = try varint()
+        guard keyCount >= 1, keyCount <= UInt64(BundleFormat.maxColumns) else { throw fail(.tooManyColumns(Int(min(keyCount, 999)))) }
+        var key: [History.Column] = []
+        for _ in 0..<keyCount { key.append(History.Column(try name(), try value())) }
+        guard key.map(\.name) == schema.keyColumns else {
+            throw fail(.columnsNotCanonical("key columns of '\(table)' do not match its header entry"))
+        }
+        let cellCount = try varint()
+        guard cellCount <= UInt64(BundleFormat.maxColumns) else { throw fail(.tooManyColumns(Int(min(cellCount, 999)))) }
+        guard generation % 2 == 1 || cellCount == 0 else { throw fail(.columnsNotCanonical("a tombstone carries no columns")) }
+        var cells: [RowState.Cell] = []
+        for _ in 0..<cellCount {
+            let cellName = try name()
+            let cellValue = try value()
+            var clock: MergeClock?
+            switch try byte() {
+            case 0: break
+            case 1:
+                let packed = try varint()
+                clock = MergeClock(timestamp: HLCTimestamp(packed: Int64(bitPattern: packed)), origin: Replica.ID(bytes: try bytes(16))!)
+            case let b: throw fail(.badPresenceByte(b))
+            }
+            if let previous = cells.last, !previous.name.utf8.lexicographicallyPrecedes(cellName.utf8) {
+                throw fail(.columnsNotCanonical("column names not strictly ascending"))
+            }
+            guard !schema.keyColumns.contains(cellName), schema.columns.contains(cellName) else {
+                throw fail(.columnsNotCanonical("column '\(cellName)' of '\(table)' is a key column or not in the header"))
+            }
+            cells.append(RowState.Cell(name: cellName, value: cellValue, clock: clock))
+        }
+        try attributes()
+        changeCount += 1
+        return RowState(table: table, key: key, generation: Int64(generation), cells: cells)
+    }
+
     /// Reads the next transaction's header, or nil after the last. The previous transaction's
     /// changes must all have been read.
     public func nextTransaction() throws -> History.TransactionHeader? {
         precondition(open == nil || changesLeft == 0, "read every change before the next transaction")
         if position == chunk.count { guard try refill() else { return nil } }
+        guard header.kind == .changes else { throw fail(.columnsNotCanonical("transactions outside a change bundle")) }
         hashedFrom = position
         let start = consumedBefore + position
         let origin = Replica.ID(bytes: try bytes(16))!

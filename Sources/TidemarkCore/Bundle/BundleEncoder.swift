@@ -45,6 +45,7 @@ public struct BundleEncoder<Sink: ByteSink> {
         processID: Int32?, changeCount: Int
     ) throws {
         precondition(txOrigin == nil, "beginTransaction while a transaction is open")
+        precondition(header.kind == .changes, "transactions belong in change bundles")
         guard let expected = next[origin], expected == sequence else {
             preconditionFailure("transaction \(origin.short) #\(sequence) is outside the header's ranges")
         }
@@ -71,6 +72,13 @@ public struct BundleEncoder<Sink: ByteSink> {
         } else if buffer.count >= BundleFormat.chunkTarget {
             try flushChunk()
         }
+    }
+
+    /// Adds one row state to a snapshot bundle (§4.4).
+    public mutating func add(_ state: RowState) throws {
+        precondition(header.kind == .snapshot, "row states belong in snapshot bundles")
+        RecordEncoding.rowState(state, &buffer)
+        if buffer.count >= BundleFormat.chunkTarget { try flushChunk() }
     }
 
     private mutating func endTransaction() throws {

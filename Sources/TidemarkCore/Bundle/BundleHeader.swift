@@ -146,7 +146,7 @@ public struct BundleHeader: Sendable, Hashable {
         }
         guard try r.varint() == 0 else { throw bad("unknown header attribute") }
         guard r.atEnd else { throw bad("extra bytes after the header") }
-        if kind == .watermark && !ranges.isEmpty { throw bad("a watermark carries no transactions") }
+        if kind != .changes && !ranges.isEmpty { throw bad("only a change bundle carries transactions") }
         return BundleHeader(kind: kind, senderName: name, created: created, since: since, through: through, tables: tables, ranges: ranges)
     }
 }

@@ -1,0 +1,43 @@
+import ArgumentParser
+import Tidemark
+
+struct Prune: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Remove history and own exchange files that every active member has applied.",
+        discussion: "Prints the horizon it used and what it removed; names the members that hold history back.")
+
+    @OptionGroup var store: StoreOptions
+    @OptionGroup var key: KeyOptions
+
+    @Flag(help: "Say what would be removed without removing it.")
+    var dryRun = false
+
+    @Option(help: ArgumentHelp("Retire members whose last watermark is older than this first (e.g. 30d, 12h, 90m).", valueName: "duration"))
+    var maxLag: String?
+
+    func run() throws {
+        let opened = try store.open()
+        let lag = try maxLag.map(Durations.parse)
+        let report = try opened.prune(dryRun: dryRun, maxLag: lag, key: try? key.load(forStore: try store.path))
+        let verb = dryRun ? "would remove" : "removed"
+        for name in report.retired { Output.line("\(dryRun ? "would retire" : "retired") \(name) (no watermark within \(maxLag!))") }
+        Output.line("horizon  \(report.horizon)")
+        Output.line("\(verb) \(report.removedTransactions) history transactions, \(report.removedFiles.count) exchange files")
+        for file in report.removedFiles { Output.line("  \(file)") }
+        for snapshot in report.snapshots { Output.line("wrote snapshot \(snapshot)") }
+        if !report.blockers.isEmpty {
+            Output.line("held back by: \(report.blockers.joined(separator: ", ")) (retire a member that stopped syncing with `sync peers retire NAME`)")
+        }
+    }
+}
+
+/// Parses durations such as `90s`, `15m`, `12h`, `30d`.
+enum Durations {
+    static func parse(_ text: String) throws -> Double {
+        let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604_800]
+        guard let unit = text.last, let factor = units[unit], let value = Double(text.dropLast()), value >= 0 else {
+            throw CLIError.invalidValue(option: "--max-lag", value: text, reason: "use a number and a unit: s, m, h, d or w (e.g. 30d)")
+        }
+        return value * factor
+    }
+}

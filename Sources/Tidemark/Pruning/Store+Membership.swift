@@ -1,0 +1,89 @@
+import Foundation
+import GRDB
+import TidemarkCore
+
+extension Store {
+    /// A member of this replica's sync group (itself and its trusted peers), with what it is known
+    /// to have applied.
+    public struct Member: Sendable {
+        /// The name (this replica's own name, or the name it trusts the peer under).
+        public var name: String
+        /// The identity.
+        public var id: Replica.ID
+        /// Whether this is the local replica.
+        public var isSelf: Bool
+        /// Whether a replica retired it (and it has not synced since).
+        public var retired: Bool
+        /// The latest token it is known to have applied, from its signed watermarks and bundles.
+        public var watermark: History.Token
+        /// When it signed that watermark, if one is known.
+        public var signedAt: HLCTimestamp?
+        /// Transactions this replica holds that it lacks.
+        public var behindTransactions: Int64
+        /// Changes in those transactions, where history still holds them.
+        public var behindChanges: Int64
+        /// The timestamp of the oldest transaction it lacks, where history still holds it.
+        public var lackingSince: HLCTimestamp?
+    }
+
+    /// This replica and every trusted peer, with their watermarks and lag.
+    public func members() throws -> [Member] {
+        try sealForeignWrites()
+        return try mappingErrors {
+            try database.read { db in
+                let token = try Self.currentToken(db)
+                let retired = Set(try String.fetchAll(db, sql: "SELECT id FROM tidemark_members WHERE retired = 1"))
+                var result = [Member(
+                    name: replica.name, id: replica.id, isSelf: true, retired: retired.contains(replica.id.description),
+                    watermark: token, signedAt: nil, behindTransactions: 0, behindChanges: 0, lackingSince: nil)]
+                for peer in try Self.peers(db) {
+                    let row = try Row.fetchOne(db, sql: "SELECT token, signed_at FROM tidemark_watermarks WHERE replica = ?", arguments: [Data(peer.id.bytes)])
+                    let watermark = (row?[0] as String?).flatMap { try? History.Token(parsing: $0) } ?? .zero
+                    var behind: Int64 = 0
+                    var changes: Int64 = 0
+                    var since: HLCTimestamp?
+                    for (origin, sequence) in token.sequences where watermark[origin] < sequence {
+                        behind += sequence - watermark[origin]
+                        if let lag = try Row.fetchOne(
+                            db,
+                            sql: "SELECT min(hlc), sum(last_change - first_change + 1) FROM tidemark_transactions WHERE replica = ? AND seq > ?",
+                            arguments: [Data(origin.bytes), watermark[origin]]), let oldest = lag[0] as Int64?
+                        {
+                            changes += lag[1] ?? 0
+                            since = min(since ?? HLCTimestamp(packed: oldest), HLCTimestamp(packed: oldest))
+                        }
+                    }
+                    result.append(Member(
+                        name: peer.name, id: peer.id, isSelf: false, retired: retired.contains(peer.id.description), watermark: watermark,
+                        signedAt: (row?[1] as Int64?).map(HLCTimestamp.init(packed:)), behindTransactions: behind, behindChanges: changes,
+                        lackingSince: since))
+                }
+                return result
+            }
+        }
+    }
+
+    /// Retires the trusted peer named `name`: pruning stops waiting for it. The retirement is a
+    /// replicated write, so every replica agrees; the peer stays trusted, and becomes active again
+    /// by itself when it next syncs.
+    public func retire(peer name: String) throws {
+        guard let peer = try peers().first(where: { $0.name == name }) else { throw ExchangeError.unknownPeer(name) }
+        try setRetired(peer.id, true, context: "retire")
+    }
+
+    /// If some replica retired this one, makes it active again (a later write than the retirement).
+    func rejoinIfRetired() throws {
+        let retired = try database.read { db in
+            try Bool.fetchOne(db, sql: "SELECT retired = 1 FROM tidemark_members WHERE id = ?", arguments: [replica.id.description]) ?? false
+        }
+        if retired { try setRetired(replica.id, false, context: "rejoin") }
+    }
+
+    private func setRetired(_ id: Replica.ID, _ retired: Bool, context: String) throws {
+        _ = try write(author: "tidemark", contextName: context) { db in
+            try db.execute(
+                sql: "INSERT INTO tidemark_members(id, retired) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET retired = excluded.retired",
+                arguments: [id.description, retired ? 1 : 0])
+        }
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import GRDB
+import TidemarkCore
+
+extension Store {
+    /// What a prune removed, or would remove with `dryRun`.
+    public struct PruneReport: Sendable {
+        /// The common watermark: what every active member has applied. History it covers is removed.
+        public var horizon: History.Token
+        /// History transactions removed.
+        public var removedTransactions: Int
+        /// This replica's own exchange files removed (bundles every active member applied).
+        public var removedFiles: [String]
+        /// Snapshots written so that members who come back, or join, can catch up.
+        public var snapshots: [String]
+        /// Active members whose watermark holds history back, by name.
+        public var blockers: [String]
+        /// Members retired by the `maxLag` policy in this run.
+        public var retired: [String]
+        /// Whether nothing was changed.
+        public var dryRun: Bool
+    }
+
+    /// The common-watermark cleaner: removes the history every active member's watermark covers,
+    /// and this replica's own bundles in the exchange folders it uses that every active member has
+    /// applied (writing a fresh snapshot beside them first). It never removes what an active
+    /// member still lacks; a member that never left a watermark counts as having applied nothing.
+    /// With `maxLag`, members whose last watermark is older than that are retired first.
+    public func prune(dryRun: Bool = false, maxLag: TimeInterval? = nil, key: KeyFile?) throws -> PruneReport {
+        var retired: [String] = []
+        if let maxLag {
+            let now = HLCTimestamp(milliseconds: options.clock.nowMilliseconds(), counter: 0)
+            for member in try members() where !member.isSelf && !member.retired {
+                let last = member.signedAt?.milliseconds ?? 0
+                if Double(now.milliseconds - last) / 1000 > maxLag {
+                    if !dryRun { try retire(peer: member.name) }
+                    retired.append(member.name)
+                }
+            }
+        }
+        let members = try members()
+        let own = members.first(where: \.isSelf)!
+        var horizon = own.watermark
+        var blockers: [String] = []
+        for member in members where !member.isSelf && !member.retired && !retired.contains(member.name) {
+            horizon = horizon.meet(member.watermark)
+            if !member.watermark.covers(own.watermark) { blockers.append(member.name) }
+        }
+        var removed = 0
+        if dryRun {
+            removed = try mappingErrors {
+                try database.read { db in
+                    var count = 0
+                    for row in try Row.fetchAll(db, sql: "SELECT replica, pruned_through FROM tidemark_replicas") {
+                        let origin = Replica.ID(bytes: [UInt8](row[0] as Data))!
+                        count += try Int.fetchOne(
+                            db, sql: "SELECT count(*) FROM tidemark_transactions WHERE replica = ? AND seq <= ?",
+                            arguments: [row[0], horizon[origin]]) ?? 0
+                    }
+                    return count
+                }
+            }
+        } else {
+            removed = try deleteHistory(before: horizon)
+        }
+        var files: [String] = []
+        var snapshots: [String] = []
+        for folder in try exchangeFolders() {
+            guard let exchange = try? ExchangeFolder(folder) else { continue }
+            let mine = exchange.folder(of: replica.id)
+            let done = exchange.bundles(of: replica.id).filter { bundle in
+                (try? ExchangeFolder.header(of: bundle.path)).map { horizon.covers($0.header.through) } ?? false
+            }
+            guard !done.isEmpty, let key else { continue }
+            if !dryRun {
+                // Anyone who still needs what these bundles held catches up from the snapshot.
+                let snapshot = mine + "/" + ExchangeFolder.snapshotName
+                _ = try exportSnapshot(to: snapshot, key: key)
+                snapshots.append(snapshot)
+                for bundle in done { try? FileManager.default.removeItem(atPath: bundle.path) }
+            }
+            files += done.map(\.path)
+        }
+        return PruneReport(
+            horizon: horizon, removedTransactions: removed, removedFiles: files, snapshots: snapshots, blockers: blockers,
+            retired: retired, dryRun: dryRun)
+    }
+
+    /// The exchange folders this replica has pushed to or pulled from.
+    public func exchangeFolders() throws -> [String] {
+        try database.read { db in try String.fetchAll(db, sql: "SELECT path FROM tidemark_folders ORDER BY path") }
+    }
+
+    /// Remembers an exchange folder, by absolute path.
+    func rememberFolder(_ path: String) throws {
+        let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
+        try database.write { db in
+            try db.execute(sql: "INSERT OR IGNORE INTO tidemark_folders(path) VALUES (?)", arguments: [absolute])
+        }
+    }
+}

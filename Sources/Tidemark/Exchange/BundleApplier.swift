@@ -14,6 +14,7 @@ struct BundleApplier {
     func apply(expected: VerifiedBundle) throws -> Store.ImportSummary {
         // Local writes join row metadata before anything merges against it.
         try LocalFold(db: db, store: store).run()
+        try checkContinuity(expected.header)
         for table in store.trackedTables { try CaptureTriggers.remove(table, in: db) }
         try db.execute(sql: "PRAGMA defer_foreign_keys = ON")
         let source = try FileSource(path: path)
@@ -94,6 +95,30 @@ struct BundleApplier {
         return Store.ImportSummary(
             path: path, sender: verified.header.senderName, appliedTransactions: applied.transactions,
             appliedChanges: applied.changes, skippedTransactions: skipped, header: verified.header)
+    }
+
+    /// Refuses a range that does not continue this store's copy of its origin's chain: the hash it
+    /// claims before its first transaction must be the one held here (Protocol/exchange.md §4.4).
+    private func checkContinuity(_ header: BundleHeader) throws {
+        for range in header.ranges where range.first > 1 && range.first - 1 <= context.token[range.origin] {
+            let key = Data(range.origin.bytes)
+            var held: Data? = try Data.fetchOne(
+                db, sql: "SELECT chain FROM tidemark_transactions WHERE replica = ? AND seq = ?", arguments: [key, range.first - 1])
+            if held == nil {
+                held = try Data.fetchOne(
+                    db, sql: "SELECT pruned_head FROM tidemark_replicas WHERE replica = ? AND pruned_through = ?", arguments: [key, range.first - 1])
+            }
+            if held == nil {
+                held = try Data.fetchOne(
+                    db, sql: "SELECT head FROM tidemark_replicas WHERE replica = ? AND max_seq = ?", arguments: [key, range.first - 1])
+            }
+            if range.origin == store.replica.id, held == nil {
+                held = try OwnChain(db: db, replica: range.origin, tables: store.trackedTables).hash(through: range.first - 1).map { Data($0) }
+            }
+            if let held, [UInt8](held) != range.previous {
+                throw ExchangeError.historyFork(path: path, origin: range.origin.description, sequence: range.first - 1)
+            }
+        }
     }
 
     /// Applies a verified snapshot: merges every row state, and moves this store's token to the

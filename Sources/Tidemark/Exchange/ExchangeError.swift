@@ -24,6 +24,8 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidPeer(String)
     /// No peer by that name.
     case unknownPeer(String)
+    /// The file is a valid bundle of a kind that carries nothing to import.
+    case notImportable(path: String, kind: String)
     /// An export needs a key that does not sign for this store.
     case wrongKey(path: String)
 
@@ -42,6 +44,7 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
         case .invalidPeer(let why): return why
         case .unknownPeer(let n): return "no peer named '\(n)'"
         case .wrongKey(let p): return "key file \(p) does not belong to this replica"
+        case .notImportable(let p, let kind): return "\(p) is \(kind), not a change bundle or snapshot: nothing to import"
         }
     }
 

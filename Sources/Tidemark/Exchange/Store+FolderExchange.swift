@@ -113,6 +113,10 @@ extension Store {
             for path in pending {
                 do {
                     let (_, header) = try ExchangeFolder.header(of: path)
+                    guard header.kind == .changes else {
+                        failures[path] = "\(path): a numbered bundle must be a change bundle"
+                        continue
+                    }
                     if token.covers(header.through) {
                         failures[path] = nil
                         continue

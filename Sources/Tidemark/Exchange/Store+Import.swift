@@ -61,6 +61,7 @@ extension Store {
         defer { source.close() }
         do {
             let decoder = try BundleDecoder(source)
+            guard decoder.header.kind != .watermark else { throw ExchangeError.notImportable(path: path, kind: "a watermark") }
             try local.checkTrust(decoder, path: path)
             try local.checkSchema(decoder.header, path: path)
             if decoder.header.kind == .snapshot {

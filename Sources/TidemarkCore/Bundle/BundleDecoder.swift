@@ -22,16 +22,33 @@ public final class BundleDecoder<Source: ByteSource> {
 
     private struct ChainState {
         var head: [UInt8]
-        var next: Int64
+        /// The last sequence number read; the range starts at `done + 1`.
+        var done: Int64
         var last: Int64
         var timestamp: HLCTimestamp
     }
     private var chains: [Replica.ID: ChainState] = [:]
-    private var tables: [String: BundleHeader.TableSchema] = [:]
+    /// Names compare by their UTF-8 bytes, never by Unicode equivalence (§4.1).
+    private struct TableLookup {
+        let schema: BundleHeader.TableSchema
+        let keys: [[UInt8]]
+        let columns: Set<[UInt8]>
+        init(_ schema: BundleHeader.TableSchema) {
+            self.schema = schema
+            keys = schema.keyColumns.map { Array($0.utf8) }
+            columns = Set(schema.columns.map { Array($0.utf8) })
+        }
+    }
+    private var tables: [[UInt8]: TableLookup] = [:]
     private var open: History.TransactionHeader?
     private var changesLeft = 0
     private var txHasher = SHA256()
     private var hashedFrom = 0
+    /// Whether a transaction record is being read, and whether its hasher exists yet (it needs the
+    /// origin, the record's first field): bytes of the record read before that wait in `prefix`.
+    private var inRecord = false
+    private var hasherReady = false
+    private var prefix: [UInt8] = []
     private var names: [[UInt8]: String] = [:]
 
     /// The transaction whose changes were all read most recently, with its chain hash.
@@ -49,18 +66,23 @@ public final class BundleDecoder<Source: ByteSource> {
         guard first.type == .header else { throw BundleError.framing(.missingHeader, offset: first.offset) }
         header = try BundleHeader.decode(first.payload, frameOffset: first.offset)
         for range in header.ranges {
-            chains[range.origin] = ChainState(head: range.previous, next: range.first, last: range.last, timestamp: .zero)
+            chains[range.origin] = ChainState(head: range.previous, done: range.first - 1, last: range.last, timestamp: .zero)
         }
-        for table in header.tables { tables[table.name] = table }
+        for table in header.tables { tables[Array(table.name.utf8)] = TableLookup(table) }
     }
 
     // MARK: - Record stream
 
     private func refill() throws -> Bool {
         if pending != nil { return false }
-        if open != nil { txHasher.update(data: chunk[hashedFrom..<position]) }
+        if inRecord {
+            if hasherReady { txHasher.update(data: chunk[hashedFrom..<position]) } else { prefix += chunk[hashedFrom..<position] }
+        }
         consumedBefore += chunk.count
         let frame = try frames.next()
+        if frame.type == .transactions && frame.payload.isEmpty {
+            throw BundleError.framing(.badHeader("an empty transactions frame"), offset: frame.offset)
+        }
         guard frame.type == .transactions else {
             pending = frame
             chunk = []
@@ -177,14 +199,14 @@ public final class BundleDecoder<Source: ByteSource> {
         if position == chunk.count { guard try refill() else { return nil } }
         guard header.kind == .snapshot else { throw fail(.columnsNotCanonical("row states outside a snapshot bundle")) }
         let table = try name()
-        guard let schema = tables[table] else { throw fail(.columnsNotCanonical("table '\(table)' is not in the header")) }
+        guard let lookup = tables[Array(table.utf8)] else { throw fail(.columnsNotCanonical("table '\(table)' is not in the header")) }
         let generation = try varint()
         guard generation >= 1, generation <= UInt64(Int64.max) else { throw fail(.badGeneration(generation)) }
         let keyCount = try varint()
         guard keyCount >= 1, keyCount <= UInt64(BundleFormat.maxColumns) else { throw fail(.tooManyColumns(Int(min(keyCount, 999)))) }
         var key: [History.Column] = []
         for _ in 0..<keyCount { key.append(History.Column(try name(), try value())) }
-        guard key.map(\.name) == schema.keyColumns else {
+        guard key.map({ Array($0.name.utf8) }) == lookup.keys else {
             throw fail(.columnsNotCanonical("key columns of '\(table)' do not match its header entry"))
         }
         let cellCount = try varint()
@@ -205,7 +227,7 @@ public final class BundleDecoder<Source: ByteSource> {
             if let previous = cells.last, !previous.name.utf8.lexicographicallyPrecedes(cellName.utf8) {
                 throw fail(.columnsNotCanonical("column names not strictly ascending"))
             }
-            guard !schema.keyColumns.contains(cellName), schema.columns.contains(cellName) else {
+            guard !lookup.keys.contains(Array(cellName.utf8)), lookup.columns.contains(Array(cellName.utf8)) else {
                 throw fail(.columnsNotCanonical("column '\(cellName)' of '\(table)' is a key column or not in the header"))
             }
             cells.append(RowState.Cell(name: cellName, value: cellValue, clock: clock))
@@ -222,6 +244,9 @@ public final class BundleDecoder<Source: ByteSource> {
         if position == chunk.count { guard try refill() else { return nil } }
         guard header.kind == .changes else { throw fail(.columnsNotCanonical("transactions outside a change bundle")) }
         hashedFrom = position
+        inRecord = true
+        hasherReady = false
+        prefix = []
         let start = consumedBefore + position
         let origin = Replica.ID(bytes: try bytes(16))!
         guard var chain = chains[origin] else {
@@ -229,15 +254,17 @@ public final class BundleDecoder<Source: ByteSource> {
         }
         var hasher = SHA256()
         hasher.update(data: chain.head)
+        hasher.update(data: prefix)
         txHasher = hasher
+        hasherReady = true
         let seq = try varint()
         guard seq <= UInt64(Int64.max) else { throw BundleError.record(.badVarint, offset: start) }
         let sequence = Int64(seq)
         guard sequence <= chain.last else {
             throw BundleError.verification(.transactionOutsideRanges(origin: origin.description, sequence: sequence))
         }
-        guard sequence == chain.next else {
-            throw BundleError.verification(.sequenceGap(origin: origin.description, expected: chain.next, found: sequence))
+        guard chain.done < chain.last, sequence == chain.done + 1 else {
+            throw BundleError.verification(.sequenceGap(origin: origin.description, expected: chain.done &+ 1, found: sequence))
         }
         let timestamp = HLCTimestamp(packed: Int64(bitPattern: try varint()))
         guard chain.timestamp < timestamp else {
@@ -285,13 +312,13 @@ public final class BundleDecoder<Source: ByteSource> {
             throw fail(.badGeneration(generation))
         }
         let table = try name()
-        guard let schema = tables[table] else { throw fail(.columnsNotCanonical("table '\(table)' is not in the header")) }
+        guard let lookup = tables[Array(table.utf8)] else { throw fail(.columnsNotCanonical("table '\(table)' is not in the header")) }
         let keyCount = try varint()
         guard keyCount >= 1, keyCount <= UInt64(BundleFormat.maxColumns) else { throw fail(.tooManyColumns(Int(min(keyCount, 999)))) }
         var key: [History.Column] = []
         key.reserveCapacity(Int(keyCount))
         for _ in 0..<keyCount { key.append(History.Column(try name(), try value())) }
-        guard key.map(\.name) == schema.keyColumns else {
+        guard key.map({ Array($0.name.utf8) }) == lookup.keys else {
             throw fail(.columnsNotCanonical("key columns of '\(table)' do not match its header entry"))
         }
         let columnCount = try varint()
@@ -303,7 +330,7 @@ public final class BundleDecoder<Source: ByteSource> {
             if let previous = columns.last, !previous.name.utf8.lexicographicallyPrecedes(column.name.utf8) {
                 throw fail(.columnsNotCanonical("column names not strictly ascending"))
             }
-            guard !schema.keyColumns.contains(column.name), schema.columns.contains(column.name) else {
+            guard !lookup.keys.contains(Array(column.name.utf8)), lookup.columns.contains(Array(column.name.utf8)) else {
                 throw fail(.columnsNotCanonical("column '\(column.name)' of '\(table)' is a key column or not in the header"))
             }
             columns.append(column)
@@ -327,9 +354,10 @@ public final class BundleDecoder<Source: ByteSource> {
         txHasher.update(data: chunk[hashedFrom..<position])
         let hash = Array(txHasher.finalize())
         chains[head.origin]!.head = hash
-        chains[head.origin]!.next = head.sequence + 1
+        chains[head.origin]!.done = head.sequence
         lastCompleted = (head, hash)
         open = nil
+        inRecord = false
     }
 
     // MARK: - Finish
@@ -353,7 +381,7 @@ public final class BundleDecoder<Source: ByteSource> {
             guard attestation.origin == range.origin, attestation.sequence == range.last else {
                 throw BundleError.verification(.badAttestation(origin: range.origin.description))
             }
-            guard chain.next == range.last + 1 else { throw BundleError.verification(.rangeIncomplete(origin: range.origin.description)) }
+            guard chain.done == range.last else { throw BundleError.verification(.rangeIncomplete(origin: range.origin.description)) }
             guard attestation.head == chain.head else { throw BundleError.verification(.chainMismatch(origin: range.origin.description)) }
             guard attestation.verifies(publicKey: range.publicKey) else {
                 throw BundleError.verification(.badAttestation(origin: range.origin.description))

@@ -86,7 +86,7 @@ public struct BundleEncoder<Sink: ByteSink> {
         txHasher!.update(data: buffer[hashedFrom...])
         let origin = txOrigin!
         heads[origin] = Array(txHasher!.finalize())
-        next[origin] = txSequence + 1
+        next[origin] = txSequence &+ 1
         txHasher = nil
         txOrigin = nil
         if buffer.count >= BundleFormat.chunkTarget { try flushChunk() }
@@ -111,7 +111,7 @@ public struct BundleEncoder<Sink: ByteSink> {
         precondition(txOrigin == nil, "finish with a transaction open")
         try flushChunk()
         for range in header.ranges {
-            precondition(next[range.origin] == range.last + 1, "origin range \(range.origin.short) not complete")
+            precondition(next[range.origin] == range.last &+ 1, "origin range \(range.origin.short) not complete")
             let head = heads[range.origin]!
             let attestation = try attest(range.origin, range.last, head)
             precondition(attestation.head == head && attestation.sequence == range.last, "attestation does not match the chain")

@@ -124,10 +124,11 @@ public struct BundleHeader: Sendable, Hashable {
             guard zip(columns, columns.dropFirst()).allSatisfy({ $0.utf8.lexicographicallyPrecedes($1.utf8) }) else {
                 throw bad("table \(table): columns not sorted")
             }
-            guard Set(keys).count == keys.count, keys.allSatisfy(columns.contains) else {
+            let columnBytes = Set(columns.map { Array($0.utf8) })
+            guard Set(keys.map { Array($0.utf8) }).count == keys.count, keys.allSatisfy({ columnBytes.contains(Array($0.utf8)) }) else {
                 throw bad("table \(table): key columns must be distinct columns of the table")
             }
-            guard !tables.contains(where: { $0.name == table }) else { throw bad("table \(table) listed twice") }
+            guard !tables.contains(where: { Array($0.name.utf8) == Array(table.utf8) }) else { throw bad("table \(table) listed twice") }
             tables.append(TableSchema(name: table, keyColumns: keys, columns: columns))
         }
         let rangeCount = try r.varint()

@@ -10,6 +10,8 @@ let package = Package(
         .library(name: "Tidemark", targets: ["Tidemark"]),
         .executable(name: "sync", targets: ["sync"]),
         .executable(name: "tidemark-bench", targets: ["TidemarkBench"]),
+        .executable(name: "tidemark-vectors", targets: ["VectorGenerator"]),
+        .executable(name: "tidemark-sim", targets: ["Simulation"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -45,15 +47,34 @@ let package = Package(
             ],
             path: "tools/TidemarkBench",
             swiftSettings: strict),
+        // Writes Protocol/vectors/ (keys, valid and invalid bundles, manifest.json).
+        .executableTarget(
+            name: "VectorGenerator",
+            dependencies: ["TidemarkCore", .product(name: "Crypto", package: "swift-crypto")],
+            path: "tools/VectorGenerator",
+            swiftSettings: strict),
+        // The merge rules as a pure function of a set of transactions, and the random workload that
+        // convergence tests and the simulation check against them.
+        .target(name: "ReferenceModel", dependencies: ["TidemarkCore"], path: "tools/ReferenceModel", swiftSettings: strict),
+        // Many replicas, many random writes, random gossip: time and rounds to converge.
+        .executableTarget(
+            name: "Simulation",
+            dependencies: ["Tidemark", "ReferenceModel", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "tools/Simulation",
+            swiftSettings: strict),
         .target(
             name: "TidemarkTestSupport",
-            dependencies: ["Tidemark"],
+            dependencies: [
+                "Tidemark", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
+            ],
             path: "Tests/TidemarkTestSupport",
             swiftSettings: strict),
-        .testTarget(name: "TidemarkCoreTests", dependencies: ["TidemarkCore"], swiftSettings: strict),
+        .testTarget(
+            name: "TidemarkCoreTests", dependencies: ["TidemarkCore", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict),
         .testTarget(
             name: "TidemarkTests",
-            dependencies: ["Tidemark", "TidemarkTestSupport", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["Tidemark", "TidemarkTestSupport", "ReferenceModel", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict),
         .testTarget(
             name: "SyncCLITests",

@@ -1,0 +1,76 @@
+/// The expected decoding of a valid vector (Protocol/bundle.md §10.2), derived from the draft the
+/// bundle was built from, never from a decoder.
+extension Draft {
+    func expectedJSON(_ built: Built) -> JSON {
+        let kindWord = [1: "changes", 2: "snapshot", 3: "watermark"][Int(kind)] ?? "unknown"
+        return .object([
+            ("kind", .string(kindWord)),
+            (
+                "sender",
+                .object([("name", .string(senderName)), ("publicKey", .hex(sender.publicKey)), ("replica", .hex(sender.id))])
+            ),
+            ("created", .integer(created)),
+            ("since", Self.token(since)),
+            ("through", Self.token(through)),
+            (
+                "tables",
+                .array(
+                    tables.map { t in
+                        .object([
+                            ("name", .string(t.name)), ("keyColumns", .array(t.keyColumns.map(JSON.string))),
+                            ("columns", .array(t.columns.map(JSON.string))),
+                        ])
+                    })
+            ),
+            (
+                "ranges",
+                .array(
+                    ranges.map { r in
+                        .object([
+                            ("origin", .hex(r.origin)), ("publicKey", .hex(r.publicKey)), ("first", .integer(r.first)),
+                            ("last", .integer(r.last)), ("previous", .hex(r.previous)),
+                        ])
+                    })
+            ),
+            ("transactions", .array(zip(transactions, built.chainHashes).map { Self.transaction($0, chainHash: $1!) })),
+            (
+                "attestations",
+                .array(
+                    built.attestations.map { a in
+                        .object([
+                            ("origin", .hex(a.origin)), ("sequence", .integer(a.sequence)), ("head", .hex(a.head)),
+                            ("signature", .hex(a.signature)),
+                        ])
+                    })
+            ),
+            ("digest", .hex(built.digest)),
+            ("signature", .hex(built.signature)),
+        ])
+    }
+
+    static func token(_ t: Token) -> JSON { .object(t.entries.map { (Wire.hex($0.id), .integer($0.sequence)) }) }
+
+    static func transaction(_ t: Transaction, chainHash: [UInt8]) -> JSON {
+        .object([
+            ("origin", .hex(t.origin.id)),
+            ("sequence", .integer(t.sequence)),
+            ("timestamp", .integer(t.timestamp)),
+            ("author", .optional(t.author)),
+            ("contextName", .optional(t.contextName)),
+            ("processID", t.processID.map { .integer(Int64($0)) } ?? .null),
+            (
+                "changes",
+                .array(
+                    t.changes.map { c in
+                        .object([
+                            ("type", .string(c.kind.word)), ("generation", .integer(Int64(bitPattern: c.generation))),
+                            ("table", .string(c.table)),
+                            ("key", .array(c.key.map { .array([.string($0.name), .value($0.value)]) })),
+                            ("columns", .array(c.columns.map { .array([.string($0.name), .value($0.value)]) })),
+                        ])
+                    })
+            ),
+            ("chainHash", .hex(chainHash)),
+        ])
+    }
+}

@@ -32,8 +32,20 @@ struct BundleApplier {
                 if head.sequence <= known {
                     while try decoder.nextChange() != nil {}
                     skipped += 1
-                    if head.sequence == known, let stored = context.heads[head.origin]?.1, decoder.lastCompleted?.chainHash != stored {
-                        throw ExchangeError.historyFork(path: path, origin: head.origin.description, sequence: head.sequence)
+                    if head.sequence == known, let chain = decoder.lastCompleted?.chainHash {
+                        if let stored = context.heads[head.origin]?.1 {
+                            guard chain == stored else {
+                                throw ExchangeError.historyFork(path: path, origin: head.origin.description, sequence: head.sequence)
+                            }
+                        } else {
+                            // Caught up by snapshot: learn the chain hash where this store's history begins.
+                            try db.execute(
+                                sql: """
+                                    UPDATE tidemark_replicas SET pruned_head = ?
+                                    WHERE replica = ? AND pruned_through = ? AND pruned_head IS NULL
+                                    """,
+                                arguments: [Data(chain), Data(head.origin.bytes), known])
+                        }
                     }
                     continue
                 }

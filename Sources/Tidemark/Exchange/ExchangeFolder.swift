@@ -43,6 +43,18 @@ struct ExchangeFolder {
         }.sorted { $0.0 < $1.0 }
     }
 
+    /// Files in a replica's folder that are neither bundles, its watermark nor its snapshot:
+    /// temporaries still being written, and anything foreign. Hidden system files (other than
+    /// temporaries) are left alone.
+    func strayFiles(of replica: Replica.ID) -> [String] {
+        let folder = folder(of: replica)
+        let known = Set(bundles(of: replica).map { URL(fileURLWithPath: $0.path).lastPathComponent } + [Self.watermarkName, Self.snapshotName])
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        return names.filter { name in
+            !known.contains(name) && (name.hasPrefix(Self.temporaryPrefix) || !name.hasPrefix("."))
+        }.sorted().map { folder + "/" + $0 }
+    }
+
     static func bundleName(_ number: Int) -> String { String(format: "%010d.%@", number, bundleExtension) }
 
     /// Reads only the preamble and header of a bundle.

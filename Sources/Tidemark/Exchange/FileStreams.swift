@@ -38,18 +38,28 @@ final class FileSink: ByteSink {
 /// Reads a bundle from a file.
 struct FileSource: ByteSource {
     private let handle: FileHandle
+    private let path: String
 
     init(path: String) throws {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw ExchangeError.cannotRead(path: path, reason: FileProblem.describe(path: path))
+        }
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw ExchangeError.cannotRead(path: path, reason: FileProblem.describe(path: path))
         }
         self.handle = handle
+        self.path = path
     }
 
     mutating func read(_ count: Int) throws -> [UInt8] {
         var out: [UInt8] = []
         while out.count < count {
-            guard let data = try handle.read(upToCount: count - out.count), !data.isEmpty else { break }
+            let data: Data?
+            do { data = try handle.read(upToCount: count - out.count) } catch {
+                throw ExchangeError.cannotRead(path: path, reason: "read failed (\(error.localizedDescription))")
+            }
+            guard let data, !data.isEmpty else { break }
             out += data
         }
         return out

@@ -36,14 +36,14 @@ extension Store {
         let temporary = folder + "/" + ExchangeFolder.temporaryPrefix + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: temporary) }
         let summary = try exportBundle(since: since, to: temporary, key: key)
-        var number = (existing.last?.number ?? 0) + 1
+        var number = max(existing.last?.number ?? 0, try lastPushedNumber(directory)) + 1
         while !ExchangeFolder.publish(temporary, as: ExchangeFolder.bundleName(number), in: folder) {
             guard FileManager.default.fileExists(atPath: folder + "/" + ExchangeFolder.bundleName(number)) else {
                 throw ExchangeError.cannotWrite(path: folder, reason: String(cString: strerror(errno)))
             }
             number += 1
         }
-        try setPushedThrough(directory, summary.through)
+        try setPushedThrough(directory, summary.through, number: number)
         var export = summary
         export.path = folder + "/" + ExchangeFolder.bundleName(number)
         return PushSummary(path: export.path, export: export)
@@ -70,11 +70,15 @@ extension Store {
         let exchange = try ExchangeFolder(directory)
         try rememberFolder(directory)
         var pending: [String] = []
+        var failures: [String: String] = [:]
         for replica in try exchange.replicaFolders(except: self.replica.id) {
             pending += exchange.bundles(of: replica).map(\.path)
+            for path in exchange.strayFiles(of: replica) {
+                failures[path] = URL(fileURLWithPath: path).lastPathComponent.hasPrefix(ExchangeFolder.temporaryPrefix)
+                    ? "\(path): still being written by its sender" : "\(path): not a Tidemark exchange file"
+            }
         }
         var imported: [ImportSummary] = []
-        var failures: [String: String] = [:]
         var usedSnapshots = Set<String>()
         while true {
             pending = try applyBundles(pending, imported: &imported, failures: &failures)
@@ -159,10 +163,19 @@ extension Store {
         }.flatMap { try? History.Token(parsing: $0) }
     }
 
-    func setPushedThrough(_ directory: String, _ token: History.Token) throws {
+    func setPushedThrough(_ directory: String, _ token: History.Token, number: Int) throws {
         let absolute = URL(fileURLWithPath: directory).standardizedFileURL.path
         try database.write { db in
-            try db.execute(sql: "UPDATE tidemark_folders SET pushed_through = ? WHERE path = ?", arguments: [token.description, absolute])
+            try db.execute(
+                sql: "UPDATE tidemark_folders SET pushed_through = ?, last_number = max(last_number, ?) WHERE path = ?",
+                arguments: [token.description, number, absolute])
+        }
+    }
+
+    func lastPushedNumber(_ directory: String) throws -> Int {
+        let absolute = URL(fileURLWithPath: directory).standardizedFileURL.path
+        return try database.read { db in
+            try Int.fetchOne(db, sql: "SELECT last_number FROM tidemark_folders WHERE path = ?", arguments: [absolute]) ?? 0
         }
     }
 

@@ -50,7 +50,9 @@ extension Store {
             }
         }
         // The sender held everything up to the bundle's `through` token when it signed it.
-        try noteWatermark(summary.header.through, of: verified.sender, signedAt: summary.header.created)
+        if verified.sender != replica.id {
+            try noteWatermark(summary.header.through, of: verified.sender, signedAt: summary.header.created)
+        }
         return summary
     }
 

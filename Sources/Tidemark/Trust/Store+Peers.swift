@@ -24,7 +24,13 @@ extension Store {
         guard let data = Data(base64Encoded: publicKeyBase64), data.count == 32,
             (try? Curve25519.Signing.PublicKey(rawRepresentation: data)) != nil
         else {
-            throw ExchangeError.invalidPeer("invalid public key '\(publicKeyBase64)': expected base64 of 32 bytes, as `sync identity` prints")
+            // Never echo the argument: it may be a pasted private key.
+            if let data = Data(base64Encoded: publicKeyBase64), data.count == KeyFile.pkcs8Prefix.count + 32 {
+                throw ExchangeError.invalidPeer(
+                    "that looks like a private key, not a public one: never share it; run `sync identity` to get the public key")
+            }
+            throw ExchangeError.invalidPeer(
+                "invalid public key (\(publicKeyBase64.count) characters): expected base64 of 32 bytes, as `sync identity` prints")
         }
         let key = Array(data)
         guard key != publicKey else { throw ExchangeError.invalidPeer("that is this replica's own key") }

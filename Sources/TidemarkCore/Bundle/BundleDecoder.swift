@@ -64,7 +64,7 @@ public final class BundleDecoder<Source: ByteSource> {
         senderKey = try frames.readPreamble()
         let first = try frames.next()
         guard first.type == .header else { throw BundleError.framing(.missingHeader, offset: first.offset) }
-        header = try BundleHeader.decode(first.payload, frameOffset: first.offset)
+        header = try BundleHeader.decode(first.payload, frameOffset: first.offset, payloadOffset: first.payloadOffset)
         for range in header.ranges {
             chains[range.origin] = ChainState(head: range.previous, done: range.first - 1, last: range.last, timestamp: .zero)
         }

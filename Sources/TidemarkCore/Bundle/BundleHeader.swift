@@ -100,9 +100,9 @@ public struct BundleHeader: Sendable, Hashable {
         return out
     }
 
-    static func decode(_ payload: [UInt8], frameOffset: Int) throws -> BundleHeader {
-        var r = PayloadReader(payload)
-        func bad(_ why: String) -> BundleError { .framing(.badHeader(why), offset: frameOffset) }
+    static func decode(_ payload: [UInt8], frameOffset: Int, payloadOffset: Int? = nil) throws -> BundleHeader {
+        var r = PayloadReader(payload, base: payloadOffset ?? frameOffset)
+        func bad(_ why: String) -> BundleError { .framing(.badHeader(why), offset: payloadOffset.map { $0 + r.position } ?? frameOffset) }
         guard let kind = BundleFormat.Kind(rawValue: try r.byte()) else { throw bad("unknown bundle kind") }
         let name = try r.string()
         guard !name.isEmpty else { throw bad("empty sender name") }
@@ -205,7 +205,7 @@ public struct Attestation: Sendable, Hashable {
     }
 
     static func decode(_ payload: [UInt8], frameOffset: Int) throws -> Attestation {
-        var r = PayloadReader(payload)
+        var r = PayloadReader(payload, base: frameOffset + 6)
         let origin = Replica.ID(bytes: try r.take(16))!
         let sequence = try r.varint()
         let head = try r.take(32)

@@ -8,6 +8,9 @@ struct FrameReader<Source: ByteSource> {
         var payload: [UInt8]
         /// The file offset of the frame's first byte.
         var offset: Int
+        /// The file offset of the payload's first byte, when the payload is stored uncompressed
+        /// (offsets inside a compressed payload have no place in the file).
+        var payloadOffset: Int?
     }
 
     private var source: Source
@@ -55,13 +58,13 @@ struct FrameReader<Source: ByteSource> {
             fileHash.update(data: head)
             fileHash.update(data: raw)
         }
-        guard flags & BundleFormat.compressedFlag != 0 else { return Frame(type: type, payload: raw, offset: start) }
+        guard flags & BundleFormat.compressedFlag != 0 else { return Frame(type: type, payload: raw, offset: start, payloadOffset: start + 6) }
         guard type != .signature, raw.count >= 4 else { throw BundleError.framing(.badCompression, offset: start) }
         let expected = Int(raw[0]) << 24 | Int(raw[1]) << 16 | Int(raw[2]) << 8 | Int(raw[3])
         guard expected > 0, expected <= BundleFormat.maxFrameLength,
             let inflated = Deflate.decompress(raw[4...], expectedCount: expected)
         else { throw BundleError.framing(.badCompression, offset: start) }
-        return Frame(type: type, payload: inflated, offset: start)
+        return Frame(type: type, payload: inflated, offset: start, payloadOffset: nil)
     }
 
     /// Whether the source has no bytes left.

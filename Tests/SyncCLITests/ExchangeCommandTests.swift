@@ -1,0 +1,521 @@
+import Foundation
+import Testing
+import Tidemark
+import TidemarkTestSupport
+
+/// `sync identity`, `peers`, `export`, `import`, `inspect`, `push` and `pull`, run as the built
+/// binary: exact output, exit codes, one `error:` line on failure, and stores unchanged by refusals.
+@Suite struct ExchangeCommandTests {
+    // MARK: - Identity and peers
+
+    @Test func identityPrintsTheNameAndThePublicKey() async throws {
+        let a = try await CLIStore(replica: "a")
+        let result = try await a.sync("identity")
+        #expect(result.exitCode == 0 && result.stderr.isEmpty, "\(result)")
+        let key = try KeyFile.load(a.path + ".key")
+        #expect(result.stdoutLines == ["a \(Data(key.publicKey).base64EncodedString())"])
+    }
+
+    @Test func peersAreAddedListedAndRemoved() async throws {
+        let a = try await CLIStore(replica: "a")
+        let b = try await CLIStore(replica: "b")
+        let c = try await CLIStore(replica: "c")
+        let (keyB, keyC) = (try await b.publicKey(), try await c.publicKey())
+
+        for (name, key) in [("b", keyB), ("c", keyC), ("b", keyB)] {
+            let added = try await a.peers("add", name, key)
+            #expect(added.exitCode == 0 && added.stdout.isEmpty && added.stderr.isEmpty, "\(added)")
+        }
+        #expect(try await a.peers("list").stdoutLines == ["b \(keyB)", "c \(keyC)"])
+        let json = try await a.peers("list", "--json")
+        let peers = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]], "\(json)")
+        #expect(peers.map { $0["name"] as? String } == ["b", "c"])
+        #expect(peers.map { $0["public_key"] as? String } == [keyB, keyC])
+        #expect(peers.first?["id"] as? String == Replica.ID(publicKey: [UInt8](Data(base64Encoded: keyB)!)).description)
+
+        let before = try await a.dump()
+        expectFailure(try await a.peers("add", "b", keyC), "that key is already trusted as 'c'")
+        expectFailure(try await a.peers("add", "bee", keyB), "that key is already trusted as 'b'")
+        expectFailure(try await a.peers("add", "a", try await a.publicKey()), "that is this replica's own key")
+        expectFailure(try await a.peers("add", "x", "bm90IGEga2V5"), "invalid public key")
+        expectFailure(try await a.peers("add", "bad name", keyB), "invalid peer name 'bad name'")
+        #expect(try await a.dump() == before)
+
+        let removed = try await a.peers("remove", "b")
+        #expect(removed.exitCode == 0 && removed.stdout.isEmpty && removed.stderr.isEmpty, "\(removed)")
+        #expect(try await a.peers("list").stdoutLines == ["c \(keyC)"])
+        expectFailure(try await a.peers("remove", "b"), "no peer named 'b'")
+    }
+
+    // MARK: - Export and import
+
+    @Test func exportAndImportCarryEveryWrite() async throws {
+        let a = try await CLIStore(replica: "a")
+        let b = try await CLIStore(replica: "b")
+        try await b.trust(a, as: "a")
+        try await a.trust(b, as: "b")
+        try await a.exec("INSERT INTO items(id, name, qty, price, photo) VALUES ('a-1', 'Äpfel', 3, 0.5, x'00ff'), ('a-2', 'Birnen', 1, NULL, NULL)", author: "me")
+        try await a.exec("INSERT INTO tags VALUES ('a-1', 'fruit', 1), ('a-2', 'fruit', 2); UPDATE items SET qty = 4 WHERE id = 'a-1'")
+        try await SQLiteShell.execute(a.path, "DELETE FROM tags WHERE item = 'a-2'; UPDATE items SET note = 'shell' WHERE id = 'a-2'")
+
+        let bundle = a.directory.file("for-b.tmb")
+        let exported = try await a.sync("export", "--peer", "b", "--out", bundle)
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: bundle)[.size] as? Int)
+        #expect(exported.exitCode == 0 && exported.stderr.isEmpty, "\(exported)")
+        #expect(exported.stdoutLines == ["exported 3 transactions, 7 changes, \(size) bytes to \(bundle)"])
+
+        let imported = try await b.sync("import", bundle)
+        #expect(imported.exitCode == 0 && imported.stderr.isEmpty, "\(imported)")
+        #expect(imported.stdoutLines == ["\(bundle): applied 3 transactions, 7 changes from a"])
+        try expectSameTables(a, b)
+
+        let before = try await b.dump()
+        let again = try await b.sync("import", bundle)
+        #expect(again.exitCode == 0 && again.stderr.isEmpty, "\(again)")
+        #expect(again.stdoutLines == ["\(bundle): already applied, nothing changed"])
+        #expect(try await b.dump() == before)
+
+        // --since: only what that token lacks; several files are applied in the order given.
+        let token = try await b.token()
+        try await a.exec("DELETE FROM items WHERE id = 'a-1'")
+        let next = a.directory.file("next.tmb")
+        #expect(try await a.sync("export", "--since", token, "--out", next).stdoutLines.first?.hasPrefix("exported 1 transactions, 1 changes, ") == true)
+        let c = try await CLIStore(replica: "c")
+        try await c.trust(a, as: "a")
+        let both = try await c.sync("import", bundle, next)
+        #expect(both.exitCode == 0 && both.stderr.isEmpty, "\(both)")
+        #expect(both.stdoutLines == ["\(bundle): applied 3 transactions, 7 changes from a", "\(next): applied 1 transactions, 1 changes from a"])
+        try expectSameTables(a, c)
+    }
+
+    /// `--peer` exports what the peer is not known to hold: after `a`'s bundle, `b` knows `a` holds
+    /// all of it, so `b`'s export for `a` is empty.
+    @Test func exportForAPeerLeavesOutWhatThePeerIsKnownToHold() async throws {
+        let a = try await CLIStore(replica: "a")
+        let b = try await CLIStore(replica: "b")
+        try await a.trust(b, as: "b")
+        try await b.trust(a, as: "a")
+        try await a.exec("INSERT INTO items(id) VALUES ('a-1')")
+        let ab = a.directory.file("ab.tmb")
+        _ = try await a.sync("export", "--peer", "b", "--out", ab)
+        _ = try await b.sync("import", ab)
+        let ba = b.directory.file("ba.tmb")
+        let exported = try await b.sync("export", "--peer", "a", "--out", ba)
+        #expect(exported.stdoutLines.first?.hasPrefix("exported 0 transactions, 0 changes, ") == true, "\(exported)")
+        #expect(try await a.sync("import", ba).stdoutLines == ["\(ba): already applied, nothing changed"])
+    }
+
+    @Test func exportNeedsExactlyOneOfSinceOrPeer() async throws {
+        let a = try await CLIStore(replica: "a")
+        let out = a.directory.file("x.tmb")
+        expectFailure(try await a.sync("export", "--out", out), "give exactly one of --since TOKEN or --peer NAME")
+        expectFailure(
+            try await a.sync("export", "--since", History.Token.zero.description, "--peer", "b", "--out", out),
+            "give exactly one of --since TOKEN or --peer NAME")
+        expectFailure(try await a.sync("export", "--peer", "nobody", "--out", out), "no peer named 'nobody'")
+        expectFailure(try await a.sync("export", "--since", "yesterday", "--out", out), "not a history token")
+        #expect(!FileManager.default.fileExists(atPath: out))
+    }
+
+    // MARK: - Refusals
+
+    @Test func anUnknownSignerIsRefusedWithTheCommandToTrustIt() async throws {
+        let a = try await CLIStore(replica: "a")
+        let b = try await CLIStore(replica: "b")
+        try await a.exec("INSERT INTO items(id) VALUES ('a-1')")
+        try await b.exec("INSERT INTO items(id) VALUES ('b-1')")
+        let bundle = try await a.exportAll()
+        let key = try await a.publicKey()
+        try await expectRefused(
+            b, ["import", bundle], "\(bundle): signed by unknown replica 'a' (key \(key))", hint: "if you trust it: sync peers add NAME \(key)")
+    }
+
+    @Test func peersRemoveTakesEffectOnTheNextImport() async throws {
+        let a = try await CLIStore(replica: "a")
+        let b = try await CLIStore(replica: "b")
+        try await b.trust(a, as: "a")
+        try await a.exec("INSERT INTO items(id) VALUES ('a-1')")
+        let first = try await a.exportAll("1.tmb")
+        #expect(try await b.sync("import", first).exitCode == 0)
+        try await a.exec("INSERT INTO items(id) VALUES ('a-2')")
+        let second = try await a.exportAll("2.tmb")
+        #expect(try await b.peers("remove", "a").exitCode == 0)
+        try await expectRefused(b, ["import", second], "\(second): signed by unknown replica 'a'")
+    }
+
+    @Test func damagedFilesAndFilesThatAreNotBundlesAreRefused() async throws {
+        let a = try await CLIStore(replica: "a")
+        let b = try await CLIStore(replica: "b")
+        try await b.trust(a, as: "a")
+        try await a.exec("INSERT INTO items(id, name) VALUES ('a-1', 'one')")
+        try await b.exec("INSERT INTO items(id) VALUES ('b-1')")
+        let bundle = try await a.exportAll()
+        let bytes = try BundleBytes(contentsOf: bundle)
+        let damagedHint = "the file is damaged, incomplete or not from Tidemark; ask its sender to export it again"
+
+        let flipped = b.directory.file("flipped.tmb")
+        try Data(bytes.flippingBit(2, at: bytes.bytes.count / 2)).write(to: URL(fileURLWithPath: flipped))
+        try await expectRefused(b, ["import", flipped], "\(flipped): ", hint: damagedHint)
+
+        let cut = b.directory.file("cut.tmb")
+        try Data(bytes.bytes.prefix(bytes.bytes.count - 20)).write(to: URL(fileURLWithPath: cut))
+        try await expectRefused(b, ["import", cut], "\(cut): the file ends early (truncated or still being copied)", hint: damagedHint)
+
+        let text = b.directory.file("notes.txt")
+        try "not a bundle\n".write(toFile: text, atomically: true, encoding: .utf8)
+        try await expectRefused(b, ["import", text], "\(text): not a Tidemark bundle (bad magic) at byte 0", hint: damagedHint)
+
+        let empty = b.directory.file("empty.tmb")
+        _ = FileManager.default.createFile(atPath: empty, contents: Data())
+        try await expectRefused(b, ["import", empty], "\(empty): not a Tidemark bundle (bad magic) at byte 0")
+
+        try await expectRefused(b, ["import", a.path], "\(a.path): not a Tidemark bundle (bad magic) at byte 0")
+
+        var version = bytes
+        version.bytes[9] = 2
+        try version.resign(with: try KeyFile.load(a.path + ".key"))
+        let future = b.directory.file("v2.tmb")
+        try version.write(to: future)
+        try await expectRefused(b, ["import", future], "\(future): unsupported format version 2 (this build reads version 1) at byte 8")
+
+        try await expectRefused(b, ["import", b.directory.file("missing.tmb")], "cannot read \(b.directory.file("missing.tmb")): no such file")
+    }
+
+    @Test func importingAFolderIsOneErrorLine() async throws {
+        let b = try await CLIStore(replica: "b")
+        try await expectRefused(b, ["import", b.directory.path], "cannot read \(b.directory.path): is a folder")
+    }
+
+    @Test func aBundleForAnotherSchemaIsRefused() async throws {
+        let a = try await CLIStore(replica: "a", schema: "CREATE TABLE todos(id TEXT PRIMARY KEY, title TEXT);", extra: [])
+        let b = try await CLIStore(replica: "b")
+        try await b.trust(a, as: "a")
+        try await a.exec("INSERT INTO todos VALUES ('t-1', 'Buy milk')")
+        let bundle = try await a.exportAll()
+        try await expectRefused(
+            b, ["import", bundle], "\(bundle): bundle is for a different schema: table 'todos' is not tracked here",
+            hint: "both replicas must track the same tables with the same columns")
+    }
+
+    @Test func bundlesImportedOutOfOrderNameTheMissingPrerequisites() async throws {
+        let a = try await CLIStore(replica: "a")
+        let b = try await CLIStore(replica: "b")
+        try await b.trust(a, as: "a")
+        let exchange = try TemporaryDirectory("tidemark-cli-exchange")
+        try await a.exec("INSERT INTO items(id) VALUES ('a-1')")
+        #expect(try await a.sync("push", "--to", exchange.path).exitCode == 0)
+        try await a.exec("INSERT INTO items(id) VALUES ('a-2')")
+        #expect(try await a.sync("push", "--to", exchange.path).exitCode == 0)
+        let folder = exchange.path + "/" + (try await a.id()).description
+        let (first, second) = (folder + "/0000000001.tmb", folder + "/0000000002.tmb")
+
+        try await expectRefused(
+            b, ["import", second], "\(second): missing prerequisites: a #1", hint: "import the bundles it depends on first (pull applies them in order)")
+        let both = try await b.sync("import", first, second)
+        #expect(both.exitCode == 0 && both.stderr.isEmpty, "\(both)")
+        #expect(both.stdoutLines == ["\(first): applied 1 transactions, 1 changes from a", "\(second): applied 1 transactions, 1 changes from a"])
+        try expectSameTables(a, b)
+    }
+
+    @Test func ownBundlesAreAlreadyApplied() async throws {
+        let a = try await CLIStore(replica: "a")
+        try await a.exec("INSERT INTO items(id) VALUES ('a-1')")
+        let bundle = try await a.exportAll()
+        let before = try await a.dump()
+        let result = try await a.sync("import", bundle)
+        #expect(result.exitCode == 0 && result.stderr.isEmpty, "\(result)")
+        #expect(result.stdoutLines == ["\(bundle): already applied, nothing changed"])
+        #expect(try await a.dump() == before, "the store changed though import said nothing changed")
+    }
+
+    @Test func aStoreRestoredFromAnOlderCopyRefusesItsNewerTransactions() async throws {
+        let a = try await CLIStore(replica: "a")
+        let b = try await CLIStore(replica: "b")
+        try await a.trust(b, as: "b")
+        try await b.trust(a, as: "a")
+        try await a.exec("INSERT INTO items(id) VALUES ('a-1')")
+        let old = a.directory.file("old.db")
+        try await SQLiteShell.execute(a.path, ".backup '\(old)'")
+        try await a.exec("INSERT INTO items(id) VALUES ('a-2')")
+        let own = try await a.exportAll("own.tmb")
+        #expect(try await b.sync("import", own).exitCode == 0)
+        let relayed = try await b.exportAll("relayed.tmb")
+
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: a.path + suffix) }
+        try FileManager.default.copyItem(atPath: old, toPath: a.path)
+        for bundle in [relayed, own] {
+            try await expectRefused(
+                a, ["import", bundle],
+                "\(bundle): holds this replica's transactions up to #2 but the store has only #1: the store was restored from an older copy",
+                hint: "continuing would reuse sequence numbers; move this store aside and create a new replica with `sync init`, then pull")
+        }
+    }
+
+    @Test func keyFilesAreNeverPrinted() async throws {
+        let a = try await CLIStore(replica: "a")
+        let b = try await CLIStore(replica: "b")
+        try await a.exec("INSERT INTO items(id) VALUES ('a-1')")
+        try await b.exec("INSERT INTO items(id) VALUES ('b-1')")
+        let keyPath = a.path + ".key"
+        let pem = try String(contentsOfFile: keyPath, encoding: .utf8)
+        let body = pem.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
+        let damaged = a.directory.file("damaged.key")
+        try String(pem.dropLast(30) + "!" + pem.suffix(29)).write(toFile: damaged, atomically: true, encoding: .utf8)
+        let exchange = try TemporaryDirectory("tidemark-cli-exchange")
+
+        var failures: [(String, CommandResult)] = []
+        for arguments in [
+            ["import", "--store", b.path, keyPath], ["inspect", keyPath], ["inspect", "--json", keyPath],
+            ["export", "--store", b.path, "--key", keyPath, "--since", History.Token.zero.description, "--out", b.directory.file("x.tmb")],
+            ["push", "--store", b.path, "--key", keyPath, "--to", exchange.path],
+            ["pull", "--store", b.path, "--key", keyPath, "--from", exchange.path],
+            ["export", "--store", a.path, "--key", damaged, "--since", History.Token.zero.description, "--out", a.directory.file("y.tmb")],
+            ["exec", "--store", keyPath, "SELECT 1"], ["status", "--store", keyPath],
+            ["init", "--store", a.directory.file("new.db"), "--replica", "n", "--key", damaged],
+        ] {
+            let result = try await SyncProcess.run(arguments)
+            #expect(result.exitCode != 0, "\(arguments): \(result)")
+            #expect(result.errorLines.count == 1, "\(arguments): \(result)")
+            failures.append((arguments.joined(separator: " "), result))
+        }
+        // Pasting the private key where a public key belongs must not echo it back either.
+        failures.append(("peers add with the private key", try await b.peers("add", "oops", body)))
+        for (command, result) in failures {
+            let leaked = Self.secretFragments(body).filter { (result.stdout + result.stderr).contains($0) }
+            #expect(leaked.isEmpty, "\(command) printed key material: \(result)")
+        }
+    }
+
+    /// The seed part of a PEM key's base64 body in overlapping 12-character pieces, and the body.
+    static func secretFragments(_ body: String) -> [String] {
+        let characters = Array(body)
+        // The first 22 characters encode the PKCS#8 prefix every Ed25519 key shares.
+        return [body] + stride(from: 22, to: max(23, characters.count - 12), by: 4).map { String(characters[$0..<min(characters.count, $0 + 12)]) }
+    }
+
+    // MARK: - Inspect
+
+    @Test func inspectShowsAValidBundle() async throws {
+        let a = try await CLIStore(replica: "a")
+        try await a.exec("INSERT INTO items(id, name, qty) VALUES ('a-1', 'one', 1), ('a-2', 'two', 2)", author: "ann", context: "ui")
+        try await a.exec("UPDATE items SET qty = 5 WHERE id = 'a-1'")
+        let bundle = try await a.exportAll()
+        let id = try await a.id()
+        let key = try await a.publicKey()
+        let token = try await a.token()
+
+        let text = try await SyncProcess.run(["inspect", bundle])
+        #expect(text.exitCode == 0 && text.stderr.isEmpty, "\(text)")
+        let lines = text.stdoutLines
+        try #require(lines.count == 12, "\(text)")
+        #expect(lines[0] == "bundle     changes, format 1, 2 transactions, 3 changes")
+        #expect(lines[1] == "sender     a \(id) \(key)")
+        #expect(lines[2] == "signature  valid (sender and every origin's chain)")
+        #expect(lines[3].hasPrefix("created    ") && lines[3].hasSuffix("Z"))
+        #expect(lines[4] == "since      \(History.Token.zero)")
+        #expect(lines[5] == "through    \(token)")
+        #expect(lines[6] == "origin     \(id) #1..#2")
+        #expect(lines[7].hasPrefix("\(id.short) #1  ") && lines[7].hasSuffix("  author=ann  context=ui"), "\(lines[7])")
+        // A bundle carries columns in canonical (name) order.
+        #expect(lines[8] == "  insert items [id='a-1'] name='one' note=NULL photo=NULL price=NULL qty=1")
+        #expect(lines[9] == "  insert items [id='a-2'] name='two' note=NULL photo=NULL price=NULL qty=2")
+        #expect(lines[10].hasPrefix("\(id.short) #2  "))
+        #expect(lines[11] == "  update items [id='a-1'] qty=5")
+
+        let json = try await SyncProcess.run(["inspect", "--json", bundle])
+        #expect(json.exitCode == 0 && json.stderr.isEmpty, "\(json)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        #expect(object["format"] as? Int == 1)
+        #expect(object["kind"] as? String == "changes")
+        let sender = try #require(object["sender"] as? [String: String])
+        #expect(sender == ["name": "a", "id": id.description, "public_key": key])
+        #expect(object["signature"] as? String == "valid")
+        #expect(object["since"] as? String == History.Token.zero.description)
+        #expect(object["through"] as? String == token)
+        #expect(object["transaction_count"] as? Int == 2)
+        #expect(object["change_count"] as? Int == 3)
+        let origins = try #require(object["origins"] as? [[String: Any]])
+        #expect(origins.count == 1 && origins[0]["id"] as? String == id.description && origins[0]["first"] as? Int == 1 && origins[0]["last"] as? Int == 2)
+        let transactions = try #require(object["transactions"] as? [[String: Any]])
+        #expect(transactions.map { $0["seq"] as? Int } == [1, 2])
+        #expect(transactions.map { $0["author"] as? String } == ["ann", nil])
+        #expect(transactions.map { ($0["changes"] as? [Any])?.count } == [2, 1])
+        #expect(transactions.last?["token"] as? String == token)
+    }
+
+    @Test func inspectRefusesADamagedBundleWithOneErrorLine() async throws {
+        let a = try await CLIStore(replica: "a")
+        try await a.exec("INSERT INTO items(id) VALUES ('a-1')")
+        let bytes = try BundleBytes(contentsOf: try await a.exportAll())
+        let damagedHint = "the file is damaged, incomplete or not from Tidemark; ask its sender to export it again"
+        let flipped = a.directory.file("flipped.tmb")
+        try Data(bytes.flippingBit(0, at: bytes.frames.last!.payload.lowerBound + 3)).write(to: URL(fileURLWithPath: flipped))
+        let cut = a.directory.file("cut.tmb")
+        try Data(bytes.bytes.prefix(bytes.bytes.count / 2)).write(to: URL(fileURLWithPath: cut))
+        for json in [[], ["--json"]] {
+            expectFailure(
+                try await SyncProcess.run(["inspect"] + json + [flipped]),
+                "\(flipped): the bundle's signature does not verify (the file was altered or not signed by its sender)", hint: damagedHint)
+            expectFailure(try await SyncProcess.run(["inspect"] + json + [cut]), "\(cut): ", hint: damagedHint)
+            expectFailure(try await SyncProcess.run(["inspect"] + json + [a.path]), "\(a.path): not a Tidemark bundle (bad magic) at byte 0")
+            expectFailure(try await SyncProcess.run(["inspect"] + json + [a.directory.file("none.tmb")]), "cannot read \(a.directory.file("none.tmb")): no such file")
+        }
+    }
+
+    // MARK: - Push and pull
+
+    @Test func pushAndPullThroughAFolder() async throws {
+        let a = try await CLIStore(replica: "a")
+        let b = try await CLIStore(replica: "b")
+        try await a.trust(b, as: "b")
+        try await b.trust(a, as: "a")
+        let exchange = try TemporaryDirectory("tidemark-cli-exchange")
+        try await a.exec("INSERT INTO items(id, name) VALUES ('a-1', 'one'), ('a-2', 'two')")
+        try await SQLiteShell.execute(a.path, "UPDATE items SET qty = 7 WHERE id = 'a-2'")
+        let aFolder = exchange.path + "/" + (try await a.id()).description
+        let first = aFolder + "/0000000001.tmb"
+
+        let pushed = try await a.sync("push", "--to", exchange.path)
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: first)[.size] as? Int)
+        #expect(pushed.exitCode == 0 && pushed.stderr.isEmpty, "\(pushed)")
+        #expect(pushed.stdoutLines == ["pushed 2 transactions, 3 changes, \(size) bytes to \(first)"])
+        #expect(try await a.sync("push", "--to", exchange.path).stdoutLines == ["nothing new to push"])
+
+        let pulled = try await b.sync("pull", "--from", exchange.path)
+        #expect(pulled.exitCode == 0 && pulled.stderr.isEmpty, "\(pulled)")
+        #expect(pulled.stdoutLines.first == "pulled 1 bundles: 2 transactions, 3 changes", "\(pulled)")
+        #expect(pulled.stdoutLines.dropFirst().allSatisfy { $0.hasPrefix("pruned ") }, "\(pulled)")
+        try expectSameTables(a, b)
+        let again = try await b.sync("pull", "--from", exchange.path)
+        #expect(again.stdoutLines == ["pulled 0 bundles: 0 transactions, 0 changes"], "\(again)")
+
+        // Each replica wrote only in its own subfolder: a its bundle, b its watermark (and, if it
+        // pruned, its snapshot).
+        let (aID, bID) = ((try await a.id()).description, (try await b.id()).description)
+        let files = FolderTree(exchange.path).files
+        #expect(files.filter { $0.hasPrefix(aID + "/") } == [aID + "/0000000001.tmb"], "\(files)")
+        #expect(Set(files.filter { $0.hasPrefix(bID + "/") }).subtracting([bID + "/snapshot.tms"]) == [bID + "/watermark.tmw"], "\(files)")
+        #expect(files.allSatisfy { $0.hasPrefix(aID + "/") || $0.hasPrefix(bID + "/") }, "\(files)")
+    }
+
+    @Test func aPullWarnsAboutDamagedTemporaryAndForeignFilesAndAppliesTheRest() async throws {
+        let a = try await CLIStore(replica: "a")
+        let b = try await CLIStore(replica: "b")
+        let c = try await CLIStore(replica: "c")
+        for (store, others) in [(a, [(b, "b"), (c, "c")]), (b, [(a, "a"), (c, "c")]), (c, [(a, "a"), (b, "b")])] {
+            for (other, name) in others { try await store.trust(other, as: name) }
+        }
+        let exchange = try TemporaryDirectory("tidemark-cli-exchange")
+        try await a.exec("INSERT INTO items(id) VALUES ('a-1')")
+        _ = try await a.sync("push", "--to", exchange.path)
+        try await a.exec("INSERT INTO items(id) VALUES ('a-2')")
+        _ = try await a.sync("push", "--to", exchange.path)
+        try await c.exec("INSERT INTO items(id) VALUES ('c-1')")
+        _ = try await c.sync("push", "--to", exchange.path)
+        let aFolder = exchange.path + "/" + (try await a.id()).description
+        let cFolder = exchange.path + "/" + (try await c.id()).description
+
+        // A copy still in progress, a writer's temporary file and a stranger's file.
+        let second = aFolder + "/0000000002.tmb"
+        let full = try Data(contentsOf: URL(fileURLWithPath: second))
+        try full.prefix(full.count / 2).write(to: URL(fileURLWithPath: second))
+        try full.prefix(40).write(to: URL(fileURLWithPath: aFolder + "/.tmp-xyz"))
+        var random = SeededGenerator(seed: 7)
+        let foreign = cFolder + "/0000000009.tmb"
+        try Data((0..<512).map { _ in UInt8.random(in: 0...255, using: &random) }).write(to: URL(fileURLWithPath: foreign))
+
+        let pulled = try await b.sync("pull", "--from", exchange.path)
+        #expect(pulled.exitCode == 0, "\(pulled)")
+        #expect(pulled.stdoutLines.first == "pulled 2 bundles: 2 transactions, 2 changes", "\(pulled)")
+        #expect(pulled.stdoutLines.dropFirst().allSatisfy { $0.hasPrefix("pruned ") }, "\(pulled)")
+        #expect(pulled.stderrLines.allSatisfy { $0.hasPrefix("warning: ") }, "\(pulled)")
+        #expect(pulled.stderrLines.contains { $0.contains(second) }, "no warning about the truncated bundle: \(pulled)")
+        #expect(pulled.stderrLines.contains { $0.contains(foreign) }, "no warning about the foreign file: \(pulled)")
+        #expect(pulled.stderrLines.contains { $0.contains(".tmp-xyz") }, "no warning about the temporary file: \(pulled)")
+        #expect(try b.tables()["items"]?.rows.map { $0[0] } == [.text("a-1"), .text("c-1")])
+
+        try full.write(to: URL(fileURLWithPath: second))
+        let retried = try await b.sync("pull", "--from", exchange.path)
+        #expect(retried.exitCode == 0, "\(retried)")
+        #expect(retried.stdoutLines.first == "pulled 1 bundles: 1 transactions, 1 changes", "\(retried)")
+        #expect(retried.stdoutLines.dropFirst().allSatisfy { $0.hasPrefix("pruned ") }, "\(retried)")
+        #expect(try b.tables()["items"]?.rows.map { $0[0] } == [.text("a-1"), .text("a-2"), .text("c-1")])
+    }
+
+    @Test func aPullLeavesAWatermarkThatInspectDecodes() async throws {
+        let a = try await CLIStore(replica: "a")
+        let b = try await CLIStore(replica: "b")
+        try await b.trust(a, as: "a")
+        let exchange = try TemporaryDirectory("tidemark-cli-exchange")
+        try await a.exec("INSERT INTO items(id) VALUES ('a-1')")
+        _ = try await a.sync("push", "--to", exchange.path)
+        #expect(try await b.sync("pull", "--from", exchange.path).exitCode == 0)
+        let watermark = exchange.path + "/" + (try await b.id()).description + "/watermark.tmw"
+        #expect(FileManager.default.fileExists(atPath: watermark))
+
+        let json = try await SyncProcess.run(["inspect", "--json", watermark])
+        #expect(json.exitCode == 0 && json.stderr.isEmpty, "\(json)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        #expect(object["kind"] as? String == "watermark")
+        #expect((object["sender"] as? [String: String])?["name"] == "b")
+        #expect(object["signature"] as? String == "valid")
+        #expect(object["through"] as? String == (try await b.token()))
+        #expect(object["transaction_count"] as? Int == 0)
+        let text = try await SyncProcess.run(["inspect", watermark])
+        #expect(text.stdoutLines.first == "bundle     watermark, format 1, 0 transactions, 0 changes", "\(text)")
+    }
+
+    // MARK: - Helpers
+
+    /// Runs `sync ARGUMENTS…` against `store`, expects one error line containing `message` (and
+    /// the hint, when given), and that the store's `.dump` is unchanged.
+    func expectRefused(
+        _ store: CLIStore, _ arguments: [String], _ message: String, hint: String? = nil, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        let before = try await store.dump()
+        let result = try await SyncProcess.run([arguments[0], "--store", store.path] + arguments.dropFirst())
+        expectFailure(result, message, hint: hint, sourceLocation: sourceLocation)
+        #expect(try await store.dump() == before, "the store changed: \(arguments)", sourceLocation: sourceLocation)
+    }
+
+    func expectSameTables(_ a: CLIStore, _ b: CLIStore, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let differences = try a.tables().differences(from: try b.tables(), mine: "first", theirs: "second")
+        #expect(differences.isEmpty, "\(differences.joined(separator: "\n"))", sourceLocation: sourceLocation)
+    }
+}
+
+extension CLIStore {
+    /// Runs `sync peers SUBCOMMAND --store PATH ARGUMENTS…`.
+    func peers(_ subcommand: String, _ arguments: String...) async throws -> CommandResult {
+        try await SyncProcess.run(["peers", subcommand, "--store", path] + arguments)
+    }
+
+    /// The public key `sync identity` prints.
+    func publicKey() async throws -> String {
+        let result = try await sync("identity")
+        try #require(result.exitCode == 0, "\(result)")
+        return try #require(result.stdoutLines.first?.split(separator: " ").last.map(String.init))
+    }
+
+    /// The replica's identity.
+    func id() async throws -> Replica.ID {
+        Replica.ID(publicKey: [UInt8](try #require(Data(base64Encoded: try await publicKey()))))
+    }
+
+    /// `sync peers add NAME KEY` with `other`'s key; requires success.
+    func trust(_ other: CLIStore, as name: String) async throws {
+        let result = try await peers("add", name, try await other.publicKey())
+        try #require(result.exitCode == 0, "\(result)")
+    }
+
+    /// `sync export --since <zero token> --out DIR/NAME`; requires success and returns the path.
+    func exportAll(_ name: String = "all.tmb") async throws -> String {
+        let out = directory.file(name)
+        let result = try await sync("export", "--since", History.Token.zero.description, "--out", out)
+        try #require(result.exitCode == 0 && result.stderr.isEmpty, "\(result)")
+        return out
+    }
+
+    /// The tracked tables, row by row.
+    func tables() throws -> StoreSnapshot { try StoreSnapshot.trackedTables(of: path) }
+}

@@ -209,31 +209,13 @@ struct BundleApplier {
     /// Seals the resolver's system deletes as one transaction of this replica, already folded
     /// (their row metadata was written as they were made).
     private func sealResolutions(_ deletes: [History.Change]) throws {
+        // Imported changes belong to their transactions already; what follows is this replica's own.
+        try db.execute(sql: "UPDATE tidemark_state SET sealed_through = ? WHERE id = 1", arguments: [try Sealer.lastChangeID(db)])
         guard !deletes.isEmpty else { return }
-        var first: Int64?
-        var last: Int64 = 0
-        for change in deletes {
-            last = try record(change)
-            if first == nil { first = last }
-        }
-        let state = try Sealer.State.fetch(db)
-        let timestamp = HLCTimestamp.next(after: state.clock, now: store.options.clock.nowMilliseconds())
-        let sequence = state.sequence + 1
-        let own = Data(store.replica.id.bytes)
-        try db.execute(
-            sql: """
-                INSERT INTO tidemark_transactions(replica, seq, hlc, author, context, pid, first_change, last_change)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-            arguments: [own, sequence, timestamp.packed, Self.systemAuthor, Self.systemContext, store.options.processID, first!, last])
-        try db.execute(
-            sql: "UPDATE tidemark_state SET clock = ?, sequence = ?, folded_seq = ? WHERE id = 1",
-            arguments: [timestamp.packed, sequence, sequence])
-        try db.execute(
-            sql: """
-                INSERT INTO tidemark_replicas(replica, max_seq) VALUES (?, ?)
-                ON CONFLICT(replica) DO UPDATE SET max_seq = excluded.max_seq
-                """,
-            arguments: [own, sequence])
+        for change in deletes { _ = try record(change) }
+        let sealed = try Sealer.seal(
+            db, replica: store.replica.id, clock: store.options.clock, author: Self.systemAuthor, contextName: Self.systemContext,
+            processID: store.options.processID)
+        if let sealed { try db.execute(sql: "UPDATE tidemark_state SET folded_seq = ? WHERE id = 1", arguments: [sealed.sequence]) }
     }
 }

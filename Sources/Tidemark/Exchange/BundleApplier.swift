@@ -10,6 +10,20 @@ struct BundleApplier {
     let store: Store
     let context: ImportContext
     let path: String
+    /// Per table: the statement that records one of its changes in history.
+    private let recordSQL: [String: String]
+
+    init(db: Database, store: Store, context: ImportContext, path: String) {
+        self.db = db
+        self.store = store
+        self.context = context
+        self.path = path
+        recordSQL = Dictionary(uniqueKeysWithValues: store.trackedTables.map { table in
+            let columns = table.columns.indices.map(Bookkeeping.valueColumn).joined(separator: ", ")
+            let placeholders = Array(repeating: "?", count: table.columns.count + 4).joined(separator: ", ")
+            return (table.name, "INSERT INTO tidemark_changes(table_id, op, mask, gen, \(columns)) VALUES (\(placeholders))")
+        })
+    }
 
     func apply(expected: VerifiedBundle) throws -> Store.ImportSummary {
         // Local writes join row metadata before anything merges against it.
@@ -195,9 +209,7 @@ struct BundleApplier {
             mask |= 1 << Int64(i)
         }
         let op: Bookkeeping.Op = change.type == .insert ? .insert : change.type == .update ? .update : .delete
-        let columns = table.columns.indices.map(Bookkeeping.valueColumn).joined(separator: ", ")
-        let placeholders = Array(repeating: "?", count: table.columns.count + 4).joined(separator: ", ")
-        try db.cachedStatement(sql: "INSERT INTO tidemark_changes(table_id, op, mask, gen, \(columns)) VALUES (\(placeholders))")
+        try db.cachedStatement(sql: recordSQL[table.name]!)
             .execute(arguments: StatementArguments([table.id, op.rawValue, mask, change.generation] as [any DatabaseValueConvertible] + values))
         return db.lastInsertedRowID
     }

@@ -9,19 +9,20 @@ struct MergeEngine {
     let db: Database
     let tables: [String: TrackedTable]
     let metadata: [String: RowMetadataStore]
+    let rows: [String: RowAccess]
     var resolver: ConflictResolver
 
     init(db: Database, store: Store, clock: @escaping () -> HLCTimestamp) {
         self.db = db
         tables = Dictionary(uniqueKeysWithValues: store.trackedTables.map { ($0.name, $0) })
         metadata = Dictionary(uniqueKeysWithValues: store.trackedTables.map { ($0.name, RowMetadataStore(table: $0)) })
+        rows = Dictionary(uniqueKeysWithValues: store.trackedTables.map { ($0.name, RowAccess(db: db, table: $0)) })
         resolver = ConflictResolver(db: db, replica: store.replica.id, tables: tables, metadata: metadata, clock: clock)
     }
 
     /// Merges one change written at `clock`.
     mutating func apply(_ change: History.Change, clock: MergeClock) throws {
-        guard let table = tables[change.table], let store = metadata[change.table] else { return }
-        let access = RowAccess(db: db, table: table)
+        guard let table = tables[change.table], let store = metadata[change.table], let access = rows[change.table] else { return }
         let key = change.key.map(\.value)
         var known = try store.fetch(db, key: key)
         let generation = change.generation
@@ -63,8 +64,7 @@ struct MergeEngine {
 
     /// Merges one row state from a snapshot: the same rules, with each column's own clock.
     mutating func apply(_ state: RowState) throws {
-        guard let table = tables[state.table], let store = metadata[state.table] else { return }
-        let access = RowAccess(db: db, table: table)
+        guard let table = tables[state.table], let store = metadata[state.table], let access = rows[state.table] else { return }
         let key = state.key.map(\.value)
         var known = try store.fetch(db, key: key)
         if state.generation < known.generation { return }
@@ -98,7 +98,7 @@ struct MergeEngine {
 
     /// Writes merged values; a constraint the merged row breaks is settled by the resolver.
     private mutating func write(key: [SQLValue], columns: [(Int, SQLValue)], existing: [SQLValue]?, table: TrackedTable, metadata: RowMetadata) throws {
-        let access = RowAccess(db: db, table: table)
+        let access = rows[table.name]!
         var exists = existing != nil
         for _ in 0..<8 {
             do {

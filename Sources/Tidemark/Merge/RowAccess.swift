@@ -5,14 +5,23 @@ import TidemarkCore
 struct RowAccess {
     let db: Database
     let table: TrackedTable
+    private let quotedTable: String
+    private let keyMatch: String
+    private let selectSQL: String
+    private let deleteSQL: String
 
-    private var quotedTable: String { table.name.quotedDatabaseIdentifier }
-    private var keyMatch: String { table.keyColumns.map { "\($0.quotedDatabaseIdentifier) = ?" }.joined(separator: " AND ") }
+    init(db: Database, table: TrackedTable) {
+        self.db = db
+        self.table = table
+        quotedTable = table.name.quotedDatabaseIdentifier
+        keyMatch = table.keyColumns.map { "\($0.quotedDatabaseIdentifier) = ?" }.joined(separator: " AND ")
+        selectSQL = "SELECT \(table.columns.map(\.quotedDatabaseIdentifier).joined(separator: ", ")) FROM \(quotedTable) WHERE \(keyMatch)"
+        deleteSQL = "DELETE FROM \(quotedTable) WHERE \(keyMatch)"
+    }
 
     /// Every column's value, by column index, or nil when the row is absent.
     func values(key: [SQLValue]) throws -> [SQLValue]? {
-        let columns = table.columns.map(\.quotedDatabaseIdentifier).joined(separator: ", ")
-        let statement = try db.cachedStatement(sql: "SELECT \(columns) FROM \(quotedTable) WHERE \(keyMatch)")
+        let statement = try db.cachedStatement(sql: selectSQL)
         return try Row.fetchOne(statement, arguments: StatementArguments(key)).map { row in
             Array(row.databaseValues.map(SQLValue.init))
         }
@@ -35,6 +44,6 @@ struct RowAccess {
 
     /// Deletes the row with `key`, if present.
     func delete(key: [SQLValue]) throws {
-        try db.cachedStatement(sql: "DELETE FROM \(quotedTable) WHERE \(keyMatch)").execute(arguments: StatementArguments(key))
+        try db.cachedStatement(sql: deleteSQL).execute(arguments: StatementArguments(key))
     }
 }

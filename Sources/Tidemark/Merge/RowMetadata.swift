@@ -22,19 +22,24 @@ struct RowMetadata: Equatable {
 struct RowMetadataStore {
     let table: TrackedTable
     private let nonKey: [Int]
+    private let fetchSQL: String
+    private let saveSQL: String
 
     init(table: TrackedTable) {
         self.table = table
-        nonKey = table.columns.indices.filter { !table.keyIndexes.contains($0) }
+        let nonKey = table.columns.indices.filter { !table.keyIndexes.contains($0) }
+        self.nonKey = nonKey
+        let name = Bookkeeping.rowMetadataTable(table)
+        let keyMatch = table.keyIndexes.indices.map { "k\($0) = ?" }.joined(separator: " AND ")
+        let clocks = nonKey.flatMap { ["t\($0)", "o\($0)"] }
+        fetchSQL = "SELECT \((["cl"] + clocks).joined(separator: ", ")) FROM \(name) WHERE \(keyMatch)"
+        let columns = table.keyIndexes.indices.map { "k\($0)" } + ["cl"] + clocks
+        saveSQL = "INSERT OR REPLACE INTO \(name)(\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
     }
-
-    private var name: String { Bookkeeping.rowMetadataTable(table) }
-    private var keyMatch: String { table.keyIndexes.indices.map { "k\($0) = ?" }.joined(separator: " AND ") }
 
     /// The metadata of the row with `key` (values in key order), or generation 0 if never seen.
     func fetch(_ db: Database, key: [SQLValue]) throws -> RowMetadata {
-        let select = (["cl"] + nonKey.flatMap { ["t\($0)", "o\($0)"] }).joined(separator: ", ")
-        let statement = try db.cachedStatement(sql: "SELECT \(select) FROM \(name) WHERE \(keyMatch)")
+        let statement = try db.cachedStatement(sql: fetchSQL)
         var clocks = [MergeClock?](repeating: nil, count: table.columns.count)
         guard let row = try Row.fetchOne(statement, arguments: StatementArguments(key)) else {
             return RowMetadata(generation: 0, clocks: clocks)
@@ -49,9 +54,7 @@ struct RowMetadataStore {
 
     /// Stores the metadata of the row with `key`.
     func save(_ db: Database, key: [SQLValue], _ metadata: RowMetadata) throws {
-        let columns = table.keyIndexes.indices.map { "k\($0)" } + ["cl"] + nonKey.flatMap { ["t\($0)", "o\($0)"] }
-        let statement = try db.cachedStatement(
-            sql: "INSERT OR REPLACE INTO \(name)(\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))")
+        let statement = try db.cachedStatement(sql: saveSQL)
         var values: [any DatabaseValueConvertible] = key.map { $0 as any DatabaseValueConvertible }
         values.append(metadata.generation)
         for column in nonKey {

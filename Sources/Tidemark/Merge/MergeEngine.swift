@@ -46,7 +46,8 @@ struct MergeEngine {
         }
         // Same life.
         guard known.isAlive, change.type != .delete else { return }
-        let winners = incoming.filter { i, _ in known.clocks[i].map { clock > $0 } ?? true }
+        // An equal clock is the same transaction writing the column again: its later change wins.
+        let winners = incoming.filter { i, _ in known.clocks[i].map { clock >= $0 } ?? true }
         guard !winners.isEmpty else { return }
         for (i, _) in winners { known.clocks[i] = clock }
         try store.save(db, key: key, known)
@@ -86,7 +87,7 @@ struct MergeEngine {
             guard known.isAlive else { return }
             winners = []
             for (i, value, clock) in cells {
-                guard let clock, known.clocks[i].map({ clock > $0 }) ?? true else { continue }
+                guard let clock, known.clocks[i].map({ clock >= $0 }) ?? true else { continue }
                 winners.append((i, value))
                 known.clocks[i] = clock
             }

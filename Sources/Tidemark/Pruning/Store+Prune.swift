@@ -46,6 +46,11 @@ extension Store {
             horizon = horizon.meet(member.watermark)
             if !member.watermark.covers(own.watermark) { blockers.append(member.name) }
         }
+        // Never delete this replica's own transactions before they are in a bundle in every
+        // exchange folder it uses: members away or not yet joined still need them there.
+        for folder in try exchangeFolders() {
+            horizon[replica.id] = min(horizon[replica.id], try pushedThrough(folder)?[replica.id] ?? 0)
+        }
         var removed = 0
         if dryRun {
             removed = try mappingErrors {

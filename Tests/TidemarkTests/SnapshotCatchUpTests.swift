@@ -1,0 +1,247 @@
+import Foundation
+import Testing
+import Tidemark
+import TidemarkTestSupport
+
+/// Snapshots: what a prune leaves behind so that members who come back, and replicas that join,
+/// can catch up without the history it deleted (`exportSnapshot`, `join(from:)`, and `pull`'s
+/// snapshot catch-up).
+@Suite struct SnapshotCatchUpTests {
+    /// Three replicas that wrote (inserts, updates, deletes), synced twice and pruned everything:
+    /// the folder holds only snapshots and watermarks.
+    static func prunedGroup() throws -> ExchangeGroup {
+        let group = try PruneTests.syncedTwice(count: 12)
+        for name in group.names { try group.prune(name) }
+        #expect(group.bundles.isEmpty)
+        #expect(group.snapshots.count == 3)
+        return group
+    }
+
+    @Test func aSnapshotCarriesEveryRowStateAndTombstoneExactly() throws {
+        let group = try PruneTests.syncedTwice(count: 8)
+        let a = group["a"]
+        let file = group.directory.file("a.tms")
+        let summary = try a.store.exportSnapshot(to: file, key: a.key)
+        let header = try ExchangeGroup.header(of: file)
+        #expect(header.kind == .snapshot)
+        #expect(header.senderName == "a")
+        #expect(header.since == .zero)
+        #expect(header.through == (try a.store.currentToken()))
+        #expect(header.ranges.isEmpty)
+        #expect(summary.through == header.through)
+        let metadata = try a.everything().tables.filter { $0.name.hasPrefix("tidemark_rows_") }
+        #expect(summary.changeCount == metadata.map(\.rows.count).reduce(0, +))
+        #expect(summary.bytes == (try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int))
+
+        // A fresh store that imports it holds the same rows and the same merge state: every
+        // identity with its generation and per-column clocks, tombstones included.
+        let d = try group.add("d")
+        let imported = try d.store.importBundle(at: file)
+        #expect(imported.header.kind == .snapshot)
+        #expect(imported.appliedChanges == summary.changeCount)
+        #expect(try d.store.currentToken() == header.through)
+        #expect(try d.store.prunedToken() == header.through, "the history it skipped counts as pruned")
+        #expect(try d.store.fetchHistory().isEmpty)
+        let differences = try d.tables().differences(from: try a.tables(), mine: "d", theirs: "a")
+        #expect(differences.isEmpty, "\(differences)")
+        let received = try d.everything().tables.filter { $0.name.hasPrefix("tidemark_rows_") }
+        #expect(received == metadata)
+        #expect(metadata.contains { table in table.rows.contains { $0[1] == .integer(2) } }, "the scenario has tombstones")
+
+        // Importing it again changes nothing.
+        let before = try d.everything()
+        #expect(try d.store.importBundle(at: file).alreadyApplied)
+        #expect(try d.everything() == before)
+    }
+
+    @Test func aNewReplicaCatchesUpFromAPrunedFolderOnItsFirstPull() throws {
+        let group = try Self.prunedGroup()
+        let d = try group.add("d")
+        let pulled = try group.pull("d")
+        #expect(pulled.warnings.isEmpty, "\(pulled.warnings)")
+        #expect(pulled.imported.map(\.header.kind) == [.snapshot])
+        #expect(try d.store.currentToken() == (try group["a"].store.currentToken()))
+        try group.expectConverged()
+
+        // d is a member like the others: its writes travel, and once all have applied everything
+        // every prune empties history.
+        _ = try d.store.execute(sql: "INSERT INTO items(id, name) VALUES ('d-1', 'from d'); UPDATE items SET note = 'd' WHERE id = 'a-1'")
+        try group.round()
+        try group.round()
+        try group.expectConverged()
+        #expect(try group["a"].tables()["items"]?.rows.contains { $0[0] == .text("d-1") } == true)
+        try group.round()
+        for replica in group.replicas {
+            #expect(try group.prune(replica.name).blockers.isEmpty, "\(replica.name)")
+            #expect(try replica.store.fetchHistory().isEmpty, "\(replica.name)")
+        }
+        #expect(group.bundles.isEmpty, "\(group.bundles)")
+    }
+
+    @Test func joiningFromASnapshotTrustsItsSenderAndConverges() throws {
+        let group = try Self.prunedGroup()
+        let snapshot = group.folder(of: "a") + "/snapshot.tms"
+        let d = try TestReplica("d", in: group.directory)
+        #expect(try d.store.peers().isEmpty)
+
+        let (sender, summary) = try d.store.join(from: snapshot)
+        #expect(sender.name == "a")
+        #expect(sender.publicKey == group["a"].store.publicKey)
+        #expect(summary.header.kind == .snapshot)
+        #expect(try d.store.peers() == [sender])
+        let differences = try d.tables().differences(from: try group["a"].tables(), mine: "d", theirs: "a")
+        #expect(differences.isEmpty, "\(differences)")
+
+        // Joining again from the same file changes nothing and trusts no one twice.
+        let before = try d.everything()
+        #expect(try d.store.join(from: snapshot).summary.alreadyApplied)
+        #expect(try d.everything() == before)
+
+        // Introduced to the others, it syncs through the folder like any member.
+        for name in ["b", "c"] { try d.trust(group[name]) }
+        for other in group.replicas { try other.trust(d) }
+        _ = try d.store.execute(sql: "INSERT INTO items(id, name) VALUES ('d-1', 'from d')")
+        _ = try d.store.push(to: group.folder, key: d.key)
+        let pulled = try d.store.pull(from: group.folder, key: d.key)
+        #expect(pulled.warnings.isEmpty, "\(pulled.warnings)")
+        try group.round()
+        _ = try d.store.push(to: group.folder, key: d.key)
+        _ = try d.store.pull(from: group.folder, key: d.key)
+        try group.expectConverged()
+        let dTables = try d.tables().differences(from: try group["a"].tables(), mine: "d", theirs: "a")
+        #expect(dTables.isEmpty, "\(dTables)")
+        #expect(try group["b"].tables()["items"]?.rows.contains { $0[0] == .text("d-1") } == true)
+    }
+
+    /// The ordinary flow that leaves a snapshot overlapping the next bundle: a writes and pushes, b
+    /// pulls, a writes again and pulls (its automatic prune writes a snapshot that includes the
+    /// write it has not pushed yet), then a writes once more and pushes: that bundle starts before
+    /// the snapshot's end. Returns the group (a and b, all earlier history pruned) and the snapshot.
+    static func snapshotOverlappingTheNextBundle() throws -> (group: ExchangeGroup, snapshot: String) {
+        let group = try ExchangeGroup(["a", "b"])
+        for replica in group.replicas { try PruneTests.writeItems(replica, count: 4) }
+        try group.round()
+        try group.round()
+        return (group, try overlap(group))
+    }
+
+    /// The overlap steps on a and b (every other member silent or retired).
+    static func overlap(_ group: ExchangeGroup) throws -> String {
+        let a = group["a"]
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('w1', 'pushed')")
+        try group.push("a")
+        try group.pull("b")
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('w2', 'not pushed before the prune')")
+        let pulled = try group.pull("a")
+        let report = try #require(pulled.prune)
+        #expect(report.blockers.filter { $0 != "b" }.isEmpty, "\(report.blockers)")
+        #expect(report.snapshots.count == 1)
+        let snapshot = try #require(report.snapshots.first)
+        let through = try ExchangeGroup.through(of: snapshot)
+        #expect(through == (try a.store.currentToken()), "the snapshot holds the unpushed write")
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('w3', 'after the prune')")
+        let pushed = try #require(try group.push("a").export)
+        #expect(pushed.since[a.id] < through[a.id], "the new bundle starts inside the snapshot")
+        return snapshot
+    }
+
+    /// A replica that joins from such a folder catches up from the snapshot, applies the
+    /// overlapping bundle, and must then be able to push its own writes (an active member never
+    /// sees an expired token from push or pull).
+    @Test func aNewReplicaCanPushAfterCatchingUpFromASnapshotThatOverlapsTheNextBundle() throws {
+        let (group, _) = try Self.snapshotOverlappingTheNextBundle()
+        let d = try group.add("d")
+        let pulled = try group.pull("d")
+        #expect(pulled.warnings.isEmpty, "\(pulled.warnings)")
+        #expect(pulled.imported.map(\.header.kind).first == .snapshot)
+        #expect(try d.store.currentToken() == (try group["a"].store.currentToken()))
+        let differences = try d.tables().differences(from: try group["a"].tables(), mine: "d", theirs: "a")
+        #expect(differences.isEmpty, "\(differences)")
+
+        _ = try d.store.execute(sql: "INSERT INTO items(id, name) VALUES ('d-1', 'from d')")
+        do {
+            try group.push("d")
+        } catch {
+            Issue.record("d's push after catching up failed: \(error)")
+            return
+        }
+        try group.round()
+        try group.round()
+        try group.expectConverged()
+        #expect(try group["a"].tables()["items"]?.rows.contains { $0[0] == .text("d-1") } == true)
+    }
+
+    /// Three members in ordinary use, none retired, c pulling less often than a and b: b pulls
+    /// between a's prune (whose snapshot holds a write a has not pushed yet) and a's next push, and
+    /// may take a's snapshot; then it applies a's next bundle, which overlaps the snapshot. b's own
+    /// push must still work.
+    @Test func anActiveMemberCanPushAfterAPeersSnapshotOverlapsItsNextBundle() throws {
+        let group = try ExchangeGroup(["a", "b", "c"])
+        let (a, b) = (group["a"], group["b"])
+        try PruneTests.writeItems(a, count: 3)
+        try group.round()
+        try group.round()
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('w1', 'pushed')")
+        try group.push("a")
+        try group.pull("b")
+        try group.pull("c")
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('w2', 'not pushed before the prune')")
+        #expect(try group.pull("a").prune?.snapshots.count == 1)
+
+        let between = try group.pull("b")
+        #expect(between.warnings.isEmpty, "\(between.warnings)")
+        let caughtUp = between.imported.contains { $0.header.kind == .snapshot }
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('w3', 'after the prune')")
+        try group.push("a")
+        let after = try group.pull("b")
+        #expect(after.warnings.isEmpty, "\(after.warnings)")
+        _ = try b.store.execute(sql: "INSERT INTO items(id, name) VALUES ('b-own', 'from b')")
+        do {
+            try group.push("b")
+        } catch {
+            Issue.record("b's push failed (b \(caughtUp ? "took" : "did not take") a's snapshot on the pull between): \(error)")
+            return
+        }
+        try group.round()
+        try group.round()
+        try group.expectConverged()
+        #expect(try a.tables()["items"]?.rows.contains { $0[0] == .text("b-own") } == true)
+    }
+
+    /// The same for a retired member that returns: c catches up from a's snapshot, applies a's
+    /// overlapping bundle, and pushes what it wrote while away.
+    @Test func aReturningMemberCanPushAfterCatchingUpFromASnapshotThatOverlapsTheNextBundle() throws {
+        let group = try ExchangeGroup(["a", "b", "c"])
+        let (a, b, c) = (group["a"], group["b"], group["c"])
+        for replica in group.replicas { try PruneTests.writeItems(replica, count: 4) }
+        try group.round()
+        try group.round()
+        // c stops syncing; b retires it; a and b sync until everything c lacks is pruned away.
+        _ = try a.store.execute(sql: "UPDATE items SET name = 'while c was away' WHERE id = 'b-1'")
+        try b.store.retire(peer: "c")
+        for _ in 0..<3 { try group.round(["a", "b"]) }
+        #expect(try a.store.fetchHistory().isEmpty && b.store.fetchHistory().isEmpty)
+        _ = try Self.overlap(group)
+
+        _ = try c.store.execute(sql: "INSERT INTO items(id, name) VALUES ('c-away', 'written while away')")
+        let pulled = try group.pull("c")
+        #expect(pulled.warnings.isEmpty, "\(pulled.warnings)")
+        #expect(pulled.imported.contains { $0.header.kind == .snapshot })
+        #expect(try c.store.currentToken().covers(try a.store.currentToken()))
+        do {
+            try group.push("c")
+        } catch {
+            Issue.record("c's push after catching up failed: \(error)")
+            return
+        }
+        try group.round()
+        try group.round()
+        try group.expectConverged()
+        for replica in group.replicas {
+            let items = try #require(try replica.tables()["items"])
+            #expect(items.rows.contains { $0[0] == .text("c-away") }, "\(replica.name)")
+            #expect(items.rows.contains { $0[0] == .text("w3") }, "\(replica.name)")
+            #expect(try group.member("c", seenBy: replica.name)?.retired == false, "\(replica.name)")
+        }
+    }
+}

@@ -18,7 +18,8 @@ struct LocalFold {
             db, sql: "SELECT seq, hlc, first_change, last_change FROM tidemark_transactions WHERE replica = ? AND seq > ? ORDER BY seq",
             arguments: [own, folded])
         guard let last = transactions.last else { return }
-        let stores = Dictionary(uniqueKeysWithValues: store.trackedTables.map { ($0.id, RowMetadataStore(table: $0)) })
+        let origins = OriginNumbers(db: db)
+        let stores = Dictionary(uniqueKeysWithValues: store.trackedTables.map { ($0.id, RowMetadataStore(table: $0, origins: origins)) })
         let decoder = ChangeDecoder(tables: store.trackedTables)
         let valueColumns = try Bookkeeping.valueColumnCount(db)
         let changes = try db.makeStatement(

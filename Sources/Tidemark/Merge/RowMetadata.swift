@@ -18,20 +18,60 @@ struct RowMetadata: Equatable {
     var afterInsert: Int64 { isAlive ? generation : generation + 1 }
 }
 
+/// Small local numbers for replica ids, so that row metadata stores a byte or two per clock
+/// instead of 16. Caches what it has looked up; lives for one database access.
+final class OriginNumbers {
+    private let db: Database
+    private var numbers: [Replica.ID: Int64] = [:]
+    private var ids: [Int64: Replica.ID] = [:]
+
+    init(db: Database) { self.db = db }
+
+    /// The number of `origin`, assigned on first use.
+    func number(of origin: Replica.ID) throws -> Int64 {
+        if let known = numbers[origin] { return known }
+        let key = Data(origin.bytes)
+        if let existing = try Int64.fetchOne(db, sql: "SELECT id FROM tidemark_origins WHERE replica = ?", arguments: [key]) {
+            remember(origin, existing)
+            return existing
+        }
+        try db.execute(sql: "INSERT INTO tidemark_origins(replica) VALUES (?)", arguments: [key])
+        remember(origin, db.lastInsertedRowID)
+        return db.lastInsertedRowID
+    }
+
+    /// The replica id with number `number`.
+    func origin(_ number: Int64) throws -> Replica.ID? {
+        if let known = ids[number] { return known }
+        guard let data = try Data.fetchOne(db, sql: "SELECT replica FROM tidemark_origins WHERE id = ?", arguments: [number]),
+            let origin = Replica.ID(bytes: [UInt8](data))
+        else { return nil }
+        remember(origin, number)
+        return origin
+    }
+
+    private func remember(_ origin: Replica.ID, _ number: Int64) {
+        numbers[origin] = number
+        ids[number] = origin
+    }
+}
+
 /// Reads and writes one tracked table's row metadata.
 struct RowMetadataStore {
     let table: TrackedTable
     private let nonKey: [Int]
     private let fetchSQL: String
     private let saveSQL: String
+    private let origins: OriginNumbers
 
-    init(table: TrackedTable) {
+    init(table: TrackedTable, origins: OriginNumbers) {
         self.table = table
+        self.origins = origins
         let nonKey = table.columns.indices.filter { !table.keyIndexes.contains($0) }
         self.nonKey = nonKey
         let name = Bookkeeping.rowMetadataTable(table)
         let keyMatch = table.keyIndexes.indices.map { "k\($0) = ?" }.joined(separator: " AND ")
-        let clocks = nonKey.flatMap { ["t\($0)", "o\($0)"] }
+        let clocks = ["t", "o"] + nonKey.flatMap { ["t\($0)", "o\($0)"] }
         fetchSQL = "SELECT \((["cl"] + clocks).joined(separator: ", ")) FROM \(name) WHERE \(keyMatch)"
         let columns = table.keyIndexes.indices.map { "k\($0)" } + ["cl"] + clocks
         saveSQL = "INSERT OR REPLACE INTO \(name)(\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
@@ -44,28 +84,37 @@ struct RowMetadataStore {
         guard let row = try Row.fetchOne(statement, arguments: StatementArguments(key)) else {
             return RowMetadata(generation: 0, clocks: clocks)
         }
-        for (n, column) in nonKey.enumerated() {
-            if let packed = row[1 + 2 * n] as Int64?, let origin = (row[2 + 2 * n] as Data?).flatMap({ Replica.ID(bytes: [UInt8]($0)) }) {
-                clocks[column] = MergeClock(timestamp: HLCTimestamp(packed: packed), origin: origin)
-            }
+        if let shared = try clock(row[1], row[2]) {
+            for column in nonKey { clocks[column] = shared }
+        } else {
+            for (n, column) in nonKey.enumerated() { clocks[column] = try clock(row[3 + 2 * n], row[4 + 2 * n]) }
         }
         return RowMetadata(generation: row[0], clocks: clocks)
     }
 
     /// Stores the metadata of the row with `key`.
     func save(_ db: Database, key: [SQLValue], _ metadata: RowMetadata) throws {
-        let statement = try db.cachedStatement(sql: saveSQL)
         var values: [any DatabaseValueConvertible] = key.map { $0 as any DatabaseValueConvertible }
         values.append(metadata.generation)
-        for column in nonKey {
-            if let clock = metadata.clocks[column] {
-                values.append(clock.timestamp.packed)
-                values.append(Data(clock.origin.bytes))
-            } else {
-                values.append(DatabaseValue.null)
-                values.append(DatabaseValue.null)
+        let perColumn = nonKey.map { metadata.clocks[$0] }
+        if let first = perColumn.first ?? nil, perColumn.allSatisfy({ $0 == first }) {
+            values += [first.timestamp.packed, try origins.number(of: first.origin)]
+            values += Array(repeating: DatabaseValue.null, count: 2 * nonKey.count) as [any DatabaseValueConvertible]
+        } else {
+            values += [DatabaseValue.null, DatabaseValue.null]
+            for clock in perColumn {
+                if let clock {
+                    values += [clock.timestamp.packed, try origins.number(of: clock.origin)]
+                } else {
+                    values += [DatabaseValue.null, DatabaseValue.null]
+                }
             }
         }
-        try statement.execute(arguments: StatementArguments(values))
+        try db.cachedStatement(sql: saveSQL).execute(arguments: StatementArguments(values))
+    }
+
+    private func clock(_ packed: Int64?, _ origin: Int64?) throws -> MergeClock? {
+        guard let packed, let origin, let id = try origins.origin(origin) else { return nil }
+        return MergeClock(timestamp: HLCTimestamp(packed: packed), origin: id)
     }
 }

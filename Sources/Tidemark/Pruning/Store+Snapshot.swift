@@ -26,8 +26,9 @@ extension Store {
                         ranges: [])
                     var encoder = try BundleEncoder(sink: sink, signingKey: key.privateKey, header: header)
                     var rows = 0
+                    let origins = OriginNumbers(db: db)
                     for table in trackedTables {
-                        rows += try SnapshotReader(db: db, table: table).forEach { try encoder.add($0) }
+                        rows += try SnapshotReader(db: db, table: table, origins: origins).forEach { try encoder.add($0) }
                     }
                     _ = try encoder.finish { _, _, _ in preconditionFailure("a snapshot has no origin ranges") }
                     return ExportSummary(path: path, since: .zero, through: through, transactionCount: 0, changeCount: rows, bytes: 0)
@@ -48,10 +49,11 @@ extension Store {
 struct SnapshotReader {
     let db: Database
     let table: TrackedTable
+    let origins: OriginNumbers
 
     /// Calls `body` with each row state; returns how many.
     func forEach(_ body: (RowState) throws -> Void) throws -> Int {
-        let store = RowMetadataStore(table: table)
+        let store = RowMetadataStore(table: table, origins: origins)
         let access = RowAccess(db: db, table: table)
         let keys = table.keyIndexes.indices.map { "k\($0)" }.joined(separator: ", ")
         let cursor = try Row.fetchCursor(db, sql: "SELECT \(keys) FROM \(Bookkeeping.rowMetadataTable(table)) ORDER BY \(keys)")

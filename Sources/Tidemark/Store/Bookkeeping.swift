@@ -90,6 +90,10 @@ enum Bookkeeping {
                     pushed_through TEXT,              -- the token of the last bundle this replica pushed there
                     last_number INTEGER NOT NULL DEFAULT 0  -- its number: numbers are never reused, even after a prune
                 ) WITHOUT ROWID;
+                CREATE TABLE tidemark_origins(
+                    id INTEGER PRIMARY KEY,           -- a small local number for a replica id, used in row metadata
+                    replica BLOB NOT NULL UNIQUE
+                );
                 CREATE TABLE tidemark_conflicts(
                     id INTEGER PRIMARY KEY,
                     table_name TEXT NOT NULL,
@@ -116,14 +120,16 @@ enum Bookkeeping {
 
     /// The row-metadata table of a tracked table (Protocol/merge.md §2): one row per identity ever
     /// seen, kept beside the rows and never pruned. `k<i>` hold the key values in key order, `cl`
-    /// the causal length, and for each non-key column `i` the clock of its last write: `t<i>` the
-    /// packed hybrid timestamp and `o<i>` the writing replica.
+    /// the causal length. Clocks are stored compactly: when every non-key column was set by the same
+    /// write, `t`/`o` hold that one clock; otherwise each non-key column `i` has its own `t<i>`/`o<i>`.
+    /// `t` is a packed hybrid timestamp and `o` the writer's number in `tidemark_origins`.
     static func rowMetadataTable(_ table: TrackedTable) -> String { "tidemark_rows_\(table.id)" }
 
     /// Creates the row-metadata table of `table`.
     static func createRowMetadata(_ db: Database, for table: TrackedTable) throws {
         let keys = table.keyIndexes.indices.map { "k\($0)" }
-        let clocks = table.columns.indices.filter { !table.keyIndexes.contains($0) }.map { "t\($0) INTEGER, o\($0) BLOB" }
+        let clocks = ["t INTEGER, o INTEGER"]
+            + table.columns.indices.filter { !table.keyIndexes.contains($0) }.map { "t\($0) INTEGER, o\($0) INTEGER" }
         try db.execute(
             sql: "CREATE TABLE \(rowMetadataTable(table))(\((keys + ["cl INTEGER NOT NULL"] + clocks).joined(separator: ", ")), "
                 + "PRIMARY KEY(\(keys.joined(separator: ", ")))) WITHOUT ROWID")

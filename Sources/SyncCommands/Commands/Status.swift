@@ -20,7 +20,7 @@ struct Status: ParsableCommand {
                     + ",\"behind\":{\"transactions\":\(m.behindTransactions),\"changes\":\(m.behindChanges)"
                     + ",\"since\":\(m.lackingSince.map { "\"\($0.iso8601)\"" } ?? "null")}}"
             }.joined(separator: ",")
-            let tables = status.tables.filter { !$0.isInternal }.map { t in
+            let tables = status.tables.map { t in
                 "{\"name\":\(JSONText.quote(t.name)),\"key\":[\(t.keyColumns.map(JSONText.quote).joined(separator: ","))]"
                     + ",\"preserved\":[\(t.preservedColumns.map(JSONText.quote).joined(separator: ","))]}"
             }.joined(separator: ",")
@@ -35,7 +35,7 @@ struct Status: ParsableCommand {
         }
         Output.line("replica  \(status.replica.name) \(status.replica.id)")
         Output.line("token    \(status.token)")
-        for t in status.tables where !t.isInternal {
+        for t in status.tables {
             var line = "table    \(t.name) key(\(t.keyColumns.joined(separator: ", ")))"
             if !t.preservedColumns.isEmpty { line += " preserve(\(t.preservedColumns.joined(separator: ", ")))" }
             Output.line(line)

@@ -18,7 +18,7 @@ struct BundleApplier {
         self.store = store
         self.context = context
         self.path = path
-        recordSQL = Dictionary(uniqueKeysWithValues: store.trackedTables.map { table in
+        recordSQL = Dictionary(uniqueKeysWithValues: store.replicatedTables.map { table in
             let columns = table.columns.indices.map(Bookkeeping.valueColumn).joined(separator: ", ")
             let placeholders = Array(repeating: "?", count: table.columns.count + 4).joined(separator: ", ")
             return (table.name, "INSERT INTO tidemark_changes(table_id, op, mask, gen, \(columns)) VALUES (\(placeholders))")
@@ -29,7 +29,7 @@ struct BundleApplier {
         // Local writes join row metadata before anything merges against it.
         try LocalFold(db: db, store: store).run()
         try checkContinuity(expected.header)
-        for table in store.trackedTables { try CaptureTriggers.remove(table, in: db) }
+        for table in store.replicatedTables { try CaptureTriggers.remove(table, in: db) }
         try db.execute(sql: "PRAGMA defer_foreign_keys = ON")
         let source = try FileSource(path: path)
         defer { source.close() }
@@ -117,7 +117,7 @@ struct BundleApplier {
         try engine.resolver.settleOrphans()
         try sealResolutions(engine.resolver.deletes)
         try db.execute(sql: "UPDATE tidemark_state SET sealed_through = ? WHERE id = 1", arguments: [try Sealer.lastChangeID(db)])
-        for table in store.trackedTables { try CaptureTriggers.install(table, in: db) }
+        for table in store.replicatedTables { try CaptureTriggers.install(table, in: db) }
         return Store.ImportSummary(
             path: path, sender: verified.header.senderName, appliedTransactions: applied.transactions,
             appliedChanges: applied.changes, skippedTransactions: skipped, header: verified.header)
@@ -139,7 +139,7 @@ struct BundleApplier {
                     db, sql: "SELECT head FROM tidemark_replicas WHERE replica = ? AND max_seq = ?", arguments: [key, range.first - 1])
             }
             if range.origin == store.replica.id, held == nil {
-                held = try OwnChain(db: db, replica: range.origin, tables: store.trackedTables).hash(through: range.first - 1).map { Data($0) }
+                held = try OwnChain(db: db, replica: range.origin, tables: store.replicatedTables).hash(through: range.first - 1).map { Data($0) }
             }
             if let held, [UInt8](held) != range.previous {
                 throw ExchangeError.historyFork(path: path, origin: range.origin.description, sequence: range.first - 1)
@@ -151,7 +151,7 @@ struct BundleApplier {
     /// snapshot's, marking the history it skipped as pruned (it is not available here).
     func applySnapshot(expected: VerifiedBundle) throws -> Store.ImportSummary {
         try LocalFold(db: db, store: store).run()
-        for table in store.trackedTables { try CaptureTriggers.remove(table, in: db) }
+        for table in store.replicatedTables { try CaptureTriggers.remove(table, in: db) }
         try db.execute(sql: "PRAGMA defer_foreign_keys = ON")
         let source = try FileSource(path: path)
         defer { source.close() }
@@ -187,7 +187,7 @@ struct BundleApplier {
         try engine.resolver.settleOrphans()
         try sealResolutions(engine.resolver.deletes)
         try db.execute(sql: "UPDATE tidemark_state SET sealed_through = ? WHERE id = 1", arguments: [try Sealer.lastChangeID(db)])
-        for table in store.trackedTables { try CaptureTriggers.install(table, in: db) }
+        for table in store.replicatedTables { try CaptureTriggers.install(table, in: db) }
         return Store.ImportSummary(
             path: path, sender: verified.header.senderName, appliedTransactions: 0, appliedChanges: rows, skippedTransactions: 0,
             header: verified.header)

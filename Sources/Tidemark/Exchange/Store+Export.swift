@@ -37,7 +37,7 @@ extension Store {
             try database.write { db in
                 // Every own change needs its generation before it can be encoded.
                 try LocalFold(db: db, store: self).run()
-                return try OwnChain(db: db, replica: own, tables: trackedTables).hash(through: since[own])
+                return try OwnChain(db: db, replica: own, tables: replicatedTables).hash(through: since[own])
             }
         }
         let directory = (path as NSString).deletingLastPathComponent
@@ -52,7 +52,7 @@ extension Store {
                     let header = BundleHeader(
                         kind: kind, senderName: replica.name, created: HLCTimestamp.next(after: plan.clock, now: options.clock.nowMilliseconds()),
                         since: since, through: plan.through,
-                        tables: trackedTables.map { BundleHeader.TableSchema(name: $0.name, keyColumns: $0.keyColumns, columns: $0.columns) },
+                        tables: replicatedTables.map { BundleHeader.TableSchema(name: $0.name, keyColumns: $0.keyColumns, columns: $0.columns) },
                         ranges: kind == .watermark ? [] : plan.ranges)
                     var encoder = try BundleEncoder(sink: sink, signingKey: key.privateKey, header: header)
                     let counts = kind == .watermark ? (0, 0) : try plan.writeTransactions(into: &encoder)
@@ -160,7 +160,7 @@ struct ExportPlan {
         let valueColumns = try Bookkeeping.valueColumnCount(db)
         let changes = try db.makeStatement(
             sql: "SELECT \(ChangeDecoder.selectList(valueColumns: valueColumns)) FROM tidemark_changes WHERE id BETWEEN ? AND ? ORDER BY id")
-        let decoder = ChangeDecoder(tables: store.trackedTables)
+        let decoder = ChangeDecoder(tables: store.replicatedTables)
         let transactions = try Row.fetchCursor(
             db,
             sql: """

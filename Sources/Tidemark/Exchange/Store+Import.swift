@@ -120,7 +120,7 @@ struct ImportContext {
         var trusted = [own: store.replica.name]
         for peer in try Store.peers(db) { trusted[peer.id] = peer.name }
         self.trusted = trusted
-        tables = Dictionary(uniqueKeysWithValues: store.trackedTables.map { ($0.name, $0) })
+        tables = Dictionary(uniqueKeysWithValues: store.replicatedTables.map { ($0.name, $0) })
         var heads: [Replica.ID: (Int64, [UInt8]?)] = [:]
         for row in try Row.fetchAll(db, sql: "SELECT replica, max_seq, head FROM tidemark_replicas") {
             heads[Replica.ID(bytes: [UInt8](row[0] as Data))!] = (row[1], (row[2] as Data?).map { [UInt8]($0) })

@@ -77,7 +77,7 @@ struct HistoryReader {
         let valueColumns = try Bookkeeping.valueColumnCount(db)
         let changes = try db.makeStatement(
             sql: "SELECT \(ChangeDecoder.selectList(valueColumns: valueColumns)) FROM tidemark_changes WHERE id BETWEEN ? AND ? ORDER BY id")
-        let decoder = ChangeDecoder(tables: store.trackedTables)
+        let decoder = ChangeDecoder(tables: store.replicatedTables)
         var result: [History.Transaction] = []
         for header in headers {
             var list: [History.Change] = []

@@ -19,8 +19,8 @@ struct LocalFold {
             arguments: [own, folded])
         guard let last = transactions.last else { return }
         let origins = OriginNumbers(db: db)
-        let stores = Dictionary(uniqueKeysWithValues: store.trackedTables.map { ($0.id, RowMetadataStore(table: $0, origins: origins)) })
-        let decoder = ChangeDecoder(tables: store.trackedTables)
+        let stores = Dictionary(uniqueKeysWithValues: store.replicatedTables.map { ($0.id, RowMetadataStore(table: $0, origins: origins)) })
+        let decoder = ChangeDecoder(tables: store.replicatedTables)
         let valueColumns = try Bookkeeping.valueColumnCount(db)
         let changes = try db.makeStatement(
             sql: "SELECT \(ChangeDecoder.selectList(valueColumns: valueColumns)), id FROM tidemark_changes WHERE id BETWEEN ? AND ? ORDER BY id")

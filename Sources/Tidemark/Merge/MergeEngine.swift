@@ -14,10 +14,10 @@ struct MergeEngine {
 
     init(db: Database, store: Store, clock: @escaping () -> HLCTimestamp) {
         self.db = db
-        tables = Dictionary(uniqueKeysWithValues: store.trackedTables.map { ($0.name, $0) })
+        tables = Dictionary(uniqueKeysWithValues: store.replicatedTables.map { ($0.name, $0) })
         let origins = OriginNumbers(db: db)
-        metadata = Dictionary(uniqueKeysWithValues: store.trackedTables.map { ($0.name, RowMetadataStore(table: $0, origins: origins)) })
-        rows = Dictionary(uniqueKeysWithValues: store.trackedTables.map { ($0.name, RowAccess(db: db, table: $0)) })
+        metadata = Dictionary(uniqueKeysWithValues: store.replicatedTables.map { ($0.name, RowMetadataStore(table: $0, origins: origins)) })
+        rows = Dictionary(uniqueKeysWithValues: store.replicatedTables.map { ($0.name, RowAccess(db: db, table: $0)) })
         resolver = ConflictResolver(db: db, replica: store.replica.id, tables: tables, metadata: metadata, clock: clock)
     }
 

@@ -22,12 +22,12 @@ extension Store {
                     let header = BundleHeader(
                         kind: .snapshot, senderName: replica.name, created: HLCTimestamp.next(after: clock, now: options.clock.nowMilliseconds()),
                         since: .zero, through: through,
-                        tables: trackedTables.map { BundleHeader.TableSchema(name: $0.name, keyColumns: $0.keyColumns, columns: $0.columns) },
+                        tables: replicatedTables.map { BundleHeader.TableSchema(name: $0.name, keyColumns: $0.keyColumns, columns: $0.columns) },
                         ranges: [])
                     var encoder = try BundleEncoder(sink: sink, signingKey: key.privateKey, header: header)
                     var rows = 0
                     let origins = OriginNumbers(db: db)
-                    for table in trackedTables {
+                    for table in replicatedTables {
                         rows += try SnapshotReader(db: db, table: table, origins: origins).forEach { try encoder.add($0) }
                     }
                     _ = try encoder.finish { _, _, _ in preconditionFailure("a snapshot has no origin ranges") }

@@ -164,7 +164,7 @@ extension Store {
         try database.read { db in
             var wanted = try Self.plannedTables(setup, in: db, path: path)
             for i in wanted.indices { wanted[i].id = trackedTable(named: wanted[i].name)?.id ?? -1 }
-            let user = trackedTables.filter { !$0.isInternal }
+            let user = trackedTables
             if Set(wanted) != Set(user) {
                 let have = user.map(\.name).joined(separator: ", ")
                 throw StoreError.alreadyInitialized(path: path, difference: "it tracks (\(have)) with other settings than the ones given")

@@ -32,19 +32,22 @@ public final class Store: Sendable {
     public let path: String
     /// This store's replica.
     public let replica: Replica
-    /// The tracked tables, as registered when the store was opened.
-    public let trackedTables: [TrackedTable]
+    /// Every table whose changes replicate, as registered when the store was opened: the user's
+    /// tracked tables and Tidemark's own membership table.
+    let replicatedTables: [TrackedTable]
+    /// The user's tracked tables, as registered when the store was opened.
+    public var trackedTables: [TrackedTable] { replicatedTables.filter { !$0.isInternal } }
     /// This replica's Ed25519 public key (32 bytes); its identity is derived from it.
     public let publicKey: [UInt8]
     let database: DatabaseQueue
     let options: Options
 
-    init(path: String, database: DatabaseQueue, replica: Replica, publicKey: [UInt8], trackedTables: [TrackedTable], options: Options) {
+    init(path: String, database: DatabaseQueue, replica: Replica, publicKey: [UInt8], replicatedTables: [TrackedTable], options: Options) {
         self.path = path
         self.publicKey = publicKey
         self.database = database
         self.replica = replica
-        self.trackedTables = trackedTables
+        self.replicatedTables = replicatedTables
         self.options = options
     }
 
@@ -68,7 +71,7 @@ public final class Store: Sendable {
                 for table in tables { try table.checkShape(in: db) }
                 return Store(
                     path: path, database: database, replica: Replica(name: name, id: Replica.ID(publicKey: Array(key))),
-                    publicKey: Array(key), trackedTables: tables, options: options)
+                    publicKey: Array(key), replicatedTables: tables, options: options)
             }
         } catch {
             throw StoreConnection.mapped(error, path: path)

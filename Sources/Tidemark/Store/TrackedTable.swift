@@ -15,7 +15,7 @@ public struct TrackedTable: Sendable, Hashable {
     public var preservedIndexes: [Int]
 
     /// Whether this is Tidemark's own replicated table (membership), not the user's.
-    public var isInternal: Bool { name.hasPrefix(Bookkeeping.prefix) }
+    var isInternal: Bool { name.hasPrefix(Bookkeeping.prefix) }
 
     /// The primary-key column names, in key order.
     public var keyColumns: [String] { keyIndexes.map { columns[$0] } }

@@ -189,6 +189,37 @@ struct DecodedBundle: Decodable, Equatable {
             value = try pair.decode(JSONValue.self).value
         }
     }
+    /// A snapshot's row state (§4.4): columns are `[name, value, clock]`, the clock
+    /// `{"timestamp", "origin"}` or null.
+    struct Row: Decodable, Equatable {
+        struct Cell: Decodable, Equatable {
+            var name: String
+            var value: SQLValue
+            var clock: Clock?
+            init(_ name: String, _ value: SQLValue, _ clock: Clock?) {
+                self.name = name
+                self.value = value
+                self.clock = clock
+            }
+            init(from decoder: Decoder) throws {
+                var triple = try decoder.unkeyedContainer()
+                name = try triple.decode(String.self)
+                value = try triple.decode(JSONValue.self).value
+                clock = try triple.decodeNil() ? nil : try triple.decode(Clock.self)
+                guard triple.isAtEnd else {
+                    throw DecodingError.dataCorruptedError(in: triple, debugDescription: "a row-state column has three elements")
+                }
+            }
+        }
+        struct Clock: Decodable, Equatable {
+            var timestamp: Int64
+            var origin: String
+        }
+        var table: String
+        var generation: Int64
+        var key: [Column]
+        var columns: [Cell]
+    }
     struct Attestation: Decodable, Equatable {
         var origin: String
         var sequence: Int64
@@ -204,15 +235,30 @@ struct DecodedBundle: Decodable, Equatable {
     var tables: [Table]
     var ranges: [Range]
     var transactions: [Transaction]
+    /// Present for snapshots only.
+    var rowStates: [Row]?
     var attestations: [Attestation]
     var digest: String
     var signature: String
 
-    /// Reads every transaction and change, then `finish()`.
+    /// Reads every transaction and change, or for a snapshot every row state, then `finish()`.
     init(decoding file: [UInt8]) throws {
         let decoder = try BundleDecoder(BufferSource(file))
         var transactions: [Transaction] = []
-        while let head = try decoder.nextTransaction() {
+        var rows: [Row]?
+        if decoder.header.kind == .snapshot {
+            var states: [Row] = []
+            while let r = try decoder.nextRowState() {
+                states.append(
+                    Row(
+                        table: r.table, generation: r.generation, key: r.key.map { Column($0.name, $0.value) },
+                        columns: r.cells.map { c in
+                            Row.Cell(c.name, c.value, c.clock.map { Row.Clock(timestamp: $0.timestamp.packed, origin: $0.origin.description) })
+                        }))
+            }
+            rows = states
+        }
+        while decoder.header.kind != .snapshot, let head = try decoder.nextTransaction() {
             var changes: [Change] = []
             while let c = try decoder.nextChange() {
                 let carried: [History.Column]
@@ -246,6 +292,7 @@ struct DecodedBundle: Decodable, Equatable {
                 previous: HexCoding.encode($0.previous))
         }
         self.transactions = transactions
+        rowStates = rows
         attestations = v.attestations.map {
             Attestation(
                 origin: $0.origin.description, sequence: $0.sequence, head: HexCoding.encode($0.head),
@@ -270,6 +317,10 @@ struct DecodedBundle: Decodable, Equatable {
         }
         for (i, (e, a)) in zip(transactions, actual.transactions).enumerated() where e != a {
             return "transaction \(i): expected \(e), decoded \(a)"
+        }
+        if let different = differ("row states", rowStates?.count, actual.rowStates?.count) { return different }
+        for (i, (e, a)) in zip(rowStates ?? [], actual.rowStates ?? []).enumerated() where e != a {
+            return "row state \(i): expected \(e), decoded \(a)"
         }
         return "the documents differ"
     }

@@ -42,6 +42,8 @@ struct Catalog {
         addRecords()
         group = "verification"
         addVerification()
+        group = "snapshot"
+        addSnapshot()
         let names = vectors.map(\.name)
         precondition(Set(names).count == names.count, "duplicate vector names")
     }

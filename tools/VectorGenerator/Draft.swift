@@ -13,6 +13,8 @@ struct Draft {
     var through: Token
     var tables: [Table]
     var transactions: [Transaction]
+    /// The row states of a snapshot (kind 2, §4.4), written after any transactions.
+    var rowStates: [RowStateRecord] = []
     var ranges: [OriginRange]
     /// The header's attribute count and anything after it.
     var headerTail: [UInt8] = [0]
@@ -90,7 +92,7 @@ struct Draft {
         var header = headerPayload()
         editHeader(&header)
 
-        var records = transactions.map(\.encoded)
+        var records = transactions.map(\.encoded) + rowStates.map(\.encoded)
         editRecords(&records)
 
         // §5.2: chain each origin's records from its range's `previous`.

@@ -3,7 +3,7 @@
 extension Draft {
     func expectedJSON(_ built: Built) -> JSON {
         let kindWord = [1: "changes", 2: "snapshot", 3: "watermark"][Int(kind)] ?? "unknown"
-        return .object([
+        var pairs: [(String, JSON)] = [
             ("kind", .string(kindWord)),
             (
                 "sender",
@@ -45,7 +45,25 @@ extension Draft {
             ),
             ("digest", .hex(built.digest)),
             ("signature", .hex(built.signature)),
+        ]
+        // Only a snapshot carries row states; the key is absent from other kinds' JSON.
+        if kind == 2 { pairs.insert(("rowStates", .array(rowStates.map(Self.rowState))), at: 8) }
+        return .object(pairs)
+    }
+
+    /// §10.2: `{"table", "generation", "key": [[name, value], …], "columns": [[name, value, clock], …]}`, the clock
+    /// `{"timestamp", "origin"}` or null.
+    static func rowState(_ r: RowStateRecord) -> JSON {
+        .object([
+            ("table", .string(r.table)), ("generation", .integer(Int64(bitPattern: r.generation))),
+            ("key", .array(r.key.map { .array([.string($0.name), .value($0.value)]) })),
+            ("columns", .array(r.cells.map { .array([.string($0.name), .value($0.value), clock($0.clock)]) })),
         ])
+    }
+
+    static func clock(_ c: (timestamp: Int64, origin: [UInt8])?) -> JSON {
+        guard let c else { return .null }
+        return .object([("timestamp", .integer(c.timestamp)), ("origin", .hex(c.origin))])
     }
 
     static func token(_ t: Token) -> JSON { .object(t.entries.map { (Wire.hex($0.id), .integer($0.sequence)) }) }

@@ -117,6 +117,46 @@ struct Transaction {
     }
 }
 
+/// A row-state record of a snapshot bundle (§4.4), fields in wire order.
+struct RowStateRecord {
+    /// One non-key column: its value and, if any, the clock of the write that set it.
+    struct Cell {
+        var name: String
+        var value: Value
+        /// The packed HLC timestamp and the writer's replica id; nil is clock-present byte 0.
+        var clock: (timestamp: Int64, origin: [UInt8])?
+        init(_ name: String, _ value: Value, clock: (timestamp: Int64, origin: [UInt8])?) {
+            self.name = name
+            self.value = value
+            self.clock = clock
+        }
+    }
+    var table: String
+    /// The causal length: odd alive, even a tombstone.
+    var generation: UInt64
+    var key: [Column]
+    var cells: [Cell]
+    var attributes: [Attribute] = []
+
+    init(table: String, generation: UInt64, key: [Column], cells: [Cell]) {
+        self.table = table
+        self.generation = generation
+        self.key = key
+        self.cells = cells
+    }
+
+    var encoded: [UInt8] {
+        var out = Wire.name(table) + Wire.varint(generation) + Wire.varint(UInt64(key.count))
+        for c in key { out += Wire.name(c.name) + Wire.value(c.value) }
+        out += Wire.varint(UInt64(cells.count))
+        for c in cells {
+            out += Wire.name(c.name) + Wire.value(c.value)
+            if let clock = c.clock { out += [1] + Wire.varint(UInt64(bitPattern: clock.timestamp)) + clock.origin } else { out += [0] }
+        }
+        return out + Attribute.encode(attributes)
+    }
+}
+
 /// A table entry of the header (§3.3), lists in wire order.
 struct Table {
     var name: String

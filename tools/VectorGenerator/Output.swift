@@ -94,6 +94,7 @@ struct Output {
                 + "stated check can catch it."
         ),
         ("Signature", "The file signature does not verify (§5.1)."),
+        ("Snapshot", "A snapshot bundle (kind 2) of row states (§4.4), or row states where they do not belong."),
         ("Truncated", "Data ends early."),
         ("UTF8", "Exercises UTF-8 validation (§4.1)."),
         ("Uncompressed", "Uses uncompressed TRANSACTIONS frames (§3.2)."),

@@ -12,7 +12,11 @@ enum SelfCheck {
             let decoder = try BundleDecoder(BufferSource(bytes))
             var transactions: [JSON] = []
             var decoded: [(History.TransactionHeader, [History.Change])] = []
-            while let head = try decoder.nextTransaction() {
+            var rowStates: [JSON] = []
+            if decoder.header.kind == .snapshot {
+                while let state = try decoder.nextRowState() { rowStates.append(json(state)) }
+            }
+            while decoder.header.kind != .snapshot, let head = try decoder.nextTransaction() {
                 var changes: [History.Change] = []
                 while let change = try decoder.nextChange() { changes.append(change) }
                 decoded.append((head, changes))
@@ -20,7 +24,7 @@ enum SelfCheck {
             }
             let verified = try decoder.finish()
             print("valid")
-            print(json(verified, transactions: transactions, signature: Array(bytes.suffix(64))).rendered())
+            print(json(verified, transactions: transactions, rowStates: rowStates, signature: Array(bytes.suffix(64))).rendered())
             print("reencoded: " + (shouldReencode ? reencode(bytes, verified, decoded, keys: keys) : "not asked"))
         } catch let error as BundleError {
             print("invalid \(layer(error)): \(error)")
@@ -65,9 +69,9 @@ enum SelfCheck {
 
     // MARK: - JSON of a decoded bundle (same shape as Expected.swift)
 
-    static func json(_ v: VerifiedBundle, transactions: [JSON], signature: [UInt8]) -> JSON {
+    static func json(_ v: VerifiedBundle, transactions: [JSON], rowStates: [JSON], signature: [UInt8]) -> JSON {
         let h = v.header
-        return .object([
+        var pairs: [(String, JSON)] = [
             ("kind", .string(["", "changes", "snapshot", "watermark"][Int(h.kind.rawValue)])),
             ("sender", .object([("name", .string(h.senderName)), ("publicKey", .hex(v.senderKey)), ("replica", .hex(v.sender.bytes))])),
             ("created", .integer(h.created.packed)),
@@ -106,6 +110,25 @@ enum SelfCheck {
             ),
             ("digest", .hex(v.digest)),
             ("signature", .hex(signature)),
+        ]
+        if h.kind == .snapshot { pairs.insert(("rowStates", .array(rowStates)), at: 8) }
+        return .object(pairs)
+    }
+
+    static func json(_ r: RowState) -> JSON {
+        .object([
+            ("table", .string(r.table)), ("generation", .integer(r.generation)),
+            ("key", .array(r.key.map { .array([.string($0.name), .value(value($0.value))]) })),
+            (
+                "columns",
+                .array(
+                    r.cells.map { c in
+                        let clock: JSON =
+                            c.clock.map { .object([("timestamp", .integer($0.timestamp.packed)), ("origin", .hex($0.origin.bytes))]) }
+                            ?? .null
+                        return .array([.string(c.name), .value(value(c.value)), clock])
+                    })
+            ),
         ])
     }
 

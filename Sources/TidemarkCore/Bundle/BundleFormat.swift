@@ -33,7 +33,7 @@ public enum BundleFormat {
     public enum Kind: UInt8, Sendable {
         /// Transactions a peer lacks.
         case changes = 1
-        /// Reserved for snapshot bundles.
+        /// The state of every row a replica knows (§4.4), for catching up past pruned history.
         case snapshot = 2
         /// A replica's signed watermark: the token it has applied; carries no transactions.
         case watermark = 3

@@ -4,6 +4,7 @@ import Tidemark
 
 /// The `sync` command: the root of every subcommand.
 public struct SyncCLI: AsyncParsableCommand {
+    /// The command's name, abstract and subcommands.
     public static let configuration = CommandConfiguration(
         commandName: "sync",
         abstract: "Tidemark: history-tracked SQLite stores that sync through shared folders.",
@@ -12,6 +13,7 @@ public struct SyncCLI: AsyncParsableCommand {
             Export.self, Inspect.self, Import.self, Push.self, Pull.self, Prune.self, Conflicts.self,
         ])
 
+    /// Creates the root command (argument-parser calls this).
     public init() {}
 
     /// Parses `arguments`, runs the command, and returns the exit code. Failures print one line

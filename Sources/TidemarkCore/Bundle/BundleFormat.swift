@@ -39,8 +39,9 @@ public enum BundleFormat {
         case watermark = 3
     }
 
-    /// §5.1: domain-separation prefixes of the signed messages and the chain genesis.
+    /// §5.1: the domain-separation prefix of the message a sender signs for a whole bundle.
     public static let bundleSignaturePrefix = Array("tidemark-bundle-v1".utf8) + [0]
+    /// §5.2: the domain-separation prefix of the chain genesis and of attestation messages.
     public static let chainPrefix = Array("tidemark-chain-v1".utf8) + [0]
 
     /// The size of uncompressed record data the writer collects before compressing a chunk.

@@ -12,17 +12,11 @@ struct OwnChain {
     /// The chain hash after our transaction `sequence` (genesis for 0), computing and storing any
     /// missing hashes up to it. Returns nil if that point was pruned without its hash.
     func hash(through sequence: Int64) throws -> [UInt8]? {
-        if sequence == 0 { return Chain.genesis(replica) }
+        if let held = try HeldChain.hash(db, origin: replica, after: sequence) { return held }
         let key = Data(replica.bytes)
-        if let stored = try Data.fetchOne(
-            db, sql: "SELECT chain FROM tidemark_transactions WHERE replica = ? AND seq = ?", arguments: [key, sequence])
-        {
-            return [UInt8](stored)
-        }
         let info = try Row.fetchOne(db, sql: "SELECT pruned_through, pruned_head FROM tidemark_replicas WHERE replica = ?", arguments: [key])
         let prunedThrough: Int64 = info?[0] ?? 0
-        if sequence == prunedThrough, let head = info?[1] as Data? { return [UInt8](head) }
-        if sequence < prunedThrough { return nil }
+        if sequence <= prunedThrough { return nil }
         // Start from the latest known point at or below `sequence`.
         var base: Int64 = 0
         var head = Chain.genesis(replica)

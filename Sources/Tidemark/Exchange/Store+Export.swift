@@ -115,7 +115,7 @@ struct ExportPlan {
         let ownKey = store.publicKey
         if since[own] > through[own] { throw StoreError.foreignToken(token: since.description) }
         for row in try Row.fetchAll(
-            db, sql: "SELECT replica, max_seq, pruned_through, public_key, head, head_signature, pruned_head FROM tidemark_replicas")
+            db, sql: "SELECT replica, max_seq, pruned_through, public_key, head, head_signature FROM tidemark_replicas")
         {
             let origin = Replica.ID(bytes: [UInt8](row[0] as Data))!
             let maxSeq: Int64 = row[1]
@@ -126,18 +126,7 @@ struct ExportPlan {
                 throw StoreError.historyTokenExpired(token: since.description, replica: origin, prunedThrough: pruned)
             }
             let first = since[origin] + 1
-            var previous: [UInt8]?
-            if origin == own {
-                previous = ownPrevious
-            } else if first == 1 {
-                previous = Chain.genesis(origin)
-            } else if let chain = try Data.fetchOne(
-                db, sql: "SELECT chain FROM tidemark_transactions WHERE replica = ? AND seq = ?", arguments: [row[0], first - 1])
-            {
-                previous = [UInt8](chain)
-            } else if first - 1 == pruned, let prunedHead = row[6] as Data? {
-                previous = [UInt8](prunedHead)
-            }
+            let previous = origin == own ? ownPrevious : try HeldChain.hash(db, origin: origin, after: first - 1)
             let key = origin == own ? ownKey : (row[3] as Data?).map { [UInt8]($0) }
             guard let previous, let key else {
                 throw StoreError.historyTokenExpired(token: since.description, replica: origin, prunedThrough: pruned)

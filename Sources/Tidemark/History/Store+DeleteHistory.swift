@@ -73,10 +73,8 @@ struct HistoryPruner {
             let through = min(bound, maxSeq)
             let pruned = try Int64.fetchOne(db, sql: "SELECT pruned_through FROM tidemark_replicas WHERE replica = ?", arguments: [key]) ?? 0
             guard through > pruned else { continue }
-            if let chain = try Data.fetchOne(
-                db, sql: "SELECT chain FROM tidemark_transactions WHERE replica = ? AND seq = ?", arguments: [key, through])
-            {
-                try db.execute(sql: "UPDATE tidemark_replicas SET pruned_head = ? WHERE replica = ?", arguments: [chain, key])
+            if let chain = try HeldChain.hash(db, origin: replica, after: through) {
+                try db.execute(sql: "UPDATE tidemark_replicas SET pruned_head = ? WHERE replica = ?", arguments: [Data(chain), key])
             }
             let ranges = try Row.fetchAll(
                 db, sql: "SELECT first_change, last_change FROM tidemark_transactions WHERE replica = ? AND seq <= ?",

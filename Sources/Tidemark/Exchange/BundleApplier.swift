@@ -26,21 +26,14 @@ struct BundleApplier {
     }
 
     func apply(expected: VerifiedBundle) throws -> Store.ImportSummary {
-        // Local writes join row metadata before anything merges against it.
-        try LocalFold(db: db, store: store).run()
+        try begin()
         try checkContinuity(expected.header)
-        for table in store.replicatedTables { try CaptureTriggers.remove(table, in: db) }
-        try db.execute(sql: "PRAGMA defer_foreign_keys = ON")
-        let source = try FileSource(path: path)
-        defer { source.close() }
         var applied = (transactions: 0, changes: 0)
         var skipped = 0
         var newestClock = HLCTimestamp.zero
         let startClock = try Sealer.State.fetch(db).clock
         var engine = MergeEngine(db: db, store: store) { max(startClock, newestClock) }
-        let verified: VerifiedBundle
-        do {
-            let decoder = try BundleDecoder(source)
+        let verified = try decode(expecting: expected) { decoder in
             while let head = try decoder.nextTransaction() {
                 let known = context.token[head.origin]
                 if head.sequence <= known {
@@ -88,12 +81,6 @@ struct BundleApplier {
                 newestClock = max(newestClock, head.timestamp)
                 applied.transactions += 1
             }
-            verified = try decoder.finish()
-        } catch let error as BundleError {
-            throw ExchangeError.badBundle(path: path, error)
-        }
-        guard verified.digest == expected.digest else {
-            throw ExchangeError.cannotRead(path: path, reason: "the file changed while it was being imported")
         }
         for range in verified.header.ranges where range.first - 1 == context.token[range.origin] && range.first > 1 {
             // After a snapshot this store lacks the chain hash where its copy of the origin's history
@@ -111,37 +98,56 @@ struct BundleApplier {
                     """,
                 arguments: [Data(range.origin.bytes), range.last, Data(range.publicKey), Data(attestation.head), Data(attestation.signature)])
         }
-        // The hybrid logical clock moves past every imported timestamp, so later local writes order after them.
+        try end(&engine, newestClock: newestClock)
+        return Store.ImportSummary(
+            path: path, sender: verified.header.senderName, appliedTransactions: applied.transactions,
+            appliedChanges: applied.changes, skippedTransactions: skipped, header: verified.header)
+    }
+
+    /// Opens an import: local writes join row metadata before anything merges against it, the
+    /// capture triggers are lifted, and foreign-key checks wait for the end.
+    private func begin() throws {
+        try LocalFold(db: db, store: store).run()
+        for table in store.replicatedTables { try CaptureTriggers.remove(table, in: db) }
+        try db.execute(sql: "PRAGMA defer_foreign_keys = ON")
+    }
+
+    /// Decodes the file again with `body`, and checks it is the one the verification pass read.
+    private func decode(expecting expected: VerifiedBundle, _ body: (BundleDecoder<FileSource>) throws -> Void) throws -> VerifiedBundle {
+        let source = try FileSource(path: path)
+        defer { source.close() }
+        let verified: VerifiedBundle
+        do {
+            let decoder = try BundleDecoder(source)
+            try body(decoder)
+            verified = try decoder.finish()
+        } catch let error as BundleError {
+            throw ExchangeError.badBundle(path: path, error)
+        }
+        guard verified.digest == expected.digest else {
+            throw ExchangeError.cannotRead(path: path, reason: "the file changed while it was being imported")
+        }
+        return verified
+    }
+
+    /// Closes an import: the hybrid logical clock moves past every imported timestamp (so later
+    /// local writes order after them), orphans are settled, resolutions sealed, triggers restored.
+    private func end(_ engine: inout MergeEngine, newestClock: HLCTimestamp) throws {
         let state = try Sealer.State.fetch(db)
         try db.execute(sql: "UPDATE tidemark_state SET clock = ? WHERE id = 1", arguments: [max(state.clock, newestClock).packed])
         try engine.resolver.settleOrphans()
         try sealResolutions(engine.resolver.deletes)
-        try db.execute(sql: "UPDATE tidemark_state SET sealed_through = ? WHERE id = 1", arguments: [try Sealer.lastChangeID(db)])
         for table in store.replicatedTables { try CaptureTriggers.install(table, in: db) }
-        return Store.ImportSummary(
-            path: path, sender: verified.header.senderName, appliedTransactions: applied.transactions,
-            appliedChanges: applied.changes, skippedTransactions: skipped, header: verified.header)
     }
 
     /// Refuses a range that does not continue this store's copy of its origin's chain: the hash it
     /// claims before its first transaction must be the one held here (Protocol/exchange.md §4.4).
     private func checkContinuity(_ header: BundleHeader) throws {
         for range in header.ranges where range.first > 1 && range.first - 1 <= context.token[range.origin] {
-            let key = Data(range.origin.bytes)
-            var held: Data? = try Data.fetchOne(
-                db, sql: "SELECT chain FROM tidemark_transactions WHERE replica = ? AND seq = ?", arguments: [key, range.first - 1])
-            if held == nil {
-                held = try Data.fetchOne(
-                    db, sql: "SELECT pruned_head FROM tidemark_replicas WHERE replica = ? AND pruned_through = ?", arguments: [key, range.first - 1])
-            }
-            if held == nil {
-                held = try Data.fetchOne(
-                    db, sql: "SELECT head FROM tidemark_replicas WHERE replica = ? AND max_seq = ?", arguments: [key, range.first - 1])
-            }
-            if range.origin == store.replica.id, held == nil {
-                held = try OwnChain(db: db, replica: range.origin, tables: store.replicatedTables).hash(through: range.first - 1).map { Data($0) }
-            }
-            if let held, [UInt8](held) != range.previous {
+            let held = range.origin == store.replica.id
+                ? try OwnChain(db: db, replica: range.origin, tables: store.replicatedTables).hash(through: range.first - 1)
+                : try HeldChain.hash(db, origin: range.origin, after: range.first - 1)
+            if let held, held != range.previous {
                 throw ExchangeError.historyFork(path: path, origin: range.origin.description, sequence: range.first - 1)
             }
         }
@@ -150,29 +156,17 @@ struct BundleApplier {
     /// Applies a verified snapshot: merges every row state, and moves this store's token to the
     /// snapshot's, marking the history it skipped as pruned (it is not available here).
     func applySnapshot(expected: VerifiedBundle) throws -> Store.ImportSummary {
-        try LocalFold(db: db, store: store).run()
-        for table in store.replicatedTables { try CaptureTriggers.remove(table, in: db) }
-        try db.execute(sql: "PRAGMA defer_foreign_keys = ON")
-        let source = try FileSource(path: path)
-        defer { source.close() }
-        var newestClock = try Sealer.State.fetch(db).clock
-        let startClock = newestClock
+        try begin()
+        var newestClock = HLCTimestamp.zero
+        let startClock = try Sealer.State.fetch(db).clock
         var engine = MergeEngine(db: db, store: store) { startClock }
         var rows = 0
-        let verified: VerifiedBundle
-        do {
-            let decoder = try BundleDecoder(source)
+        let verified = try decode(expecting: expected) { decoder in
             while let state = try decoder.nextRowState() {
                 try engine.apply(state)
                 for cell in state.cells { if let clock = cell.clock { newestClock = max(newestClock, clock.timestamp) } }
                 rows += 1
             }
-            verified = try decoder.finish()
-        } catch let error as BundleError {
-            throw ExchangeError.badBundle(path: path, error)
-        }
-        guard verified.digest == expected.digest else {
-            throw ExchangeError.cannotRead(path: path, reason: "the file changed while it was being imported")
         }
         for (origin, sequence) in verified.header.through.sequences where sequence > context.token[origin] {
             try db.execute(
@@ -183,11 +177,7 @@ struct BundleApplier {
                     """,
                 arguments: [Data(origin.bytes), sequence, sequence])
         }
-        try db.execute(sql: "UPDATE tidemark_state SET clock = ? WHERE id = 1", arguments: [newestClock.packed])
-        try engine.resolver.settleOrphans()
-        try sealResolutions(engine.resolver.deletes)
-        try db.execute(sql: "UPDATE tidemark_state SET sealed_through = ? WHERE id = 1", arguments: [try Sealer.lastChangeID(db)])
-        for table in store.replicatedTables { try CaptureTriggers.install(table, in: db) }
+        try end(&engine, newestClock: newestClock)
         return Store.ImportSummary(
             path: path, sender: verified.header.senderName, appliedTransactions: 0, appliedChanges: rows, skippedTransactions: 0,
             header: verified.header)

@@ -66,13 +66,7 @@ extension Store {
             guard decoder.header.kind != .watermark else { throw ExchangeError.notImportable(path: path, kind: "a watermark") }
             try local.checkTrust(decoder, path: path)
             try local.checkSchema(decoder.header, path: path)
-            if decoder.header.kind == .snapshot {
-                while try decoder.nextRowState() != nil {}
-            } else {
-                while try decoder.nextTransaction() != nil {
-                    while try decoder.nextChange() != nil {}
-                }
-            }
+            try decoder.skipRecords()
             let verified = try decoder.finish()
             try local.checkOwnHistory(verified.header, path: path)
             try local.checkPrerequisites(verified.header, path: path)
@@ -90,9 +84,7 @@ extension Store {
         defer { source.close() }
         do {
             let decoder = try BundleDecoder(source)
-            if decoder.header.kind == .snapshot {
-                while try decoder.nextRowState() != nil {}
-            }
+            if decoder.header.kind != .changes { try decoder.skipRecords() }
             while decoder.header.kind == .changes, let head = try decoder.nextTransaction() {
                 var changes: [History.Change] = []
                 while let change = try decoder.nextChange() { changes.append(change) }

@@ -360,6 +360,17 @@ public final class BundleDecoder<Source: ByteSource> {
         inRecord = false
     }
 
+    /// Reads every remaining record, whatever the bundle's kind, so that `finish()` can verify.
+    public func skipRecords() throws {
+        if header.kind == .snapshot {
+            while try nextRowState() != nil {}
+        } else {
+            while try nextTransaction() != nil {
+                while try nextChange() != nil {}
+            }
+        }
+    }
+
     // MARK: - Finish
 
     /// Reads the attestations and the signature after the last transaction and verifies everything.

@@ -21,14 +21,14 @@ enum Sealer {
         var sealedThrough: Int64
 
         static func fetch(_ db: Database) throws -> State {
-            let row = try Row.fetchOne(db, sql: "SELECT clock, sequence, sealed_through FROM tidemark_state WHERE id = 1")!
+            let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT clock, sequence, sealed_through FROM tidemark_state WHERE id = 1"))!
             return State(clock: HLCTimestamp(packed: row[0]), sequence: row[1], sealedThrough: row[2])
         }
     }
 
     /// The id of the last captured change, sealed or not.
     static func lastChangeID(_ db: Database) throws -> Int64 {
-        try Int64.fetchOne(db, sql: "SELECT max(id) FROM tidemark_changes") ?? 0
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT max(id) FROM tidemark_changes")) ?? 0
     }
 
     /// Whether changes are waiting to be sealed (cheap; safe in a read transaction).
@@ -45,21 +45,21 @@ enum Sealer {
         guard last > state.sealedThrough else { return nil }
         let timestamp = HLCTimestamp.next(after: state.clock, now: clock.nowMilliseconds())
         let sequence = state.sequence + 1
-        try db.execute(
+        // These run on every write through the API: prepared once per connection.
+        try db.cachedStatement(
             sql: """
                 INSERT INTO tidemark_transactions(replica, seq, hlc, author, context, pid, first_change, last_change)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-            arguments: [Data(replica.bytes), sequence, timestamp.packed, author, contextName, processID, state.sealedThrough + 1, last])
-        try db.execute(
-            sql: "UPDATE tidemark_state SET clock = ?, sequence = ?, sealed_through = ? WHERE id = 1",
-            arguments: [timestamp.packed, sequence, last])
-        try db.execute(
+                """
+        ).execute(arguments: [Data(replica.bytes), sequence, timestamp.packed, author, contextName, processID, state.sealedThrough + 1, last])
+        try db.cachedStatement(sql: "UPDATE tidemark_state SET clock = ?, sequence = ?, sealed_through = ? WHERE id = 1")
+            .execute(arguments: [timestamp.packed, sequence, last])
+        try db.cachedStatement(
             sql: """
                 INSERT INTO tidemark_replicas(replica, max_seq) VALUES (?, ?)
                 ON CONFLICT(replica) DO UPDATE SET max_seq = excluded.max_seq
-                """,
-            arguments: [Data(replica.bytes), sequence])
+                """
+        ).execute(arguments: [Data(replica.bytes), sequence])
         return Sealed(sequence: sequence, timestamp: timestamp, changeCount: last - state.sealedThrough)
     }
 }

@@ -47,7 +47,7 @@ struct BenchCommand: ParsableCommand {
                 ]
             }
         }
-        Output.write(options.json ? try report.jsonLines() : report.table() + "bundle workload, \(options.changes) changes:\n" + report.figureTable())
+        Output.write(options.json ? try report.jsonLines() : report.table() + (report.figures.isEmpty ? "" : "bundle workload, \(options.changes) changes:\n" + report.figureTable()))
     }
 }
 

@@ -39,10 +39,12 @@ let package = Package(
             dependencies: ["Tidemark", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: strict),
         .executableTarget(name: "sync", dependencies: ["SyncCommands"], swiftSettings: strict),
+        // The SQLite session extension, the baseline of the bundle benchmarks (tools/ only).
+        .systemLibrary(name: "CSQLiteSession", path: "tools/CSQLiteSession", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .executableTarget(
             name: "TidemarkBench",
             dependencies: [
-                "Tidemark", .product(name: "GRDB", package: "GRDB.swift"),
+                "Tidemark", "TidemarkTestSupport", "CSQLiteSession", "CZlib", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "tools/TidemarkBench",

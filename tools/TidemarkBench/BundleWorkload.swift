@@ -8,7 +8,7 @@ import Tidemark
     import Darwin
 #endif
 
-/// Bundle size and streaming: a store with N changes is exported to a bundle and imported into a
+/// Workload 5's building block: a store with N changes is exported to a bundle and imported into a
 /// fresh replica, each in a child process that reports its own time and peak resident memory.
 enum BundleWorkload {
     /// One child run's result.
@@ -78,8 +78,18 @@ enum BundleWorkload {
         return try JSONDecoder().decode(ChildResult.self, from: data)
     }
 
-    /// This process's peak resident set size in bytes.
+    /// This process's peak resident set size in bytes. On Linux this is `VmHWM` from
+    /// `/proc/self/status`, which starts afresh at `exec`; `ru_maxrss` does not (it keeps the
+    /// parent's peak when the child was spawned from it), so it would report the parent's memory.
     static func peakResidentBytes() -> Int {
+        #if os(Linux)
+            if let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+                let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+                let kilobytes = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+            {
+                return kilobytes * 1024
+            }
+        #endif
         var usage = rusage()
         #if canImport(Glibc)
             getrusage(RUSAGE_SELF.rawValue, &usage)

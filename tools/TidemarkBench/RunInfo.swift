@@ -10,9 +10,9 @@ struct RunInfo {
     var cores: Int
     var configuration: String
     var sqliteVersion: String
-    var rows: Int
-    var batch: Int
     var repetitions: Int
+    /// The workloads run and their sizes.
+    var sizes: String
 
     static func current(options: BenchOptions) -> RunInfo {
         var names = utsname()
@@ -26,12 +26,21 @@ struct RunInfo {
         return RunInfo(
             date: Date(), system: "\(field(&names.sysname)) \(field(&names.release))", machine: field(&names.machine),
             cores: ProcessInfo.processInfo.activeProcessorCount, configuration: configuration,
-            sqliteVersion: sqlite ?? "?", rows: options.rows, batch: options.batch, repetitions: options.repetitions)
+            sqliteVersion: sqlite ?? "?", repetitions: options.repetitions,
+            sizes: options.workloads.map { workload in
+                switch workload {
+                case .capture: "capture N=\(options.rows) B=\(options.batch)"
+                case .changeset: "changeset \(options.changes) changes"
+                case .memory: "memory " + options.memoryChanges.map(String.init).joined(separator: "/") + " changes"
+                case .folder: "folder \(options.replicas)×\(options.operations) ops seed \(options.seed)"
+                case .history: "history \(options.transactions) tx"
+                }
+            }.joined(separator: ", "))
     }
 
     var header: String {
         "tidemark-bench \(date.formatted(.iso8601)) | \(system) \(machine), \(cores) cores | \(configuration) build"
-            + " | SQLite \(sqliteVersion) | N=\(rows) B=\(batch) R=\(repetitions) (+1 warm-up)"
+            + " | SQLite \(sqliteVersion) | R=\(repetitions) (+1 warm-up) | \(sizes)"
     }
 
     /// A NUL-terminated `utsname` field as a string.

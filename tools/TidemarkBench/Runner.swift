@@ -26,8 +26,9 @@ struct Runner {
         }
         return workload.phases.enumerated().map { index, phase in
             Report.Row(
-                metric: phase.metric, tracked: Measurement(samples: samples[.tracked]![index]),
-                untracked: Measurement(samples: samples[.untracked]![index]), goal: phase.goal)
+                metric: phase.metric, ours: Measurement(samples: samples[.tracked]![index]),
+                baseline: Measurement(samples: samples[.untracked]![index]), baselineName: "untracked", unit: "s",
+                goal: .atMost(phase.goal))
         }
     }
 

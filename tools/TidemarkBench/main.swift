@@ -1,15 +1,16 @@
 import ArgumentParser
 import Foundation
 
-/// `tidemark-bench`: measures what history capture costs, as tracked time over untracked time.
+/// `tidemark-bench`: every workload of the benchmark table against its baseline, in one process.
 struct BenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tidemark-bench",
-        abstract: "Measure the history-capture overhead: the same writes on a tracked and an untracked table.",
+        abstract: "Measure Tidemark against plain SQLite and the SQLite session extension.",
         discussion: """
-            Each workload runs R times (after one discarded warm-up) on fresh files, alternating the \
-            tracked side (Store.write, capture triggers and sealing) and the untracked side (plain GRDB). \
-            A metric meets its goal when the tracked median is at most `goal` times the untracked median.
+            Each compared metric runs ours and the baseline in this process, alternating them every \
+            repetition after a discarded warm-up, on fresh files. The ratio is our median over the \
+            baseline's; a goal is `≤` for times and sizes and `≥` for throughputs. Peak memory is \
+            measured in child processes. BENCHMARKS.md records results and how to read them.
             """,
         subcommands: [ChildExport.self, ChildImport.self])
 
@@ -17,37 +18,38 @@ struct BenchCommand: ParsableCommand {
 
     func run() throws {
         let info = RunInfo.current(options: options)
-        if options.json {
-            Output.progress(info.header)
-        } else {
-            Output.write(info.header + "\n")
-        }
-        let rows = Fixtures.Rows(count: options.rows)
-        let workloads = [
-            CaptureWorkload.make(rows: rows, batch: rows.count, label: "single_tx"),
-            CaptureWorkload.make(rows: rows, batch: options.batch, label: "batched_tx"),
-        ]
-        let runner = Runner(repetitions: options.repetitions, warmUps: 1)
+        if options.json { Output.progress(info.header) } else { Output.write(info.header + "\n") }
         var report = Report()
-        try Fixtures.withScratchDirectory { scratch in
-            for workload in workloads {
-                report.rows += try runner.run(workload, in: scratch)
-            }
-        }
-        if options.changes > 0 {
+        for workload in options.workloads {
             try Fixtures.withScratchDirectory { scratch in
-                let result = try BundleWorkload.run(changes: options.changes, in: scratch)
-                let megabyte = 1024.0 * 1024.0
-                report.figures += [
-                    .init(metric: "bundle.bytes_per_change", value: result.bytesPerChange, unit: "bytes", goal: nil),
-                    .init(metric: "bundle.export.throughput", value: Double(result.changes) / result.export.seconds, unit: "changes/s", goal: nil),
-                    .init(metric: "bundle.import.throughput", value: Double(result.changes) / result.import.seconds, unit: "changes/s", goal: nil),
-                    .init(metric: "bundle.export.peak_memory", value: Double(result.export.peakBytes) / megabyte, unit: "MiB", goal: 100),
-                    .init(metric: "bundle.import.peak_memory", value: Double(result.import.peakBytes) / megabyte, unit: "MiB", goal: 100),
-                ]
+                switch workload {
+                case .capture:
+                    let rows = Fixtures.Rows(count: options.rows)
+                    let runner = Runner(repetitions: options.repetitions, warmUps: 1)
+                    for capture in [
+                        CaptureWorkload.make(rows: rows, batch: rows.count, label: "single_tx"),
+                        CaptureWorkload.make(rows: rows, batch: options.batch, label: "batched_tx"),
+                    ] {
+                        report.rows += try runner.run(capture, in: scratch)
+                    }
+                case .changeset:
+                    report.rows += try ChangesetWorkload(mix: ChangeMix(changes: options.changes), repetitions: options.repetitions)
+                        .run(in: scratch)
+                case .memory:
+                    report.figures += try MemoryWorkload(sizes: options.memoryChanges).run(in: scratch)
+                case .folder:
+                    let result = try FolderWorkload(replicas: options.replicas, operationsPerReplica: options.operations, seed: options.seed)
+                        .run(in: scratch)
+                    report.rows += result.rows
+                    report.figures += result.figures
+                case .history:
+                    let result = try HistoryWorkload(transactions: options.transactions, repetitions: options.repetitions).run(in: scratch)
+                    report.rows += result.rows
+                    report.figures += result.figures
+                }
             }
         }
-        Output.write(options.json ? try report.jsonLines() : report.table() + (report.figures.isEmpty ? "" : "bundle workload, \(options.changes) changes:\n" + report.figureTable()))
+        Output.write(options.json ? try report.jsonLines() : report.text())
     }
 }
 

@@ -21,6 +21,8 @@ let package = Package(
     targets: [
         // zlib, for raw DEFLATE compression of bundle chunks.
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        // SQLite's C API, for the statements the store runs per change (Sources/Tidemark/Store/SQLite).
+        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // Pure values and rules: no file or database I/O.
         .target(
             name: "TidemarkCore",
@@ -30,7 +32,7 @@ let package = Package(
         .target(
             name: "Tidemark",
             dependencies: [
-                "TidemarkCore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
+                "TidemarkCore", "CSQLite", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict),
         // The `sync` subcommands, as a library so tests and the executable share them.

@@ -12,12 +12,14 @@ struct BundleApplier {
     let path: String
     /// Per table: the statement that records one of its changes in history.
     private let recordSQL: [String: String]
+    private let statements: RawStatementCache
 
     init(db: Database, store: Store, context: ImportContext, path: String) {
         self.db = db
         self.store = store
         self.context = context
         self.path = path
+        statements = RawStatementCache(db: db)
         recordSQL = Dictionary(uniqueKeysWithValues: store.replicatedTables.map { table in
             let columns = table.columns.indices.map(Bookkeeping.valueColumn).joined(separator: ", ")
             let placeholders = Array(repeating: "?", count: table.columns.count + 4).joined(separator: ", ")
@@ -169,14 +171,24 @@ struct BundleApplier {
             }
         }
         for (origin, sequence) in verified.header.through.sequences where sequence > context.token[origin] {
+            // What this store held of the origin's history up to there is now below its pruned
+            // point, with the transactions after it missing: it goes, as a prune would remove it.
+            let key = Data(origin.bytes)
+            for range in try Row.fetchAll(
+                db, sql: "SELECT first_change, last_change FROM tidemark_transactions WHERE replica = ? AND seq <= ?", arguments: [key, sequence])
+            {
+                try db.execute(sql: "DELETE FROM tidemark_changes WHERE id BETWEEN ? AND ?", arguments: [range[0], range[1]])
+            }
+            try db.execute(sql: "DELETE FROM tidemark_transactions WHERE replica = ? AND seq <= ?", arguments: [key, sequence])
             try db.execute(
                 sql: """
                     INSERT INTO tidemark_replicas(replica, max_seq, pruned_through) VALUES (?, ?, ?)
                     ON CONFLICT(replica) DO UPDATE SET max_seq = excluded.max_seq, pruned_through = excluded.pruned_through,
                         head = NULL, head_signature = NULL, pruned_head = NULL
                     """,
-                arguments: [Data(origin.bytes), sequence, sequence])
+                arguments: [key, sequence, sequence])
         }
+        try HistoryPruner(db: db, store: store).keepChangeIDsIncreasing()
         try end(&engine, newestClock: newestClock)
         return Store.ImportSummary(
             path: path, sender: verified.header.senderName, appliedTransactions: 0, appliedChanges: rows, skippedTransactions: 0,
@@ -199,8 +211,13 @@ struct BundleApplier {
             mask |= 1 << Int64(i)
         }
         let op: Bookkeeping.Op = change.type == .insert ? .insert : change.type == .update ? .update : .delete
-        try db.cachedStatement(sql: recordSQL[table.name]!)
-            .execute(arguments: StatementArguments([table.id, op.rawValue, mask, change.generation] as [any DatabaseValueConvertible] + values))
+        let statement = try statements.statement(recordSQL[table.name]!)
+        try statement.bind(table.id, at: 1)
+        try statement.bind(op.rawValue, at: 2)
+        try statement.bind(mask, at: 3)
+        try statement.bind(change.generation, at: 4)
+        try statement.bind(values, from: 5)
+        try statement.execute()
         return db.lastInsertedRowID
     }
 

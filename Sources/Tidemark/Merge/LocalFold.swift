@@ -20,32 +20,41 @@ struct LocalFold {
         guard let last = transactions.last else { return }
         let origins = OriginNumbers(db: db)
         let stores = Dictionary(uniqueKeysWithValues: store.replicatedTables.map { ($0.id, RowMetadataStore(table: $0, origins: origins)) })
-        let decoder = ChangeDecoder(tables: store.replicatedTables)
         let valueColumns = try Bookkeeping.valueColumnCount(db)
-        let changes = try db.makeStatement(
-            sql: "SELECT \(ChangeDecoder.selectList(valueColumns: valueColumns)), id FROM tidemark_changes WHERE id BETWEEN ? AND ? ORDER BY id")
-        let setGeneration = try db.makeStatement(sql: "UPDATE tidemark_changes SET gen = ? WHERE id = ?")
+        // Only the key values and the column mask matter here: which row, and which columns the
+        // change wrote.
+        let changes = try RawStatement(
+            db, sql: "SELECT \(ChangeDecoder.selectList(valueColumns: valueColumns)), id FROM tidemark_changes WHERE id BETWEEN ? AND ? ORDER BY id")
+        let setGeneration = try RawStatement(db, sql: "UPDATE tidemark_changes SET gen = ? WHERE id = ?")
         for transaction in transactions {
             let clock = MergeClock(timestamp: HLCTimestamp(packed: transaction[1]), origin: store.replica.id)
-            let rows = try Row.fetchCursor(changes, arguments: [transaction[2], transaction[3]])
-            while let row = try rows.next() {
-                let id: Int64 = row[4 + valueColumns]
-                let tableID: Int64 = row[0]
-                guard let metadataStore = stores[tableID], let change = try decoder.decode(row) else { continue }
-                let key = change.key.map(\.value)
+            changes.reset()
+            try changes.bind(transaction[2] as Int64, at: 1)
+            try changes.bind(transaction[3] as Int64, at: 2)
+            while try changes.step() {
+                guard let metadataStore = stores[changes.int64(0)], let op = Bookkeeping.Op(rawValue: changes.int64(1)), op != .marker
+                else { continue }
+                let table = metadataStore.table
+                let mask = changes.int64(2)
+                let id = changes.int64(Int32(4 + valueColumns))
+                let key = table.keyIndexes.map { changes.value(Int32(4 + $0)) }
                 var metadata = try metadataStore.fetch(db, key: key)
-                switch change.type {
+                let written = { (i: Int) in mask & (1 << Int64(i)) != 0 && !table.keyIndexes.contains(i) }
+                switch op {
                 case .insert:
                     if !metadata.isAlive { metadata = RowMetadata(generation: metadata.afterInsert, clocks: .init(repeating: nil, count: metadata.clocks.count)) }
-                    for column in change.values { if let i = metadataStore.table.index(of: column.name), !metadataStore.table.keyIndexes.contains(i) { metadata.clocks[i] = clock } }
+                    for i in table.columns.indices where written(i) { metadata.clocks[i] = clock }
                 case .update:
                     if !metadata.isAlive { metadata.generation = metadata.afterInsert }
-                    for column in change.values { if let i = metadataStore.table.index(of: column.name) { metadata.clocks[i] = clock } }
-                case .delete:
+                    for i in table.columns.indices where written(i) { metadata.clocks[i] = clock }
+                case .delete, .marker:
                     metadata = RowMetadata(generation: metadata.afterDelete, clocks: .init(repeating: nil, count: metadata.clocks.count))
                 }
                 try metadataStore.save(db, key: key, metadata)
-                try setGeneration.execute(arguments: [metadata.generation, id])
+                setGeneration.reset()
+                try setGeneration.bind(metadata.generation, at: 1)
+                try setGeneration.bind(id, at: 2)
+                try setGeneration.execute()
             }
         }
         try db.execute(sql: "UPDATE tidemark_state SET folded_seq = ? WHERE id = 1", arguments: [last[0] as Int64])

@@ -24,7 +24,7 @@ struct MergeEngine {
     /// Merges one change written at `clock`.
     mutating func apply(_ change: History.Change, clock: MergeClock) throws {
         guard let table = tables[change.table], let store = metadata[change.table], let access = rows[change.table] else { return }
-        let key = change.key.map(\.value)
+        let key = change.key.map { $0.value }
         var known = try store.fetch(db, key: key)
         let generation = change.generation
         if generation < known.generation { return }
@@ -67,7 +67,7 @@ struct MergeEngine {
     /// Merges one row state from a snapshot: the same rules, with each column's own clock.
     mutating func apply(_ state: RowState) throws {
         guard let table = tables[state.table], let store = metadata[state.table], let access = rows[state.table] else { return }
-        let key = state.key.map(\.value)
+        let key = state.key.map { $0.value }
         var known = try store.fetch(db, key: key)
         if state.generation < known.generation { return }
         let cells: [(Int, SQLValue, MergeClock?)] = state.cells.compactMap { cell in

@@ -1,14 +1,16 @@
 import GRDB
 import TidemarkCore
 
-/// Reads and writes user rows by key, for the merge engine (capture triggers are lifted while it runs).
-struct RowAccess {
+/// Reads and writes user rows by key, for the merge engine (capture triggers are lifted while it
+/// runs), with statements prepared once per access.
+final class RowAccess {
     let db: Database
     let table: TrackedTable
     private let quotedTable: String
     private let keyMatch: String
     private let selectSQL: String
     private let deleteSQL: String
+    private let statements: RawStatementCache
 
     init(db: Database, table: TrackedTable) {
         self.db = db
@@ -17,33 +19,60 @@ struct RowAccess {
         keyMatch = table.keyColumns.map { "\($0.quotedDatabaseIdentifier) = ?" }.joined(separator: " AND ")
         selectSQL = "SELECT \(table.columns.map(\.quotedDatabaseIdentifier).joined(separator: ", ")) FROM \(quotedTable) WHERE \(keyMatch)"
         deleteSQL = "DELETE FROM \(quotedTable) WHERE \(keyMatch)"
+        statements = RawStatementCache(db: db)
     }
 
     /// Every column's value, by column index, or nil when the row is absent.
     func values(key: [SQLValue]) throws -> [SQLValue]? {
-        let statement = try db.cachedStatement(sql: selectSQL)
-        return try Row.fetchOne(statement, arguments: StatementArguments(key)).map { row in
-            Array(row.databaseValues.map(SQLValue.init))
-        }
+        let statement = try statements.statement(selectSQL)
+        try statement.bind(key)
+        guard try statement.step() else { return nil }
+        return (0..<Int32(table.columns.count)).map { statement.value($0) }
     }
 
     /// Sets columns (index, value) of an existing row, or inserts the row with the key and those columns.
     func write(key: [SQLValue], columns: [(Int, SQLValue)], exists: Bool) throws {
+        if exists && columns.isEmpty { return }
+        // One statement per set of columns, whatever order the columns came in.
+        let ordered = columns.sorted { $0.0 < $1.0 }
+        let mask = ordered.reduce(UInt64(0)) { $0 | 1 << UInt64($1.0) }
         if exists {
-            guard !columns.isEmpty else { return }
-            let sets = columns.map { "\(table.columns[$0.0].quotedDatabaseIdentifier) = ?" }.joined(separator: ", ")
-            try db.cachedStatement(sql: "UPDATE \(quotedTable) SET \(sets) WHERE \(keyMatch)")
-                .execute(arguments: StatementArguments(columns.map(\.1) + key))
+            let statement = try statement(&updates, mask) {
+                let sets = ordered.map { "\(table.columns[$0.0].quotedDatabaseIdentifier) = ?" }.joined(separator: ", ")
+                return "UPDATE \(quotedTable) SET \(sets) WHERE \(keyMatch)"
+            }
+            try statement.bind(ordered.lazy.map { $0.1 })
+            try statement.bind(key, from: Int32(ordered.count) + 1)
+            try statement.execute()
         } else {
-            let all = zip(table.keyIndexes, key).map { ($0, $1) } + columns
-            let names = all.map { table.columns[$0.0].quotedDatabaseIdentifier }.joined(separator: ", ")
-            try db.cachedStatement(sql: "INSERT INTO \(quotedTable)(\(names)) VALUES (\(all.map { _ in "?" }.joined(separator: ", ")))")
-                .execute(arguments: StatementArguments(all.map(\.1)))
+            let statement = try statement(&inserts, mask) {
+                let names = (table.keyIndexes + ordered.map(\.0)).map { table.columns[$0].quotedDatabaseIdentifier }
+                return "INSERT INTO \(quotedTable)(\(names.joined(separator: ", "))) VALUES (\(names.map { _ in "?" }.joined(separator: ", ")))"
+            }
+            try statement.bind(key)
+            try statement.bind(ordered.lazy.map { $0.1 }, from: Int32(key.count) + 1)
+            try statement.execute()
         }
+    }
+
+    private var updates: [UInt64: RawStatement] = [:]
+    private var inserts: [UInt64: RawStatement] = [:]
+
+    /// The cached statement for `mask`, or a new one from `sql`.
+    private func statement(_ cache: inout [UInt64: RawStatement], _ mask: UInt64, _ sql: () -> String) throws -> RawStatement {
+        if let cached = cache[mask] {
+            cached.reset()
+            return cached
+        }
+        let statement = try RawStatement(db, sql: sql())
+        cache[mask] = statement
+        return statement
     }
 
     /// Deletes the row with `key`, if present.
     func delete(key: [SQLValue]) throws {
-        try db.cachedStatement(sql: deleteSQL).execute(arguments: StatementArguments(key))
+        let statement = try statements.statement(deleteSQL)
+        try statement.bind(key)
+        try statement.execute()
     }
 }

@@ -56,13 +56,15 @@ final class OriginNumbers {
     }
 }
 
-/// Reads and writes one tracked table's row metadata.
-struct RowMetadataStore {
+/// Reads and writes one tracked table's row metadata, with statements prepared once per access.
+final class RowMetadataStore {
     let table: TrackedTable
     private let nonKey: [Int]
+    private let origins: OriginNumbers
     private let fetchSQL: String
     private let saveSQL: String
-    private let origins: OriginNumbers
+    private var fetchStatement: RawStatement?
+    private var saveStatement: RawStatement?
 
     init(table: TrackedTable, origins: OriginNumbers) {
         self.table = table
@@ -79,42 +81,57 @@ struct RowMetadataStore {
 
     /// The metadata of the row with `key` (values in key order), or generation 0 if never seen.
     func fetch(_ db: Database, key: [SQLValue]) throws -> RowMetadata {
-        let statement = try db.cachedStatement(sql: fetchSQL)
+        let statement = try prepared(&fetchStatement, fetchSQL, db)
+        try statement.bind(key)
         var clocks = [MergeClock?](repeating: nil, count: table.columns.count)
-        guard let row = try Row.fetchOne(statement, arguments: StatementArguments(key)) else {
-            return RowMetadata(generation: 0, clocks: clocks)
-        }
-        if let shared = try clock(row[1], row[2]) {
+        guard try statement.step() else { return RowMetadata(generation: 0, clocks: clocks) }
+        if let shared = try clock(statement, 1) {
             for column in nonKey { clocks[column] = shared }
         } else {
-            for (n, column) in nonKey.enumerated() { clocks[column] = try clock(row[3 + 2 * n], row[4 + 2 * n]) }
+            for (n, column) in nonKey.enumerated() { clocks[column] = try clock(statement, Int32(3 + 2 * n)) }
         }
-        return RowMetadata(generation: row[0], clocks: clocks)
+        return RowMetadata(generation: statement.int64(0), clocks: clocks)
     }
 
     /// Stores the metadata of the row with `key`.
     func save(_ db: Database, key: [SQLValue], _ metadata: RowMetadata) throws {
-        var values: [any DatabaseValueConvertible] = key.map { $0 as any DatabaseValueConvertible }
-        values.append(metadata.generation)
-        let perColumn = nonKey.map { metadata.clocks[$0] }
-        if let first = perColumn.first ?? nil, perColumn.allSatisfy({ $0 == first }) {
-            values += [first.timestamp.packed, try origins.number(of: first.origin)]
-            values += Array(repeating: DatabaseValue.null, count: 2 * nonKey.count) as [any DatabaseValueConvertible]
+        let statement = try prepared(&saveStatement, saveSQL, db)
+        try statement.bind(key)
+        var index = Int32(key.count) + 1
+        try statement.bind(metadata.generation, at: index)
+        index += 1
+        let first = nonKey.first.flatMap { metadata.clocks[$0] }
+        if let first, nonKey.allSatisfy({ metadata.clocks[$0] == first }) {
+            // One write set every column: one shared clock, the per-column pairs stay NULL.
+            try statement.bind(first.timestamp.packed, at: index)
+            try statement.bind(try origins.number(of: first.origin), at: index + 1)
         } else {
-            values += [DatabaseValue.null, DatabaseValue.null]
-            for clock in perColumn {
-                if let clock {
-                    values += [clock.timestamp.packed, try origins.number(of: clock.origin)]
-                } else {
-                    values += [DatabaseValue.null, DatabaseValue.null]
-                }
+            index += 2
+            for column in nonKey {
+                let clock = metadata.clocks[column]
+                try statement.bind(clock?.timestamp.packed, at: index)
+                try statement.bind(try clock.map { try origins.number(of: $0.origin) }, at: index + 1)
+                index += 2
             }
         }
-        try db.cachedStatement(sql: saveSQL).execute(arguments: StatementArguments(values))
+        try statement.execute()
     }
 
-    private func clock(_ packed: Int64?, _ origin: Int64?) throws -> MergeClock? {
-        guard let packed, let origin, let id = try origins.origin(origin) else { return nil }
+    private func prepared(_ slot: inout RawStatement?, _ sql: String, _ db: Database) throws -> RawStatement {
+        if let statement = slot {
+            statement.reset()
+            return statement
+        }
+        let statement = try RawStatement(db, sql: sql)
+        slot = statement
+        return statement
+    }
+
+    /// The clock stored in columns `index` (packed timestamp) and `index + 1` (origin number).
+    private func clock(_ statement: RawStatement, _ index: Int32) throws -> MergeClock? {
+        guard let packed = statement.optionalInt64(index), let number = statement.optionalInt64(index + 1),
+            let id = try origins.origin(number)
+        else { return nil }
         return MergeClock(timestamp: HLCTimestamp(packed: packed), origin: id)
     }
 }

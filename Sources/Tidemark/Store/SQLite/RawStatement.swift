@@ -1,0 +1,129 @@
+import CSQLite
+import Foundation
+import GRDB
+import TidemarkCore
+
+/// A prepared statement driven with SQLite's C API, for the per-change statements of merging,
+/// folding and recording history, which run millions of times: binding `SQLValue`s and reading
+/// columns directly avoids the argument arrays, rows and dynamic casts of the general-purpose
+/// path. Every raw SQLite call of the library lives in this folder.
+///
+/// A raw statement belongs to one database access: create it inside a `read`/`write` closure and
+/// let it go before the closure returns, so it is finalized before its connection can close.
+/// Errors are GRDB `DatabaseError`s with SQLite's code and message, as GRDB's own statements throw.
+final class RawStatement {
+    private let connection: OpaquePointer
+    private let statement: OpaquePointer
+    let sql: String
+
+    init(_ db: Database, sql: String) throws {
+        guard let connection = db.sqliteConnection else { throw DatabaseError(resultCode: .SQLITE_MISUSE, message: "connection is closed") }
+        var prepared: OpaquePointer?
+        let code = sqlite3_prepare_v3(connection, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &prepared, nil)
+        guard code == SQLITE_OK, let prepared else {
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(connection)), sql: sql)
+        }
+        self.connection = connection
+        self.statement = prepared
+        self.sql = sql
+    }
+
+    deinit { sqlite3_finalize(statement) }
+
+    /// Clears the previous run: bindings and cursor.
+    func reset() {
+        sqlite3_reset(statement)
+        sqlite3_clear_bindings(statement)
+    }
+
+    /// Binds `value` to the 1-based parameter `index`.
+    func bind(_ value: SQLValue, at index: Int32) throws {
+        let code: Int32
+        switch value {
+        case .null: code = sqlite3_bind_null(statement, index)
+        case let .integer(v): code = sqlite3_bind_int64(statement, index, v)
+        case let .real(v): code = sqlite3_bind_double(statement, index, v)
+        case let .text(text):
+            var text = text
+            code = text.withUTF8 { utf8 in
+                // The length is explicit, so text with NUL characters binds whole; "" must not bind NULL.
+                guard let base = utf8.baseAddress else { return sqlite3_bind_text(statement, index, "", 0, tidemark_sqlite_transient()) }
+                return base.withMemoryRebound(to: CChar.self, capacity: utf8.count) {
+                    sqlite3_bind_text(statement, index, $0, Int32(utf8.count), tidemark_sqlite_transient())
+                }
+            }
+        case let .blob(bytes):
+            code = bytes.withUnsafeBytes { buffer in
+                // A zero-length blob must stay a blob, not NULL: bind a non-null pointer.
+                sqlite3_bind_blob(statement, index, buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(buffer.count), tidemark_sqlite_transient())
+            }
+        }
+        try check(code)
+    }
+
+    /// Binds an integer, or NULL when nil.
+    func bind(_ value: Int64?, at index: Int32) throws {
+        try check(value.map { sqlite3_bind_int64(statement, index, $0) } ?? sqlite3_bind_null(statement, index))
+    }
+
+    /// Binds `values` to parameters `start`, `start + 1`, …
+    func bind(_ values: some Sequence<SQLValue>, from start: Int32 = 1) throws {
+        var index = start
+        for value in values {
+            try bind(value, at: index)
+            index += 1
+        }
+    }
+
+    /// Advances: true when a row is available, false when the statement is done.
+    @discardableResult
+    func step() throws -> Bool {
+        let code = sqlite3_step(statement)
+        switch code {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default:
+            // sqlite3_step's code is generic for some errors; the connection's extended code says which.
+            let extended = sqlite3_extended_errcode(connection)
+            let message = String(cString: sqlite3_errmsg(connection))
+            sqlite3_reset(statement)
+            throw DatabaseError(resultCode: ResultCode(rawValue: extended), message: message, sql: sql)
+        }
+    }
+
+    /// Runs a statement that returns no rows.
+    func execute() throws {
+        while try step() {}
+    }
+
+    /// Whether column `index` (0-based) of the current row is NULL.
+    func isNull(_ index: Int32) -> Bool { sqlite3_column_type(statement, index) == SQLITE_NULL }
+
+    /// Column `index` as an integer (0 for NULL).
+    func int64(_ index: Int32) -> Int64 { sqlite3_column_int64(statement, index) }
+
+    /// Column `index` as an integer, or nil for NULL.
+    func optionalInt64(_ index: Int32) -> Int64? { isNull(index) ? nil : int64(index) }
+
+    /// Column `index` with its storage class.
+    func value(_ index: Int32) -> SQLValue {
+        switch sqlite3_column_type(statement, index) {
+        case SQLITE_INTEGER: return .integer(sqlite3_column_int64(statement, index))
+        case SQLITE_FLOAT: return .real(sqlite3_column_double(statement, index))
+        case SQLITE_TEXT:
+            let count = Int(sqlite3_column_bytes(statement, index))
+            guard let pointer = sqlite3_column_text(statement, index) else { return .text("") }
+            return .text(String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self))
+        case SQLITE_BLOB:
+            let count = Int(sqlite3_column_bytes(statement, index))
+            guard count > 0, let pointer = sqlite3_column_blob(statement, index) else { return .blob([]) }
+            return .blob([UInt8](UnsafeRawBufferPointer(start: pointer, count: count)))
+        default: return .null
+        }
+    }
+
+    private func check(_ code: Int32) throws {
+        guard code != SQLITE_OK else { return }
+        throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(connection)), sql: sql)
+    }
+}

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 import Testing
-import Tidemark
+@testable import Tidemark
 import TidemarkTestSupport
 
 /// Capture: what the triggers record for library writes and for writes by other SQLite clients,
@@ -181,6 +181,26 @@ import TidemarkTestSupport
         #expect(try typeOfNote(fixture) == "real")
         #expect(commit?.changeCount == 1)
         #expect(try fixture.store.fetchHistory().last?.changes.first?.valueMap == ["note": .real(1)])
+    }
+
+    /// The update trigger compares storage classes only where SQLite can keep an integer and an
+    /// equal real apart; elsewhere affinity stores one class and `IS` alone is exact.
+    @Test(arguments: [
+        ("", true), ("BLOB", true), ("any", true), ("INTEGER", false), ("BIGINT", false), ("VARCHAR(20)", false), ("TEXT", false),
+        ("CLOB", false), ("REAL", false), ("DOUBLE PRECISION", false), ("FLOAT", false), ("NUMERIC", false), ("DECIMAL(10,2)", false),
+        ("BOOLEAN", false), ("DATE", false),
+    ])
+    func storageClassIsComparedOnlyWhereAffinityKeepsIt(declaredType: String, compared: Bool) {
+        #expect(CaptureTriggers.keepsStorageClassOfEqualNumbers(declaredType: declaredType) == compared)
+    }
+
+    /// Writing 1.0 over 1 in INTEGER and NUMERIC columns stores 1 again: no change to record. In a
+    /// REAL column 1 is stored as 1.0 both times.
+    @Test func anEqualNumberOfAnotherClassIsNoChangeWhereAffinityConvertsIt() throws {
+        let fixture = try StoreFixture()
+        _ = try fixture.store.execute(sql: "INSERT INTO items(id, qty, price) VALUES ('a', 1, 2)")
+        let (_, commit) = try fixture.store.execute(sql: "UPDATE items SET qty = 1.0, price = 2 WHERE id = 'a'")
+        #expect(commit == nil)
     }
 
     private func typeOfNote(_ fixture: StoreFixture) throws -> String {

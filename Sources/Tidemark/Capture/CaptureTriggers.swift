@@ -14,7 +14,24 @@ enum CaptureTriggers {
 
     /// Installs the triggers for `table`.
     static func install(_ table: TrackedTable, in db: Database) throws {
-        for statement in sql(for: table) { try db.execute(sql: statement) }
+        let declared = try Dictionary(
+            Row.fetchAll(db, sql: "SELECT name, type FROM pragma_table_xinfo(?)", arguments: [table.name]).map { ($0[0] as String, $0[1] as String) },
+            uniquingKeysWith: { first, _ in first })
+        let classChecked = Set(table.columns.indices.filter { keepsStorageClassOfEqualNumbers(declaredType: declared[table.columns[$0]] ?? "") })
+        for statement in sql(for: table, classChecked: classChecked) { try db.execute(sql: statement) }
+    }
+
+    /// Whether a column of this declared type can hold an integer and a real that `IS` finds equal
+    /// (1 and 1.0) as different values, so that a change between them is seen only by comparing
+    /// `typeof` too. Columns with INTEGER, NUMERIC or REAL affinity convert such values to one
+    /// storage class before they are stored, and TEXT affinity turns numbers into text, so there
+    /// `IS` alone is exact; BLOB affinity (no type, `BLOB`) and `ANY` (in STRICT tables) keep the
+    /// class as written. The rules are SQLite's column affinity rules (datatype3.html §3.1).
+    static func keepsStorageClassOfEqualNumbers(declaredType: String) -> Bool {
+        let type = declaredType.uppercased()
+        if type.contains("INT") || type.contains("CHAR") || type.contains("CLOB") || type.contains("TEXT") { return false }
+        if type.contains("BLOB") || type.isEmpty || type == "ANY" { return true }
+        return false  // REAL or NUMERIC affinity.
     }
 
     /// Removes the triggers for `table`.
@@ -22,21 +39,29 @@ enum CaptureTriggers {
         for name in names(for: table) { try db.execute(sql: "DROP TRIGGER IF EXISTS \(name.quotedDatabaseIdentifier)") }
     }
 
-    /// The CREATE TRIGGER statements.
-    static func sql(for table: TrackedTable) -> [String] {
+    /// The CREATE TRIGGER statements; `classChecked` holds the indexes of the columns that need
+    /// their storage class compared besides their value.
+    static func sql(for table: TrackedTable, classChecked: Set<Int>) -> [String] {
         let t = table.name.quotedDatabaseIdentifier
         let n = names(for: table).map(\.quotedDatabaseIdentifier)
         let cols = table.columns.map(\.quotedDatabaseIdentifier)
         let valueColumns = table.columns.indices.map(Bookkeeping.valueColumn).joined(separator: ", ")
         let target = "tidemark_changes(table_id, op, mask, \(valueColumns))"
         let allMask = (Int64(1) << table.columns.count) - 1
-        // `IS` compares numbers by value (1 IS 1.0), so the storage class is compared too: a change of
-        // class is a change of value for a replica that keeps classes exactly.
-        let keySame = table.keyIndexes.map { "(OLD.\(cols[$0]) IS NEW.\(cols[$0]) AND typeof(OLD.\(cols[$0])) = typeof(NEW.\(cols[$0])))" }
-            .joined(separator: " AND ")
+        // `IS` compares numbers by value (1 IS 1.0), so where a column can keep both classes the
+        // storage class is compared too: a change of class is a change of value for a replica that
+        // keeps classes exactly.
+        let same = { (i: Int) in
+            classChecked.contains(i)
+                ? "(OLD.\(cols[i]) IS NEW.\(cols[i]) AND typeof(OLD.\(cols[i])) = typeof(NEW.\(cols[i])))" : "(OLD.\(cols[i]) IS NEW.\(cols[i]))"
+        }
+        let changed = { (i: Int) in
+            classChecked.contains(i)
+                ? "(OLD.\(cols[i]) IS NOT NEW.\(cols[i]) OR typeof(OLD.\(cols[i])) <> typeof(NEW.\(cols[i])))" : "(OLD.\(cols[i]) IS NOT NEW.\(cols[i]))"
+        }
+        let keySame = table.keyIndexes.map(same).joined(separator: " AND ")
         let keyDiffers = "NOT (\(keySame))"
         let nonKey = table.columns.indices.filter { !table.keyIndexes.contains($0) }
-        let changed = { (i: Int) in "(OLD.\(cols[i]) IS NOT NEW.\(cols[i]) OR typeof(OLD.\(cols[i])) <> typeof(NEW.\(cols[i])))" }
 
         // Delete tombstone: key and preserved columns from OLD, other columns NULL with mask bit clear.
         let kept = Set(table.keyIndexes + table.preservedIndexes)

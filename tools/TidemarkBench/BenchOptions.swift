@@ -58,6 +58,9 @@ struct BenchOptions: ParsableArguments {
     @Flag(help: "Print one JSON object per metric and line; the run header goes to standard error.")
     var json = false
 
+    @Option(name: .customLong("json-output"), help: "Also write the JSON lines to this file (the table still goes to standard output).")
+    var jsonOutput: String?
+
     func validate() throws {
         for (name, value) in [
             ("--rows", rowsArgument), ("--repetitions", repetitionsArgument), ("--changes", changesArgument),

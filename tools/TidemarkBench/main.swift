@@ -50,6 +50,9 @@ struct BenchCommand: ParsableCommand {
             }
         }
         Output.write(options.json ? try report.jsonLines() : report.text())
+        if let path = options.jsonOutput {
+            try Data((try report.jsonLines()).utf8).write(to: URL(fileURLWithPath: path))
+        }
     }
 }
 

@@ -19,8 +19,10 @@ public struct SyncCLI: AsyncParsableCommand {
     /// Parses `arguments`, runs the command, and returns the exit code. Failures print one line
     /// `error: …` to standard error, and a hint on the next line when there is one.
     public static func run(_ arguments: [String]) async -> Int32 {
+        var storePath: String?
         do {
             var command = try parseAsRoot(arguments)
+            storePath = Self.storePath(of: command)
             if var asyncCommand = command as? AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
@@ -28,11 +30,23 @@ public struct SyncCLI: AsyncParsableCommand {
             }
             return 0
         } catch {
-            return report(error)
+            return report(error, storePath: storePath)
         }
     }
 
-    static func report(_ error: any Error) -> Int32 {
+    /// The store a parsed command works on, when it has a `--store` option (or `SYNC_STORE`).
+    static func storePath(of command: any ParsableCommand) -> String? {
+        for child in Mirror(reflecting: command).children {
+            if let group = child.value as? OptionGroup<StoreOptions>, let path = try? group.wrappedValue.path { return path }
+        }
+        return nil
+    }
+
+    /// Prints `error` as one `error:` line and an optional `hint:` line; returns the exit code.
+    /// A SQLite error that reaches here unexplained is first turned into the `StoreError` that
+    /// names the store and the cause (locked, read-only, disk full, I/O error).
+    static func report(_ error: any Error, storePath: String? = nil) -> Int32 {
+        if let mapped = StoreError(sqliteError: error, path: storePath ?? "the store") { return report(mapped) }
         switch error {
         case let error as StoreError:
             Output.error("error: \(error)")

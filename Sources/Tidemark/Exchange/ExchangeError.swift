@@ -1,4 +1,13 @@
+import Foundation
 import TidemarkCore
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// What went wrong exchanging bundles, on which file or peer, and what the user can do.
 public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -20,6 +29,11 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
     case cannotRead(path: String, reason: String)
     /// A file could not be written.
     case cannotWrite(path: String, reason: String)
+    /// Writing a file failed part way: `fault` says why. The partial file was removed, so nothing
+    /// half-written is left under a name a reader would take.
+    case writeFailed(path: String, FileFault)
+    /// Reading a file or listing a folder failed: `fault` says why.
+    case readFailed(path: String, FileFault)
     /// A peer argument is invalid or conflicts with an existing peer.
     case invalidPeer(String)
     /// No peer by that name.
@@ -41,6 +55,13 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
         case .historyFork(let p, let o, let s): return "\(p): replica \(o)'s transaction #\(s) differs from the one this store holds"
         case .cannotRead(let p, let r): return "cannot read \(p): \(r)"
         case .cannotWrite(let p, let r): return "cannot write \(p): \(r)"
+        case .writeFailed(let p, let fault):
+            let name = (p as NSString).lastPathComponent
+            if name.hasPrefix(".tmp-") {
+                return "cannot write a new file in \(Self.folder(of: p)) (\(name)): \(fault); the partial file was removed and nothing was published"
+            }
+            return "cannot write \(p): \(fault); the partial file was removed"
+        case .readFailed(let p, let fault): return "cannot read \(p): \(fault)"
         case .invalidPeer(let why): return why
         case .unknownPeer(let n): return "no peer named '\(n)'"
         case .wrongKey(let p): return "key file \(p) does not belong to this replica"
@@ -58,7 +79,99 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
             return "continuing would reuse sequence numbers; move this store aside and create a new replica with `sync init`, then pull (see README, 'Restoring a store')"
         case .badBundle: return "the file is damaged, incomplete or not from Tidemark; ask its sender to export it again"
         case .schemaMismatch: return "both replicas must track the same tables with the same columns"
+        case .writeFailed(let p, let fault): return fault.hint(folder: Self.folder(of: p), writing: true)
+        case .readFailed(let p, let fault): return fault.hint(folder: p, writing: false)
+        case .cannotWrite(_, let r) where r.hasSuffix("is on a read-only file system"):
+            return "remount that file system read-write or use another folder, then run the command again"
+        case .cannotWrite(let p, _), .cannotRead(let p, _):
+            return "check that \(p) and its folder exist and that this user may use them (ls -ld), then run the command again"
         default: return nil
+        }
+    }
+}
+
+extension ExchangeError {
+    static func folder(of path: String) -> String {
+        let folder = (path as NSString).deletingLastPathComponent
+        return folder.isEmpty ? "." : folder
+    }
+}
+
+/// Why the operating system refused to read or write a file, from its error number.
+public enum FileFault: Sendable, Equatable, CustomStringConvertible {
+    /// `ENOSPC`: the disk is full.
+    case noSpace
+    /// `EDQUOT`: this user's disk quota is used up.
+    case quotaExceeded
+    /// `EFBIG`: the file would exceed the process's file size limit (`limit`, in bytes, when one
+    /// is set) or the file system's maximum file size.
+    case fileTooLarge(limit: UInt64?)
+    /// `EACCES` or `EPERM`: this user may not do it.
+    case permissionDenied
+    /// `EROFS`: the file system is mounted read-only.
+    case readOnlyFileSystem
+    /// `EIO`: the device reported an error.
+    case ioError
+    /// Any other error, with the system's message.
+    case other(String)
+
+    /// Classifies the error number `code`.
+    public init(errno code: Int32) {
+        switch code {
+        case ENOSPC: self = .noSpace
+        case EDQUOT: self = .quotaExceeded
+        case EFBIG: self = .fileTooLarge(limit: StoreFileDiagnosis.fileSizeLimit())
+        case EACCES, EPERM: self = .permissionDenied
+        case EROFS: self = .readOnlyFileSystem
+        case EIO: self = .ioError
+        default: self = .other(String(cString: strerror(code)))
+        }
+    }
+
+    /// Classifies a Foundation error by its underlying POSIX error number, if it has one.
+    init(_ error: any Error) {
+        let nsError = error as NSError
+        if nsError.domain == NSPOSIXErrorDomain {
+            self.init(errno: Int32(nsError.code))
+        } else if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
+            self.init(errno: Int32(underlying.code))
+        } else if nsError.domain == NSCocoaErrorDomain, nsError.code == NSFileReadNoPermissionError || nsError.code == NSFileWriteNoPermissionError {
+            self = .permissionDenied
+        } else if nsError.domain == NSCocoaErrorDomain, nsError.code == NSFileWriteOutOfSpaceError {
+            self = .noSpace
+        } else if nsError.domain == NSCocoaErrorDomain, nsError.code == NSFileWriteVolumeReadOnlyError {
+            self = .readOnlyFileSystem
+        } else {
+            self = .other(nsError.localizedDescription)
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .noSpace: return "disk full (no space left on the device)"
+        case .quotaExceeded: return "disk full (this user's disk quota is exceeded)"
+        case .fileTooLarge(let limit?): return "file too large: the file size limit of this process (ulimit -f) is \(limit) bytes"
+        case .fileTooLarge(nil): return "file too large for the file system"
+        case .permissionDenied: return "permission denied"
+        case .readOnlyFileSystem: return "the file system is read-only"
+        case .ioError: return "I/O error (the device reported a failure)"
+        case .other(let message): return message
+        }
+    }
+
+    /// What the user can do, for a failure in or on `folder`.
+    func hint(folder: String, writing: Bool) -> String {
+        switch self {
+        case .noSpace, .quotaExceeded: return "free space on the disk holding \(folder), then run the command again"
+        case .fileTooLarge(.some): return "raise the file size limit (ulimit -f unlimited), then run the command again"
+        case .fileTooLarge(nil): return "use a folder on a file system that allows larger files, then run the command again"
+        case .permissionDenied:
+            return writing
+                ? "let this user write \(folder) (see ls -ld \(folder); chmod u+w), then run the command again"
+                : "let this user read \(folder) (see ls -ld \(folder); chmod u+rx), then run the command again"
+        case .readOnlyFileSystem: return "remount \(folder) read-write or use another folder, then run the command again"
+        case .ioError: return "check the device holding \(folder) (system log), then run the command again"
+        case .other: return "fix the cause, then run the command again"
         }
     }
 }

@@ -1,6 +1,14 @@
 import Foundation
 import TidemarkCore
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// The layout of a shared exchange folder (Protocol/exchange.md).
 ///
 /// Each replica writes only inside `DIR/<replica id>/`: numbered bundles `0000000001.tmb`, … and
@@ -19,16 +27,34 @@ struct ExchangeFolder {
     init(_ root: String) throws {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: root, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw ExchangeError.cannotRead(path: root, reason: "no such folder")
+            throw ExchangeError.cannotRead(path: root, reason: Self.notAFolder(root))
         }
+        // Every use of the folder goes through it: without search permission nothing inside can be reached.
+        if access(root, X_OK) != 0 { throw ExchangeError.readFailed(path: root, FileFault(errno: errno)) }
         self.root = root
+    }
+
+    static func notAFolder(_ path: String) -> String {
+        FileManager.default.fileExists(atPath: path) ? "it is a file, not a folder" : "no such folder"
     }
 
     func folder(of replica: Replica.ID) -> String { root + "/" + replica.description }
 
-    /// The replica folders present, excluding `except`.
+    /// The replica folders present, excluding `except`. Throws `readFailed` when the shared folder
+    /// or one of those replica folders cannot be listed: skipping it would silently miss bundles.
     func replicaFolders(except: Replica.ID) throws -> [Replica.ID] {
-        try FileManager.default.contentsOfDirectory(atPath: root).compactMap(Replica.ID.init(hex:)).filter { $0 != except }.sorted()
+        let names: [String]
+        do { names = try FileManager.default.contentsOfDirectory(atPath: root) } catch {
+            throw ExchangeError.readFailed(path: root, FileFault(error))
+        }
+        let replicas = names.compactMap(Replica.ID.init(hex:)).filter { $0 != except }.sorted()
+        for replica in replicas {
+            let folder = folder(of: replica)
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else { continue }
+            if access(folder, R_OK | X_OK) != 0 { throw ExchangeError.readFailed(path: folder, FileFault(errno: errno)) }
+        }
+        return replicas
     }
 
     /// The numbered bundles in a replica's folder, in order.

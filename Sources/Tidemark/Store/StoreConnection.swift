@@ -28,14 +28,6 @@ enum StoreConnection {
     /// Turns a SQLite error on `path` into the `StoreError` a user can act on.
     static func mapped(_ error: any Error, path: String) -> any Error {
         guard let dbError = error as? DatabaseError else { return error }
-        switch dbError.resultCode {
-        case .SQLITE_NOTADB: return StoreError.notADatabase(path: path)
-        case .SQLITE_BUSY, .SQLITE_LOCKED:
-            return StoreError.database(path: path, message: "the store stayed locked by another process past the busy timeout")
-        case .SQLITE_CANTOPEN: return StoreError.database(path: path, message: "cannot be opened (\(dbError.message ?? "no permission?"))")
-        case .SQLITE_READONLY: return StoreError.database(path: path, message: "is read-only")
-        case .SQLITE_FULL: return StoreError.database(path: path, message: "the disk is full")
-        default: return StoreError.database(path: path, message: dbError.message ?? "\(dbError.resultCode)")
-        }
+        return StoreError.mapping(dbError, path: path)
     }
 }

@@ -1,4 +1,14 @@
+import Foundation
+import GRDB
 import TidemarkCore
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// What went wrong with a store, on which input, and what the user can do about it.
 ///
@@ -42,8 +52,19 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case badToken(History.TokenError)
     /// The key file is missing, unreadable or not a key.
     case keyFile(path: String, problem: String)
+    /// The key file's permissions let other users read or change it (`mode` is its permission bits).
+    case keyFileExposed(path: String, mode: UInt16)
     /// SQLite reported an error on this store.
     case database(path: String, message: String)
+    /// Another process held the store's write lock for longer than the busy timeout; nothing was changed.
+    case storeLocked(path: String)
+    /// The store cannot be written: `reason` says why (the file, its folder or its file system), `fix` what to do.
+    case storeReadOnly(path: String, reason: String, fix: String)
+    /// Writing the store ran out of room (`fault` is a full disk, a quota or the file size limit);
+    /// SQLite rolled the write back.
+    case storeFull(path: String, FileFault)
+    /// The operating system reported an I/O error reading or writing the store.
+    case storeIOError(path: String, message: String)
 
     public var description: String {
         switch self {
@@ -68,7 +89,14 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .foreignToken: return "the token is not from this store's history (it claims transactions this replica never made)"
         case .badToken(let e): return e.description
         case .keyFile(let p, let problem): return "key file \(p): \(problem)"
+        case .keyFileExposed(let p, let mode):
+            return "key file \(p) is readable or writable by other users (mode \(String(format: "%04o", mode))): refusing to use it"
         case .database(let p, let m): return "\(p): \(m)"
+        case .storeLocked(let p):
+            return "\(p): the store stayed locked by another process past the busy timeout; the write was not made"
+        case .storeReadOnly(let p, let reason, _): return "\(p): the store cannot be written: \(reason)"
+        case .storeFull(let p, let fault): return "\(p): cannot write the store: \(fault); the write was rolled back"
+        case .storeIOError(let p, let m): return "\(p): I/O error on the store file (\(m))"
         }
     }
 
@@ -85,7 +113,129 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .transactionControlNotAllowed: return "remove BEGIN/COMMIT/ROLLBACK/SAVEPOINT from the SQL"
         case .historyTokenExpired: return "fetch without --since to read the history that remains"
         case .foreignToken: return "use a token printed by `sync token` for this store"
+        case .keyFile(let p, _): return "check \(p), or pass the right one with --key FILE"
+        case .keyFileExposed(let p, _): return "restrict it to its owner: chmod 600 \(p)"
+        case .storeLocked:
+            return "another program (a sqlite3 shell, an app, another sync) holds a write transaction on the store: let it finish or close it, then run the command again"
+        case .storeReadOnly(_, _, let fix): return fix
+        case .storeFull(let p, let fault): return fault.hint(folder: ExchangeError.folder(of: p), writing: true)
+        case .storeIOError(let p, _): return "check the disk holding \(p) (system log, free space), then run `sqlite3 \(p) 'PRAGMA integrity_check'`"
         default: return nil
         }
+    }
+}
+
+extension StoreError {
+    /// The `StoreError` for `error` when it is a SQLite error on the store at `path`, or nil when
+    /// it is not a SQLite error: for callers that received a database error the library did not
+    /// explain, so a user still learns the store, the cause and the fix.
+    public init?(sqliteError error: any Error, path: String) {
+        guard let error = error as? DatabaseError else { return nil }
+        self = Self.mapping(error, path: path)
+    }
+
+    /// Turns a SQLite failure on the store at `path` into the case a user can act on: a lock held
+    /// past the busy timeout, a store that cannot be written, a full disk or file size limit, an
+    /// I/O error. Other failures keep SQLite's message.
+    static func mapping(_ error: DatabaseError, path: String) -> StoreError {
+        let message = error.message ?? "\(error.resultCode)"
+        switch error.resultCode {
+        case .SQLITE_NOTADB: return .notADatabase(path: path)
+        case .SQLITE_BUSY, .SQLITE_LOCKED: return .storeLocked(path: path)
+        case .SQLITE_READONLY:
+            let (reason, fix) = StoreFileDiagnosis.whyNotWritable(path)
+            return .storeReadOnly(path: path, reason: reason, fix: fix)
+        case .SQLITE_FULL:
+            return .storeFull(path: path, StoreFileDiagnosis.whyFull(path) ?? .noSpace)
+        case .SQLITE_IOERR:
+            // SQLite reports ENOSPC as SQLITE_FULL but a file size limit (EFBIG) as a write error.
+            if let fault = StoreFileDiagnosis.whyFull(path) { return .storeFull(path: path, fault) }
+            return .storeIOError(path: path, message: message)
+        case .SQLITE_CANTOPEN:
+            let (reason, fix) = StoreFileDiagnosis.whyNotWritable(path)
+            if reason != StoreFileDiagnosis.unknown { return .storeReadOnly(path: path, reason: reason, fix: fix) }
+            return .database(path: path, message: "cannot be opened (\(message))")
+        default: return .database(path: path, message: message)
+        }
+    }
+}
+
+/// Looks at a store file, its folder and its file system to say why SQLite could not write it.
+enum StoreFileDiagnosis {
+    static let unknown = "SQLite opened it read-only"
+
+    /// Why `path` (or the `-wal` and `-shm` files SQLite keeps next to it) cannot be written, and the fix.
+    static func whyNotWritable(_ path: String) -> (reason: String, fix: String) {
+        let folder = (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
+        let readOnlyFileSystem = ("it is on a read-only file system", "remount that file system read-write, or copy the store elsewhere")
+        // SQLite creates the -wal and -shm files with the store's own mode, so a read-only store
+        // leaves read-only companions behind: all of them need fixing.
+        let files: [String] = [path, path + "-wal", path + "-shm"].filter { access($0, F_OK) == 0 }
+        let locked = files.filter { access($0, W_OK) != 0 }
+        if let first = locked.first {
+            _ = access(first, W_OK)
+            if errno == EROFS { return readOnlyFileSystem }
+            let names = locked.map { "\($0) (mode \(modeText($0)))" }.joined(separator: ", ")
+            return ("\(locked.count == 1 ? "the file is" : "these files are") read-only: \(names)", "make them writable: chmod u+w \(locked.joined(separator: " "))")
+        }
+        if access(folder, W_OK | X_OK) != 0 {
+            if errno == EROFS { return readOnlyFileSystem }
+            return (
+                "its folder \(folder) is not writable (mode \(modeText(folder))), and SQLite must create \((path as NSString).lastPathComponent)-wal and -shm there",
+                "make the folder writable: chmod u+w \(folder)"
+            )
+        }
+        return (unknown, "check the permissions of \(path) and its folder")
+    }
+
+    /// Why writing next to `path` ran out of room, when the process's file size limit or the
+    /// disk's free space explains it; nil when neither does.
+    static func whyFull(_ path: String) -> FileFault? {
+        // A write past the limit fails with EFBIG; the file is left just short of it.
+        if let limit = fileSizeLimit() {
+            let largest = ["", "-wal", "-shm", "-journal"].compactMap { fileSize(path + $0) }.max() ?? 0
+            if largest + (1 << 20) >= limit { return .fileTooLarge(limit: limit) }
+        }
+        let folder = (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
+        if let free = freeBytes(folder), free < 1 << 20 { return .noSpace }
+        return nil
+    }
+
+    /// The `RLIMIT_FSIZE` soft limit in bytes, or nil when there is none.
+    static func fileSizeLimit() -> UInt64? {
+        var limit = rlimit()
+        #if canImport(Glibc)
+            let resource = __rlimit_resource_t(RLIMIT_FSIZE.rawValue)
+            let infinity = rlim_t.max  // RLIM_INFINITY is ~0 and does not import
+        #elseif canImport(Musl)
+            let resource = RLIMIT_FSIZE
+            let infinity = rlim_t.max
+        #else
+            let resource = RLIMIT_FSIZE
+            let infinity = rlim_t(Int64.max)  // Darwin's RLIM_INFINITY, (1 << 63) - 1
+        #endif
+        guard getrlimit(resource, &limit) == 0, limit.rlim_cur != infinity else { return nil }
+        return UInt64(limit.rlim_cur)
+    }
+
+    /// Bytes available to unprivileged users on the file system holding `path`.
+    static func freeBytes(_ path: String) -> UInt64? {
+        var info = statvfs()
+        guard statvfs(path, &info) == 0 else { return nil }
+        return UInt64(info.f_bavail) * UInt64(info.f_frsize)
+    }
+
+    /// The size of the file at `path`, or nil when there is none.
+    static func fileSize(_ path: String) -> UInt64? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return UInt64(info.st_size)
+    }
+
+    /// The permission bits of `path` in octal, or "unknown".
+    static func modeText(_ path: String) -> String {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return "unknown" }
+        return String(format: "%04o", UInt16(info.st_mode & 0o7777))
     }
 }

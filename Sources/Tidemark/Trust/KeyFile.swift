@@ -10,8 +10,22 @@ import TidemarkCore
     import Darwin
 #endif
 
+/// The C library's `read`, which `KeyFile`'s own `read` hides.
+private enum Glue {
+    static func read(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+        #if canImport(Glibc)
+            Glibc.read(fd, buffer, count)
+        #elseif canImport(Musl)
+            Musl.read(fd, buffer, count)
+        #else
+            Darwin.read(fd, buffer, count)
+        #endif
+    }
+}
+
 /// A replica's Ed25519 private key in a PEM file (PKCS#8, `-----BEGIN PRIVATE KEY-----`), readable
-/// by `openssl`. The file is created with mode 0600 and never enters the store, a bundle or a message.
+/// by `openssl`. The file is created with mode 0600 and never enters the store, a bundle or a message;
+/// `load` refuses it when other users may read or change it.
 public struct KeyFile: Sendable {
     /// Where the key lives.
     public let path: String
@@ -28,19 +42,74 @@ public struct KeyFile: Sendable {
     static let pkcs8Prefix: [UInt8] = [0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20]
 
     /// Reads a key file.
+    ///
+    /// Refuses a file that is not an unencrypted Ed25519 key in PEM (PKCS#8) with
+    /// `StoreError.keyFile`, saying what is wrong without quoting the file, and a file whose
+    /// permissions let other users read or change it (`mode & 0o077 != 0`) with
+    /// `StoreError.keyFileExposed`: the fix is `chmod 600 FILE`.
     public static func load(_ path: String) throws -> KeyFile {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw StoreError.keyFile(path: path, problem: "cannot be read (missing, or no permission)")
-        }
+        let (data, mode) = try read(path)
         let text = String(decoding: data, as: UTF8.self)
-        let body = text.split(whereSeparator: \.isNewline).filter { !$0.hasPrefix("-----") }.joined()
-        guard text.contains("-----BEGIN PRIVATE KEY-----"), let der = Data(base64Encoded: body).map(Array.init),
-            der.count == pkcs8Prefix.count + 32, Array(der.prefix(pkcs8Prefix.count)) == pkcs8Prefix,
-            let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: der.suffix(32))
-        else {
-            throw StoreError.keyFile(path: path, problem: "is not an Ed25519 private key in PEM (PKCS#8)")
-        }
+        let key = try parse(text, path: path)
+        guard mode & 0o077 == 0 else { throw StoreError.keyFileExposed(path: path, mode: mode) }
         return KeyFile(path: path, privateKey: key)
+    }
+
+    /// The file's bytes and permission bits, read through one descriptor.
+    private static func read(_ path: String) throws -> (Data, UInt16) {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else {
+            let problem = errno == ENOENT ? "does not exist" : "cannot be read (\(String(cString: strerror(errno))))"
+            throw StoreError.keyFile(path: path, problem: problem)
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            throw StoreError.keyFile(path: path, problem: "cannot be read (\(String(cString: strerror(errno))))")
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw StoreError.keyFile(path: path, problem: "is not a regular file") }
+        var data = Data()
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glue.read(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw StoreError.keyFile(path: path, problem: "cannot be read (\(String(cString: strerror(errno))))")
+            }
+            if count == 0 { break }
+            data.append(contentsOf: chunk[0..<count])
+            // A key is a few hundred bytes; anything this large is not one.
+            guard data.count <= 1 << 16 else { break }
+        }
+        return (data, UInt16(info.st_mode & 0o7777))
+    }
+
+    /// The key in a PEM text, or `StoreError.keyFile` saying what is wrong (never quoting the text).
+    private static func parse(_ text: String, path: String) throws -> Curve25519.Signing.PrivateKey {
+        func refuse(_ detail: String) -> StoreError {
+            StoreError.keyFile(path: path, problem: "is not an Ed25519 private key in PEM (PKCS#8): \(detail)")
+        }
+        if text.allSatisfy(\.isWhitespace) { throw refuse("the file is empty") }
+        guard text.contains("-----BEGIN PRIVATE KEY-----") else {
+            if text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") { throw refuse("it is encrypted; Tidemark needs an unencrypted key") }
+            let kinds = [("EC", "an EC"), ("RSA", "an RSA"), ("OPENSSH", "an OpenSSH"), ("DSA", "a DSA")]
+            if let (_, kind) = kinds.first(where: { text.contains("-----BEGIN \($0.0) PRIVATE KEY-----") }) {
+                throw refuse("it holds \(kind) key")
+            }
+            throw refuse("no -----BEGIN PRIVATE KEY----- line")
+        }
+        let body = text.split(whereSeparator: \.isNewline).filter { !$0.hasPrefix("-----") }.joined()
+        guard let der = Data(base64Encoded: body).map(Array.init) else { throw refuse("its base64 text is damaged") }
+        // Same structure, another algorithm: OID 1.3.101.110 is X25519, 1.3.101.111 X448, 1.3.101.113 Ed448.
+        if der.count >= 12, Array(der[7..<11]) == [0x06, 0x03, 0x2b, 0x65], der[11] != 0x70 {
+            let names: [UInt8: String] = [0x6e: "an X25519", 0x6f: "an X448", 0x71: "an Ed448"]
+            throw refuse("it holds \(names[der[11]] ?? "another kind of") key")
+        }
+        guard der.count == pkcs8Prefix.count + 32, Array(der.prefix(pkcs8Prefix.count)) == pkcs8Prefix else {
+            throw refuse("it holds \(der.count) bytes of DER where an Ed25519 key has \(pkcs8Prefix.count + 32), with a different structure")
+        }
+        guard let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: der.suffix(32)) else { throw refuse("the key bytes are invalid") }
+        return key
     }
 
     /// Creates a new key at `path`, which must not exist, with mode 0600.

@@ -12,6 +12,7 @@ let package = Package(
         .executable(name: "tidemark-bench", targets: ["TidemarkBench"]),
         .executable(name: "tidemark-vectors", targets: ["VectorGenerator"]),
         .executable(name: "tidemark-sim", targets: ["Simulation"]),
+        .executable(name: "tidemark-crash", targets: ["CrashHarness"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -66,6 +67,16 @@ let package = Package(
             dependencies: ["Tidemark", "ReferenceModel", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "tools/Simulation",
             swiftSettings: strict),
+        // SIGKILLs `sync` commands at random moments, checks stores and the exchange folder after
+        // each kill, and that the replicas still converge.
+        .executableTarget(
+            name: "CrashHarness",
+            dependencies: [
+                "Tidemark", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "tools/CrashHarness",
+            swiftSettings: strict),
         .target(
             name: "TidemarkTestSupport",
             dependencies: [
@@ -82,7 +93,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "SyncCLITests",
-            dependencies: ["TidemarkTestSupport", "sync"],
+            dependencies: ["TidemarkTestSupport", "sync", "CrashHarness"],
             swiftSettings: strict),
     ]
 )

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import Tidemark
+@testable import Tidemark
 import TidemarkTestSupport
 
 /// Push and pull through a shared folder (Protocol/exchange.md): each replica writes numbered
@@ -134,6 +134,31 @@ import TidemarkTestSupport
         #expect(pulled.imported.map(\.path) == [first])
         #expect(pulled.warnings.contains { $0.contains(".tmp-xyz") }, "no warning about the temporary file: \(pulled.warnings)")
         #expect(FileManager.default.fileExists(atPath: temporary), "another replica's file is left alone")
+    }
+
+    /// A temporary file left by a killed push is never taken for a bundle; once it has gone
+    /// unwritten for `abandonedTemporaryAge`, peers say so and its owner removes it on its next
+    /// push or pull. A temporary still being written (recently modified) is left alone.
+    @Test func anAbandonedTemporaryIsRemovedByItsOwnerOnly() throws {
+        let group = try Group()
+        let (a, b) = (group.replicas[0], group.replicas[1])
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-1', 'one')")
+        try group.push(a)
+        let abandoned = group.folder(of: a) + "/.tmp-killed"
+        let live = group.folder(of: a) + "/.tmp-live"
+        for path in [abandoned, live] { try Data("partial".utf8).write(to: URL(fileURLWithPath: path)) }
+        let old = Date().addingTimeInterval(-(ExchangeFolder.abandonedTemporaryAge + 60))
+        try FileManager.default.setAttributes([.modificationDate: old], ofItemAtPath: abandoned)
+
+        let pulled = try group.pull(b)
+        #expect(pulled.warnings.contains { $0.contains(".tmp-killed") && $0.contains("left by an interrupted write") }, "\(pulled.warnings)")
+        #expect(pulled.warnings.contains { $0.contains(".tmp-live") && $0.contains("still being written") }, "\(pulled.warnings)")
+        #expect(FileManager.default.fileExists(atPath: abandoned), "a peer never removes another replica's files")
+
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-2', 'two')")
+        try group.push(a)
+        #expect(!FileManager.default.fileExists(atPath: abandoned), "its owner's push removes the abandoned temporary")
+        #expect(FileManager.default.fileExists(atPath: live), "a temporary still being written stays")
     }
 
     /// A folder that happens to carry a bundle's name is a foreign entry like any other: reported,

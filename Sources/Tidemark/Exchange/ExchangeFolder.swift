@@ -81,6 +81,30 @@ struct ExchangeFolder {
         }.sorted().map { folder + "/" + $0 }
     }
 
+    /// How long a temporary file must have gone unwritten to count as abandoned: left by a write
+    /// that was interrupted (a killed process, a crash). A writer streams into its temporary
+    /// without pauses this long, so removing an abandoned one cannot cut a live write short.
+    static let abandonedTemporaryAge: TimeInterval = 600
+
+    /// Whether `path` is a temporary file nobody has written to for `abandonedTemporaryAge`.
+    static func isAbandonedTemporary(_ path: String, now: Date = Date()) -> Bool {
+        guard URL(fileURLWithPath: path).lastPathComponent.hasPrefix(temporaryPrefix),
+            let modified = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date
+        else { return false }
+        return now.timeIntervalSince(modified) >= abandonedTemporaryAge
+    }
+
+    /// Removes the abandoned temporaries of `replica`'s own folder (only their writer removes
+    /// them), and returns their paths.
+    @discardableResult
+    func removeAbandonedTemporaries(of replica: Replica.ID) -> [String] {
+        let folder = folder(of: replica)
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        return names.map { folder + "/" + $0 }.filter { path in
+            Self.isAbandonedTemporary(path) && (try? FileManager.default.removeItem(atPath: path)) != nil
+        }
+    }
+
     static func bundleName(_ number: Int) -> String { String(format: "%010d.%@", number, bundleExtension) }
 
     /// Reads only the preamble and header of a bundle.

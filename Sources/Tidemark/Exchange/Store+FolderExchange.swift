@@ -23,6 +23,7 @@ extension Store {
         } catch {
             throw ExchangeError.cannotWrite(path: folder, reason: FileProblem.describe(path: folder))
         }
+        exchange.removeAbandonedTemporaries(of: replica.id)
         let existing = exchange.bundles(of: replica.id)
         // Continue from the last bundle pushed here: readers that applied it can apply the next.
         // (Pruning removes only bundles every active member applied, so that holds after a prune.)
@@ -74,8 +75,12 @@ extension Store {
         for replica in try exchange.replicaFolders(except: self.replica.id) {
             pending += exchange.bundles(of: replica).map(\.path)
             for path in exchange.strayFiles(of: replica) {
-                failures[path] = URL(fileURLWithPath: path).lastPathComponent.hasPrefix(ExchangeFolder.temporaryPrefix)
-                    ? "\(path): still being written by its sender" : "\(path): not a Tidemark exchange file"
+                let temporary = URL(fileURLWithPath: path).lastPathComponent.hasPrefix(ExchangeFolder.temporaryPrefix)
+                failures[path] =
+                    !temporary ? "\(path): not a Tidemark exchange file"
+                    : ExchangeFolder.isAbandonedTemporary(path)
+                        ? "\(path): left by an interrupted write of its sender, which removes it on its next push or pull"
+                        : "\(path): still being written by its sender"
             }
         }
         var imported: [ImportSummary] = []
@@ -188,6 +193,7 @@ extension Store {
         } catch {
             throw ExchangeError.cannotWrite(path: folder, reason: FileProblem.describe(path: folder))
         }
+        exchange.removeAbandonedTemporaries(of: replica.id)
         let path = folder + "/" + ExchangeFolder.watermarkName
         let token = try currentToken()
         _ = try exportBundle(since: token, to: path, key: key, kind: .watermark)

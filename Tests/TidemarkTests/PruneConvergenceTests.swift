@@ -53,6 +53,30 @@ struct PruneScenario {
         }
     }
 
+    /// The prerequisites a "missing prerequisites: r3 #11, …" warning names, when no bundle in the
+    /// folder holds any of them; nil for any other warning, or when one of them was published.
+    static func unpublishedPrerequisites(in warning: String, cluster: ConvergenceCluster) throws -> String? {
+        guard let start = warning.range(of: "missing prerequisites: "), let end = warning.range(of: " (will retry") else { return nil }
+        let listed = String(warning[start.upperBound..<end.lowerBound])
+        var missing: [(origin: Replica.ID, sequence: Int64)] = []
+        for item in listed.components(separatedBy: ", ") {
+            let parts = item.split(separator: " ")
+            guard parts.count == 2, parts[0].hasPrefix("r"), let index = Int(parts[0].dropFirst()), cluster.replicas.indices.contains(index),
+                parts[1].hasPrefix("#"), let sequence = Int64(parts[1].dropFirst())
+            else { return nil }
+            missing.append((cluster.replicas[index].id, sequence))
+        }
+        let bundles = FolderTree(cluster.folder).files.filter { $0.hasSuffix(".tmb") }.map { cluster.folder + "/" + $0 }
+        for bundle in bundles {
+            guard let header = try? ExchangeGroup.header(of: bundle) else { continue }
+            for (origin, sequence) in missing
+            where header.ranges.contains(where: { $0.origin == origin && $0.first <= sequence && sequence <= $0.last }) {
+                return nil
+            }
+        }
+        return missing.isEmpty ? nil : listed
+    }
+
     /// Writes one transaction through `execute(sql:)`, through `write` with GRDB, or (a fifth of the
     /// time) through the `sqlite3` shell, as a foreign client; returns which.
     static func write(_ statements: [String], on replica: TestReplica, path: Int) async throws -> String {
@@ -140,7 +164,16 @@ struct PruneScenario {
                 log.add(
                     "\(label): pull r\(r)\(prune ? "" : " (no prune)"): \(summary.imported.count) bundles (\(snapshots) snapshots)"
                         + (summary.prune.map { ", pruned \($0.removedTransactions), blockers \($0.blockers)" } ?? "") + " \(try state(r))")
-                for warning in summary.warnings { log.problem("\(label): pull r\(r) warned: \(warning)") }
+                for warning in summary.warnings {
+                    // Waiting is right when the missing transactions are in no bundle yet (their
+                    // origin has not pushed them, though a snapshot carried their effects to the
+                    // sender); anything else is a problem.
+                    if let waiting = try Self.unpublishedPrerequisites(in: warning, cluster: cluster) {
+                        log.add("\(label): pull r\(r) waits for \(waiting), in no bundle yet")
+                    } else {
+                        log.problem("\(label): pull r\(r) warned: \(warning)")
+                    }
+                }
                 if let report = summary.prune { try checkHorizon(report, by: r, label: label) }
             } catch {
                 log.problem("\(label): pull r\(r) failed: \(Self.describe(error))")

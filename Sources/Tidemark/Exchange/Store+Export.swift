@@ -147,8 +147,8 @@ struct ExportPlan {
             }
         }
         let valueColumns = try Bookkeeping.valueColumnCount(db)
-        let changes = try db.makeStatement(
-            sql: "SELECT \(ChangeDecoder.selectList(valueColumns: valueColumns)) FROM tidemark_changes WHERE id BETWEEN ? AND ? ORDER BY id")
+        let changes = try RawStatement(
+            db, sql: "SELECT \(ChangeDecoder.selectList(valueColumns: valueColumns)) FROM tidemark_changes WHERE id BETWEEN ? AND ? ORDER BY id")
         let decoder = ChangeDecoder(tables: store.replicatedTables)
         let transactions = try Row.fetchCursor(
             db,
@@ -164,9 +164,11 @@ struct ExportPlan {
             try encoder.beginTransaction(
                 origin: Replica.ID(bytes: [UInt8](row[0] as Data))!, sequence: row[1], timestamp: HLCTimestamp(packed: row[2]),
                 author: row[3], contextName: row[4], processID: row[5], changeCount: Int(max(0, last - first + 1)))
-            let cursor = try Row.fetchCursor(changes, arguments: [first, last])
-            while let change = try cursor.next() {
-                guard let decoded = try decoder.decode(change) else { continue }
+            changes.reset()
+            try changes.bind(first, at: 1)
+            try changes.bind(last, at: 2)
+            while try changes.step() {
+                guard let decoded = decoder.decode(changes) else { continue }
                 try encoder.add(decoded)
                 counts.1 += 1
             }

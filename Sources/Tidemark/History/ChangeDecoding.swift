@@ -11,12 +11,19 @@ struct ChangeDecoder {
 
     /// Decodes one row selected as `table_id, op, mask, gen, c0, c1, …`.
     func decode(_ row: Row) throws -> History.Change? {
-        let tableID: Int64 = row[0]
-        let opCode: Int64 = row[1]
-        let mask: Int64 = row[2]
-        let generation: Int64 = row[3] ?? 0
+        decode(tableID: row[0], opCode: row[1], mask: row[2], generation: row[3] ?? 0) { SQLValue(row[4 + $0] as DatabaseValue) }
+    }
+
+    /// Decodes the current row of a raw statement selected as `table_id, op, mask, gen, c0, c1, …`.
+    func decode(_ statement: RawStatement) -> History.Change? {
+        decode(tableID: statement.int64(0), opCode: statement.int64(1), mask: statement.int64(2), generation: statement.int64(3)) {
+            statement.value(Int32(4 + $0))
+        }
+    }
+
+    private func decode(tableID: Int64, opCode: Int64, mask: Int64, generation: Int64, value: (Int) -> SQLValue) -> History.Change? {
         guard let table = tables[tableID], let op = Bookkeeping.Op(rawValue: opCode), op != .marker else { return nil }
-        func column(_ i: Int) -> History.Column { History.Column(table.columns[i], SQLValue(row[4 + i] as DatabaseValue)) }
+        func column(_ i: Int) -> History.Column { History.Column(table.columns[i], value(i)) }
         let key = table.keyIndexes.map(column)
         let carried = table.columns.indices.filter { mask & (1 << Int64($0)) != 0 }
         switch op {

@@ -31,15 +31,22 @@ public final class BundleDecoder<Source: ByteSource> {
     /// Names compare by their UTF-8 bytes, never by Unicode equivalence (§4.1).
     private struct TableLookup {
         let schema: BundleHeader.TableSchema
+        let name: [UInt8]
         let keys: [[UInt8]]
-        let columns: Set<[UInt8]>
+        let columns: [[UInt8]]
         init(_ schema: BundleHeader.TableSchema) {
             self.schema = schema
+            name = Array(schema.name.utf8)
             keys = schema.keyColumns.map { Array($0.utf8) }
-            columns = Set(schema.columns.map { Array($0.utf8) })
+            columns = schema.columns.map { Array($0.utf8) }
+        }
+
+        /// Whether `name` is one of `names`, byte for byte (not by Unicode equivalence).
+        static func contains(_ names: [[UInt8]], _ name: String) -> Bool {
+            names.contains { $0.elementsEqual(name.utf8) }
         }
     }
-    private var tables: [[UInt8]: TableLookup] = [:]
+    private var tables: [TableLookup] = []
     private var open: History.TransactionHeader?
     private var changesLeft = 0
     private var txHasher = SHA256()
@@ -49,7 +56,9 @@ public final class BundleDecoder<Source: ByteSource> {
     private var inRecord = false
     private var hasherReady = false
     private var prefix: [UInt8] = []
-    private var names: [[UInt8]: String] = [:]
+    /// Names read so far, by a hash of their bytes, so that a repeated name costs no allocation.
+    private var names: [UInt64: [(bytes: [UInt8], string: String)]] = [:]
+    private var nameCount = 0
 
     /// The transaction whose changes were all read most recently, with its chain hash.
     public private(set) var lastCompleted: (head: History.TransactionHeader, chainHash: [UInt8])?
@@ -68,7 +77,7 @@ public final class BundleDecoder<Source: ByteSource> {
         for range in header.ranges {
             chains[range.origin] = ChainState(head: range.previous, done: range.first - 1, last: range.last, timestamp: .zero)
         }
-        for table in header.tables { tables[Array(table.name.utf8)] = TableLookup(table) }
+        tables = header.tables.map { TableLookup($0) }
     }
 
     // MARK: - Record stream
@@ -146,12 +155,37 @@ public final class BundleDecoder<Source: ByteSource> {
     }
 
     private func name() throws -> String {
-        let raw = try bytes(try length(limit: BundleFormat.maxNameLength))
-        guard !raw.isEmpty else { throw fail(.emptyName) }
-        if let known = names[raw] { return known }
+        let n = try length(limit: BundleFormat.maxNameLength)
+        guard n > 0 else { throw fail(.emptyName) }
+        if n <= chunk.count - position {
+            // Most names repeat (tables, columns): find this one without copying its bytes.
+            let slice = chunk[position..<position + n]
+            let hash = Self.fnv1a(slice)
+            if let known = names[hash]?.first(where: { $0.bytes.elementsEqual(slice) }) {
+                position += n
+                return known.string
+            }
+            position += n
+            return try intern(Array(slice), hash: hash)
+        }
+        let raw = try bytes(n)
+        return try intern(raw, hash: Self.fnv1a(raw[...]))
+    }
+
+    private func intern(_ raw: [UInt8], hash: UInt64) throws -> String {
         guard let s = String(validating: raw, as: UTF8.self) else { throw fail(.invalidUTF8) }
-        if names.count < 4096 { names[raw] = s }
+        if nameCount < 4096 {
+            names[hash, default: []].append((raw, s))
+            nameCount += 1
+        }
         return s
+    }
+
+    /// FNV-1a over `bytes`: a cheap hash for the name cache (collisions only cost a comparison).
+    private static func fnv1a(_ bytes: ArraySlice<UInt8>) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+        return hash
     }
 
     private func optionalName() throws -> String? {
@@ -172,9 +206,16 @@ public final class BundleDecoder<Source: ByteSource> {
             for _ in 0..<8 { bits = bits << 8 | UInt64(try byte()) }
             return .real(Double(bitPattern: bits))
         case 3:
-            let raw = try bytes(try length(limit: BundleFormat.maxValueLength))
-            guard let s = String(validating: raw, as: UTF8.self) else { throw fail(.invalidUTF8) }
-            return .text(s)
+            let n = try length(limit: BundleFormat.maxValueLength)
+            let text: String?
+            if n <= chunk.count - position {
+                text = String(validating: chunk[position..<position + n], as: UTF8.self)
+                position += n
+            } else {
+                text = String(validating: try bytes(n), as: UTF8.self)
+            }
+            guard let text else { throw fail(.invalidUTF8) }
+            return .text(text)
         case 4: return .blob(try bytes(try length(limit: BundleFormat.maxValueLength)))
         default: throw fail(.unknownValueTag(tag))
         }
@@ -199,14 +240,14 @@ public final class BundleDecoder<Source: ByteSource> {
         if position == chunk.count { guard try refill() else { return nil } }
         guard header.kind == .snapshot else { throw fail(.columnsNotCanonical("row states outside a snapshot bundle")) }
         let table = try name()
-        guard let lookup = tables[Array(table.utf8)] else { throw fail(.columnsNotCanonical("table '\(table)' is not in the header")) }
+        guard let lookup = tables.first(where: { $0.name.elementsEqual(table.utf8) }) else { throw fail(.columnsNotCanonical("table '\(table)' is not in the header")) }
         let generation = try varint()
         guard generation >= 1, generation <= UInt64(Int64.max) else { throw fail(.badGeneration(generation)) }
         let keyCount = try varint()
         guard keyCount >= 1, keyCount <= UInt64(BundleFormat.maxColumns) else { throw fail(.tooManyColumns(Int(min(keyCount, 999)))) }
         var key: [History.Column] = []
         for _ in 0..<keyCount { key.append(History.Column(try name(), try value())) }
-        guard key.map({ Array($0.name.utf8) }) == lookup.keys else {
+        guard key.count == lookup.keys.count, zip(key, lookup.keys).allSatisfy({ $0.name.utf8.elementsEqual($1) }) else {
             throw fail(.columnsNotCanonical("key columns of '\(table)' do not match its header entry"))
         }
         let cellCount = try varint()
@@ -227,7 +268,7 @@ public final class BundleDecoder<Source: ByteSource> {
             if let previous = cells.last, !previous.name.utf8.lexicographicallyPrecedes(cellName.utf8) {
                 throw fail(.columnsNotCanonical("column names not strictly ascending"))
             }
-            guard !lookup.keys.contains(Array(cellName.utf8)), lookup.columns.contains(Array(cellName.utf8)) else {
+            guard !TableLookup.contains(lookup.keys, cellName), TableLookup.contains(lookup.columns, cellName) else {
                 throw fail(.columnsNotCanonical("column '\(cellName)' of '\(table)' is a key column or not in the header"))
             }
             cells.append(RowState.Cell(name: cellName, value: cellValue, clock: clock))
@@ -312,13 +353,13 @@ public final class BundleDecoder<Source: ByteSource> {
             throw fail(.badGeneration(generation))
         }
         let table = try name()
-        guard let lookup = tables[Array(table.utf8)] else { throw fail(.columnsNotCanonical("table '\(table)' is not in the header")) }
+        guard let lookup = tables.first(where: { $0.name.elementsEqual(table.utf8) }) else { throw fail(.columnsNotCanonical("table '\(table)' is not in the header")) }
         let keyCount = try varint()
         guard keyCount >= 1, keyCount <= UInt64(BundleFormat.maxColumns) else { throw fail(.tooManyColumns(Int(min(keyCount, 999)))) }
         var key: [History.Column] = []
         key.reserveCapacity(Int(keyCount))
         for _ in 0..<keyCount { key.append(History.Column(try name(), try value())) }
-        guard key.map({ Array($0.name.utf8) }) == lookup.keys else {
+        guard key.count == lookup.keys.count, zip(key, lookup.keys).allSatisfy({ $0.name.utf8.elementsEqual($1) }) else {
             throw fail(.columnsNotCanonical("key columns of '\(table)' do not match its header entry"))
         }
         let columnCount = try varint()
@@ -330,7 +371,7 @@ public final class BundleDecoder<Source: ByteSource> {
             if let previous = columns.last, !previous.name.utf8.lexicographicallyPrecedes(column.name.utf8) {
                 throw fail(.columnsNotCanonical("column names not strictly ascending"))
             }
-            guard !lookup.keys.contains(Array(column.name.utf8)), lookup.columns.contains(Array(column.name.utf8)) else {
+            guard !TableLookup.contains(lookup.keys, column.name), TableLookup.contains(lookup.columns, column.name) else {
                 throw fail(.columnsNotCanonical("column '\(column.name)' of '\(table)' is a key column or not in the header"))
             }
             columns.append(column)

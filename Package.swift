@@ -13,6 +13,7 @@ let package = Package(
         .executable(name: "tidemark-vectors", targets: ["VectorGenerator"]),
         .executable(name: "tidemark-sim", targets: ["Simulation"]),
         .executable(name: "tidemark-crash", targets: ["CrashHarness"]),
+        .executable(name: "tidemark-fuzz", targets: ["BundleFuzzer"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -67,6 +68,8 @@ let package = Package(
             dependencies: ["Tidemark", "ReferenceModel", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "tools/Simulation",
             swiftSettings: strict),
+        // libFuzzer target over the bundle decoder and verifier; `tools/fuzz.sh` builds and runs it.
+        .executableTarget(name: "BundleFuzzer", dependencies: ["TidemarkCore"], path: "tools/BundleFuzzer", swiftSettings: strict),
         // SIGKILLs `sync` commands at random moments, checks stores and the exchange folder after
         // each kill, and that the replicas still converge.
         .executableTarget(

@@ -8,6 +8,11 @@ enum Side: String, CaseIterable {
     case tracked
     /// A plain SQLite file with the same schema and connection settings.
     case untracked
+    /// The untracked table plus the least a trigger can do to capture a change: copy the new row
+    /// (or the deleted key) into an append-only log, with no comparison, clock or sealing. Tidemark
+    /// captures through triggers so that every SQLite client's writes are captured; this side
+    /// shows what any trigger-based capture costs before it does anything useful.
+    case triggerFloor
 }
 
 /// Where a workload writes. Both sides open one GRDB `DatabaseQueue` in WAL mode with
@@ -49,20 +54,34 @@ final class TrackedTarget: BenchTarget {
 final class UntrackedTarget: BenchTarget {
     let queue: DatabaseQueue
 
-    init(path: String) throws {
+    let side: Side
+
+    /// The untracked side, or with `logTriggers` the trigger-floor side.
+    init(path: String, logTriggers: Bool = false) throws {
         // The same settings as the store's connection (`StoreConnection.open` and `Store.initialize`).
-        var config = Configuration()
-        config.busyMode = .timeout(30)
-        config.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA journal_mode = WAL")
-            try db.execute(sql: "PRAGMA synchronous = NORMAL")
-        }
-        queue = try DatabaseQueue(path: path, configuration: config)
-        try queue.write { db in try db.execute(sql: Fixtures.schema) }
+        queue = try PlainDatabase.open(path, create: true)
+        side = logTriggers ? .triggerFloor : .untracked
+        if logTriggers { try queue.write { db in try db.execute(sql: Self.floorTriggers) } }
     }
 
-    var side: Side { .untracked }
-    var capturedChanges: Int64? { nil }
+    /// An append-only log as wide as the table, and one unconditional copy per write.
+    static let floorTriggers = """
+        CREATE TABLE log(id INTEGER PRIMARY KEY, op INTEGER NOT NULL, c0, c1, c2, c3, c4);
+        CREATE TRIGGER log_insert AFTER INSERT ON items BEGIN
+          INSERT INTO log(op, c0, c1, c2, c3, c4) VALUES (1, NEW.id, NEW.title, NEW.qty, NEW.price, NEW.payload);
+        END;
+        CREATE TRIGGER log_update AFTER UPDATE ON items BEGIN
+          INSERT INTO log(op, c0, c1, c2, c3, c4) VALUES (2, NEW.id, NEW.title, NEW.qty, NEW.price, NEW.payload);
+        END;
+        CREATE TRIGGER log_delete AFTER DELETE ON items BEGIN
+          INSERT INTO log(op, c0) VALUES (3, OLD.id);
+        END;
+        """
+    /// Rows the floor triggers logged (checked like the tracked side's sealed changes); nil untracked.
+    var capturedChanges: Int64? {
+        guard side == .triggerFloor else { return nil }
+        return try? queue.read { db in try Int64.fetchOne(db, sql: "SELECT count(*) FROM log") }
+    }
 
     func transaction(_ body: (Database) throws -> Void) throws {
         try queue.writeWithoutTransaction { db in

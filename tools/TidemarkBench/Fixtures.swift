@@ -47,7 +47,12 @@ enum Fixtures {
         let path = directory.appendingPathComponent("items.sqlite").path
         // The closure owns the only reference, so the connection closes when it returns.
         return try {
-            let target: any BenchTarget = side == .tracked ? try TrackedTarget(path: path) : try UntrackedTarget(path: path)
+            let target: any BenchTarget =
+                switch side {
+                case .tracked: try TrackedTarget(path: path)
+                case .untracked: try UntrackedTarget(path: path)
+                case .triggerFloor: try UntrackedTarget(path: path, logTriggers: true)
+                }
             try checkConnection(target)
             return try body(target)
         }()

@@ -42,11 +42,12 @@ struct Report {
         var baselineName: String
         /// The samples' unit, e.g. `s` or `changes/s`.
         var unit: String
-        var goal: Goal
+        /// Nil for a reference row that explains another (it is not Tidemark's own goal).
+        var goal: Goal?
 
         /// Our median over the baseline's median.
         var ratio: Double { ours.median / baseline.median }
-        var met: Bool { goal.isMet(by: ratio) }
+        var met: Bool? { goal.map { $0.isMet(by: ratio) } }
     }
 
     var rows: [Row] = []
@@ -74,7 +75,10 @@ struct Report {
         let cells = rows.map { row in
             [row.metric, row.unit] + [row.ours.median, row.ours.min, row.ours.max].map(Self.format) + [row.baselineName]
                 + [row.baseline.median, row.baseline.min, row.baseline.max].map(Self.format)
-                + [String(format: "%.2f", row.ratio), "\(row.goal.symbol) " + String(format: "%.2f", row.goal.value), row.met ? "yes" : "NO"]
+                + [
+                    String(format: "%.2f", row.ratio), row.goal.map { "\($0.symbol) " + String(format: "%.2f", $0.value) } ?? "—",
+                    row.met.map { $0 ? "yes" : "NO" } ?? "—",
+                ]
         }
         let widths = header.indices.map { column in ([header] + cells).map { $0[column].count }.max()! }
         func line(_ values: [String]) -> String {
@@ -83,8 +87,9 @@ struct Report {
                 return column <= 1 || column == 5 ? value + pad : pad + value
             }.joined(separator: "  ")
         }
-        let met = rows.filter(\.met).count
-        return ([line(header)] + cells.map(line) + ["\(met) of \(rows.count) compared metrics met their goal (ratio = ours / baseline)"])
+        let judged = rows.filter { $0.goal != nil }
+        let met = judged.filter { $0.met == true }.count
+        return ([line(header)] + cells.map(line) + ["\(met) of \(judged.count) compared metrics met their goal (ratio = ours / baseline; rows without a goal are references)"])
             .joined(separator: "\n") + "\n"
     }
 
@@ -114,7 +119,8 @@ struct Report {
             object([
                 ("metric", try json(row.metric)), ("value", try json(row.ours.median)), ("unit", try json(row.unit)),
                 ("baseline", try json(row.baselineName)), ("baseline_value", try json(row.baseline.median)),
-                ("ratio", try json(row.ratio)), ("goal", try json(row.goal.value)), ("met", try json(row.met)),
+                ("ratio", try json(row.ratio)), ("goal", try row.goal.map { try json($0.value) } ?? "null"),
+                ("met", try row.met.map { try json($0) } ?? "null"),
             ])
         }
         let figureLines = try figures.map { f in

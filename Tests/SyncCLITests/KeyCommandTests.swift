@@ -61,7 +61,7 @@ import TidemarkTestSupport
         try await a.exec("INSERT INTO items(id) VALUES ('a-2')")
         #expect(try await a.sync("push", "--to", exchange.path).exitCode == 0)
         #expect(try await b.peers("remove", "a").exitCode == 0)
-        let before = try await b.tables()
+        let before = try b.tables()
         let refused = try await b.sync("pull", "--from", exchange.path, "--no-prune")
         #expect(refused.exitCode == 0, "\(refused)")
         let second = exchange.path + "/" + (try await a.id()).description + "/0000000002.tmb"

@@ -51,16 +51,7 @@ import TidemarkTestSupport
     @Test func pushFromALockedStorePublishesNothingAndWorksOnceReleased() async throws {
         let f = try Locked()
         let holder = try await StoreLockHolder(store: f.a.path, sql: "INSERT INTO items(id) VALUES ('held')")
-        withKnownIssue("push records the folder through an unmapped write (Store+Prune.rememberFolder): GRDB's DatabaseError escapes") {
-            #expect(throws: StoreError.storeLocked(path: f.a.path)) { try f.a.store.push(to: f.exchange, key: f.a.key) }
-        }
-        // Whatever the error's type, it is SQLite's busy error and maps to the typed case.
-        do {
-            _ = try f.a.store.push(to: f.exchange, key: f.a.key)
-            Issue.record("push succeeded on a locked store")
-        } catch {
-            #expect((error as? StoreError ?? StoreError(sqliteError: error, path: f.a.path)) == .storeLocked(path: f.a.path), "\(error)")
-        }
+        #expect(throws: StoreError.storeLocked(path: f.a.path)) { try f.a.store.push(to: f.exchange, key: f.a.key) }
         #expect((FileManager.default.subpaths(atPath: f.exchange) ?? []).filter { !$0.hasSuffix("/") }.allSatisfy { !$0.contains(".tmb") && !$0.contains(".tmp-") })
         await holder.release()
         #expect(try f.a.store.push(to: f.exchange, key: f.a.key).path?.hasSuffix("/0000000001.tmb") == true)

@@ -163,24 +163,30 @@ extension Store {
 
     func pushedThrough(_ directory: String) throws -> History.Token? {
         let absolute = URL(fileURLWithPath: directory).standardizedFileURL.path
-        return try database.read { db in
-            try String.fetchOne(db, sql: "SELECT pushed_through FROM tidemark_folders WHERE path = ?", arguments: [absolute])
+        return try mappingErrors {
+            try database.read { db in
+                try String.fetchOne(db, sql: "SELECT pushed_through FROM tidemark_folders WHERE path = ?", arguments: [absolute])
+            }
         }.flatMap { try? History.Token(parsing: $0) }
     }
 
     func setPushedThrough(_ directory: String, _ token: History.Token, number: Int) throws {
         let absolute = URL(fileURLWithPath: directory).standardizedFileURL.path
-        try database.write { db in
-            try db.execute(
-                sql: "UPDATE tidemark_folders SET pushed_through = ?, last_number = max(last_number, ?) WHERE path = ?",
-                arguments: [token.description, number, absolute])
+        try mappingErrors {
+            try database.write { db in
+                try db.execute(
+                    sql: "UPDATE tidemark_folders SET pushed_through = ?, last_number = max(last_number, ?) WHERE path = ?",
+                    arguments: [token.description, number, absolute])
+            }
         }
     }
 
     func lastPushedNumber(_ directory: String) throws -> Int {
         let absolute = URL(fileURLWithPath: directory).standardizedFileURL.path
-        return try database.read { db in
-            try Int.fetchOne(db, sql: "SELECT last_number FROM tidemark_folders WHERE path = ?", arguments: [absolute]) ?? 0
+        return try mappingErrors {
+            try database.read { db in
+                try Int.fetchOne(db, sql: "SELECT last_number FROM tidemark_folders WHERE path = ?", arguments: [absolute]) ?? 0
+            }
         }
     }
 

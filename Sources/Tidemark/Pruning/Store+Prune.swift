@@ -99,8 +99,10 @@ extension Store {
     /// Remembers an exchange folder, by absolute path.
     func rememberFolder(_ path: String) throws {
         let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
-        try database.write { db in
-            try db.execute(sql: "INSERT OR IGNORE INTO tidemark_folders(path) VALUES (?)", arguments: [absolute])
+        try mappingErrors {
+            try database.write { db in
+                try db.execute(sql: "INSERT OR IGNORE INTO tidemark_folders(path) VALUES (?)", arguments: [absolute])
+            }
         }
     }
 }

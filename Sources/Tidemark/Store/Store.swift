@@ -162,15 +162,17 @@ public final class Store: Sendable {
     /// change is ever missing from a fetch.
     @discardableResult
     public func sealForeignWrites() throws -> Commit? {
-        let pending = try database.read { db in try Sealer.hasPending(db) }
-        guard pending else { return nil }
-        return try database.writeWithoutTransaction { db in
-            var commit: Commit?
-            try db.inTransaction(.immediate) {
-                commit = try sealForeign(db)
-                return .commit
+        try mappingErrors {
+            let pending = try database.read { db in try Sealer.hasPending(db) }
+            guard pending else { return nil }
+            return try database.writeWithoutTransaction { db in
+                var commit: Commit?
+                try db.inTransaction(.immediate) {
+                    commit = try sealForeign(db)
+                    return .commit
+                }
+                return commit
             }
-            return commit
         }
     }
 

@@ -44,6 +44,8 @@ struct Catalog {
         addVerification()
         group = "snapshot"
         addSnapshot()
+        group = "record-limit"
+        addRecordLimit()
         let names = vectors.map(\.name)
         precondition(Set(names).count == names.count, "duplicate vector names")
     }

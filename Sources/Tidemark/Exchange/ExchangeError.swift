@@ -42,6 +42,11 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
     case notImportable(path: String, kind: String)
     /// An export needs a key that does not sign for this store.
     case wrongKey(path: String)
+    /// An export or snapshot to `path` met a row (`key`, rendered with excerpts) of `table` whose
+    /// change or state holds `bytes` bytes of TEXT and BLOB values, key values included: more than
+    /// one bundle record may carry (`BundleFormat.maxRecordValueBytes`, Protocol/bundle.md §4.1,
+    /// R36), so every reader would reject the bundle. Nothing was written to `path`.
+    case rowTooLarge(path: String, table: String, key: String, bytes: Int)
 
     public var description: String {
         switch self {
@@ -66,6 +71,11 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unknownPeer(let n): return "no peer named '\(n)'"
         case .wrongKey(let p): return "key file \(p) does not belong to this replica"
         case .notImportable(let p, let kind): return "\(p) is \(kind), not a change bundle or snapshot: nothing to import"
+        case .rowTooLarge(let p, let t, let k, let n):
+            // A push exports under a temporary name in its folder: name the folder instead.
+            let target = (p as NSString).lastPathComponent.hasPrefix(".tmp-") ? "to \(Self.folder(of: p))" : p
+            return "cannot export \(target): row \(k) of table '\(t)' holds \(n) bytes of values; a bundle record holds at most "
+                + "\(BundleFormat.maxRecordValueBytes) bytes (64 MiB) of TEXT and BLOB values, so no peer could read it; nothing was written"
         }
     }
 
@@ -79,6 +89,11 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
             return "continuing would reuse sequence numbers; move this store aside and create a new replica with `sync init`, then pull (see README, 'Restoring a store')"
         case .badBundle: return "the file is damaged, incomplete or not from Tidemark; ask its sender to export it again"
         case .schemaMismatch: return "both replicas must track the same tables with the same columns"
+        case .rowTooLarge:
+            return "keep the TEXT and BLOB values of one row within 64 MiB in total (store large content outside the tracked "
+                + "tables, e.g. in a file whose path or hash the row keeps, or split it across rows), then update or delete this "
+                + "row; a change already in history that is this large cannot travel in a bundle: peers that lack it can catch "
+                + "up from a snapshot once that history is deleted"
         case .writeFailed(let p, let fault): return fault.hint(folder: Self.folder(of: p), writing: true)
         case .readFailed(let p, let fault): return fault.hint(folder: p, writing: false)
         case .cannotWrite(_, let r) where r.hasSuffix("is on a read-only file system"):
@@ -91,6 +106,12 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 extension ExchangeError {
+    /// `error` as an export to `path` reports it: a record the encoder refused becomes `rowTooLarge`.
+    static func exporting(_ error: any Error, to path: String) -> any Error {
+        guard case BundleWriteError.recordTooLarge(let table, let key, let bytes)? = error as? BundleWriteError else { return error }
+        return ExchangeError.rowTooLarge(path: path, table: table, key: BundleWriteError.describe(key), bytes: bytes)
+    }
+
     static func folder(of path: String) -> String {
         let folder = (path as NSString).deletingLastPathComponent
         return folder.isEmpty ? "." : folder

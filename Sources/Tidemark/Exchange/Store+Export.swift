@@ -24,8 +24,10 @@ extension Store {
     /// it is written under a temporary name in the same folder and renamed. Streams: memory does
     /// not grow with the number of changes.
     ///
-    /// Throws `historyTokenExpired` if the bundle would need pruned history, and `foreignToken`
-    /// if `since` claims transactions of this replica that the store never made.
+    /// Throws `historyTokenExpired` if the bundle would need pruned history, `foreignToken`
+    /// if `since` claims transactions of this replica that the store never made, and
+    /// `ExchangeError.rowTooLarge` if a change to write holds more TEXT and BLOB bytes than a
+    /// bundle record may carry (then no file is written).
     public func exportBundle(since: History.Token, to path: String, key: KeyFile, kind: BundleFormat.Kind = .changes) throws
         -> ExportSummary
     {
@@ -76,7 +78,7 @@ extension Store {
             try FileManager.default.moveItemReplacing(at: temporary, to: path)
         } catch {
             try? FileManager.default.removeItem(atPath: temporary)
-            throw error
+            throw ExchangeError.exporting(error, to: path)
         }
         if let ownHead {
             try mappingErrors {

@@ -7,6 +7,9 @@ extension Store {
     /// with their values and per-column clocks, deleted ones as tombstones, and the token the
     /// snapshot brings a receiver to. It lets a replica whose token points into pruned history —
     /// back from retirement, or new — catch up without the deleted history.
+    ///
+    /// Throws `ExchangeError.rowTooLarge` if a row holds more TEXT and BLOB bytes than a bundle
+    /// record may carry; then no file is written.
     public func exportSnapshot(to path: String, key: KeyFile) throws -> ExportSummary {
         guard key.publicKey == publicKey else { throw ExchangeError.wrongKey(path: key.path) }
         try sealForeignWrites()
@@ -40,7 +43,7 @@ extension Store {
             return summary
         } catch {
             try? FileManager.default.removeItem(atPath: temporary)
-            throw error
+            throw ExchangeError.exporting(error, to: path)
         }
     }
 }

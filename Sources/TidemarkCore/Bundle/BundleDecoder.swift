@@ -59,6 +59,8 @@ public final class BundleDecoder<Source: ByteSource> {
     /// Names read so far, by a hash of their bytes, so that a repeated name costs no allocation.
     private var names: [UInt64: [(bytes: [UInt8], string: String)]] = [:]
     private var nameCount = 0
+    /// The TEXT and BLOB bytes the change or row state being read has declared so far (§4.1, R36).
+    private var recordValueBytes = 0
 
     /// The transaction whose changes were all read most recently, with its chain hash.
     public private(set) var lastCompleted: (head: History.TransactionHeader, chainHash: [UInt8])?
@@ -196,6 +198,18 @@ public final class BundleDecoder<Source: ByteSource> {
         }
     }
 
+    /// Reads a TEXT or BLOB length: within the value limit (R16), then within what the record's
+    /// earlier values left of the record limit (R36), both before a byte of the value is read.
+    private func valueLength() throws -> Int {
+        let n = try length(limit: BundleFormat.maxValueLength)
+        let total = recordValueBytes + n
+        guard total <= BundleFormat.maxRecordValueBytes else { throw fail(.recordTooLarge(bytes: total)) }
+        recordValueBytes = total
+        return n
+    }
+
+    /// Reads one value (§4.1). TEXT and BLOB lengths count towards the current record's value bytes,
+    /// which the caller resets at the start of each change or row state.
     private func value() throws -> SQLValue {
         let tag = try byte()
         switch tag {
@@ -206,7 +220,7 @@ public final class BundleDecoder<Source: ByteSource> {
             for _ in 0..<8 { bits = bits << 8 | UInt64(try byte()) }
             return .real(Double(bitPattern: bits))
         case 3:
-            let n = try length(limit: BundleFormat.maxValueLength)
+            let n = try valueLength()
             let text: String?
             if n <= chunk.count - position {
                 text = String(validating: chunk[position..<position + n], as: UTF8.self)
@@ -216,7 +230,7 @@ public final class BundleDecoder<Source: ByteSource> {
             }
             guard let text else { throw fail(.invalidUTF8) }
             return .text(text)
-        case 4: return .blob(try bytes(try length(limit: BundleFormat.maxValueLength)))
+        case 4: return .blob(try bytes(try valueLength()))
         default: throw fail(.unknownValueTag(tag))
         }
     }
@@ -245,6 +259,7 @@ public final class BundleDecoder<Source: ByteSource> {
         guard generation >= 1, generation <= UInt64(Int64.max) else { throw fail(.badGeneration(generation)) }
         let keyCount = try varint()
         guard keyCount >= 1, keyCount <= UInt64(BundleFormat.maxColumns) else { throw fail(.tooManyColumns(Int(min(keyCount, 999)))) }
+        recordValueBytes = 0
         var key: [History.Column] = []
         for _ in 0..<keyCount { key.append(History.Column(try name(), try value())) }
         guard key.count == lookup.keys.count, zip(key, lookup.keys).allSatisfy({ $0.name.utf8.elementsEqual($1) }) else {
@@ -356,6 +371,7 @@ public final class BundleDecoder<Source: ByteSource> {
         guard let lookup = tables.first(where: { $0.name.elementsEqual(table.utf8) }) else { throw fail(.columnsNotCanonical("table '\(table)' is not in the header")) }
         let keyCount = try varint()
         guard keyCount >= 1, keyCount <= UInt64(BundleFormat.maxColumns) else { throw fail(.tooManyColumns(Int(min(keyCount, 999)))) }
+        recordValueBytes = 0
         var key: [History.Column] = []
         key.reserveCapacity(Int(keyCount))
         for _ in 0..<keyCount { key.append(History.Column(try name(), try value())) }

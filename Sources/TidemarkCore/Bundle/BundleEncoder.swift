@@ -2,7 +2,11 @@ import Crypto
 
 /// Writes a bundle in one streaming pass (§3): preamble and header, transactions in chunks of
 /// about 1 MiB compressed as they fill, one attestation per origin range, and the sender's
-/// signature. Memory stays bounded by the chunk size and the largest single value.
+/// signature. Memory stays bounded by the chunk size and the largest record (64 MiB of values).
+///
+/// Content the format cannot carry is refused with a thrown `BundleWriteError`; misuse of the
+/// call sequence (changes outside the header's ranges, a transaction left open) is a programming
+/// error and traps.
 public struct BundleEncoder<Sink: ByteSink> {
     private var sink: Sink
     private let signingKey: Curve25519.Signing.PrivateKey
@@ -63,8 +67,16 @@ public struct BundleEncoder<Sink: ByteSink> {
     }
 
     /// Adds the next change of the open transaction.
+    ///
+    /// Throws `BundleWriteError.recordTooLarge`, before encoding anything of the change, if its
+    /// TEXT and BLOB values, key values included, exceed `BundleFormat.maxRecordValueBytes`
+    /// (§4.1, R36): every reader would reject the bundle. The encoder is then unusable.
     public mutating func add(_ change: History.Change) throws {
         precondition(changesLeft > 0, "more changes than announced")
+        let valueBytes = RecordEncoding.valueBytes(change)
+        guard valueBytes <= BundleFormat.maxRecordValueBytes else {
+            throw BundleWriteError.recordTooLarge(table: change.table, key: change.key, bytes: valueBytes)
+        }
         RecordEncoding.change(change, &buffer)
         changesLeft -= 1
         if changesLeft == 0 {
@@ -75,8 +87,16 @@ public struct BundleEncoder<Sink: ByteSink> {
     }
 
     /// Adds one row state to a snapshot bundle (§4.4).
+    ///
+    /// Throws `BundleWriteError.recordTooLarge`, before encoding anything of the row state, if its
+    /// TEXT and BLOB values, key values included, exceed `BundleFormat.maxRecordValueBytes`
+    /// (§4.1, R36). The encoder is then unusable.
     public mutating func add(_ state: RowState) throws {
         precondition(header.kind == .snapshot, "row states belong in snapshot bundles")
+        let valueBytes = RecordEncoding.valueBytes(state)
+        guard valueBytes <= BundleFormat.maxRecordValueBytes else {
+            throw BundleWriteError.recordTooLarge(table: state.table, key: state.key, bytes: valueBytes)
+        }
         RecordEncoding.rowState(state, &buffer)
         if buffer.count >= BundleFormat.chunkTarget { try flushChunk() }
     }

@@ -38,6 +38,10 @@ public enum BundleError: Error, Sendable, Equatable, CustomStringConvertible {
         case unknownAttribute(UInt64)
         case badPresenceByte(UInt8)
         case emptyName
+        /// A change or row state whose TEXT and BLOB values, key values included, would total
+        /// `bytes`, more than `BundleFormat.maxRecordValueBytes` (§4.1, R36). Raised at the length
+        /// of the value that passes the limit, before its bytes are read.
+        case recordTooLarge(bytes: Int)
     }
 
     /// Verification failures (§5).
@@ -84,6 +88,8 @@ public enum BundleError: Error, Sendable, Equatable, CustomStringConvertible {
             case .unknownAttribute(let id): what = "unknown attribute \(id)"
             case .badPresenceByte(let b): what = "presence byte must be 0 or 1, found \(b)"
             case .emptyName: what = "a name is empty"
+            case .recordTooLarge(let n):
+                what = "a change or row state carries at least \(n) bytes of values, more than the limit of \(BundleFormat.maxRecordValueBytes) for one record"
             }
             return "\(what) at record byte \(offset)"
         case .verification(let v):

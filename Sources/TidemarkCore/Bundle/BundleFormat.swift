@@ -22,6 +22,10 @@ public enum BundleFormat {
     public static let maxFrameLength = 16 * 1024 * 1024
     /// §4.1: the largest TEXT or BLOB value.
     public static let maxValueLength = 64 * 1024 * 1024
+    /// §4.1, R36: the most bytes of TEXT and BLOB values, key values included, that one change or
+    /// row state may carry together. Without it a record of 63 values of `maxValueLength` each
+    /// would make a reader hold about 4 GiB before it could check any signature.
+    public static let maxRecordValueBytes = 64 * 1024 * 1024
     /// §4.1: the longest name (table, column, author, context, replica name), in bytes.
     public static let maxNameLength = 4096
     /// §4.3: the most key columns or value columns in one change.

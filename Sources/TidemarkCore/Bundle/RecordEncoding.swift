@@ -83,24 +83,30 @@ enum RecordEncoding {
         varint(UInt64(changeCount), &out)
     }
 
+    /// §4.3: the non-key columns a change carries: an insert's new row, an update's changed
+    /// columns, a delete's tombstone (unsorted).
+    static func carriedColumns(_ c: History.Change) -> [History.Column] {
+        switch c.type {
+        case .insert:
+            let keyNames = Set(c.key.map(\.name))
+            return c.values.filter { !keyNames.contains($0.name) }
+        case .update: return c.values
+        case .delete:
+            let keyNames = Set(c.key.map(\.name))
+            return (c.tombstone ?? []).filter { !keyNames.contains($0.name) }
+        }
+    }
+
     /// §4.3: one change: type, the row's generation, table, key columns in key order, other columns
     /// sorted by name (bytewise UTF-8).
     static func change(_ c: History.Change, _ out: inout [UInt8]) {
         let op: UInt8
-        let columns: [History.Column]
         switch c.type {
-        case .insert:
-            op = 1
-            let keyNames = Set(c.key.map(\.name))
-            columns = c.values.filter { !keyNames.contains($0.name) }
-        case .update:
-            op = 2
-            columns = c.values
-        case .delete:
-            op = 3
-            let keyNames = Set(c.key.map(\.name))
-            columns = (c.tombstone ?? []).filter { !keyNames.contains($0.name) }
+        case .insert: op = 1
+        case .update: op = 2
+        case .delete: op = 3
         }
+        let columns = carriedColumns(c)
         out.append(op)
         varint(UInt64(c.generation), &out)
         string(c.table, &out)

@@ -1,0 +1,55 @@
+/// Why `BundleEncoder` refused to write a record: the bundle it would write is one that every
+/// reader must reject, so the encoder stops instead. After it throws, the encoder and whatever it
+/// wrote to its sink so far are unusable; the caller discards them.
+public enum BundleWriteError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The change or row state of row `key` of `table` holds `bytes` bytes of TEXT and BLOB values,
+    /// key values included, more than `BundleFormat.maxRecordValueBytes` (Protocol/bundle.md §4.1,
+    /// R36). This also covers a single value above `BundleFormat.maxValueLength`, which is the same
+    /// size.
+    case recordTooLarge(table: String, key: [History.Column], bytes: Int)
+
+    public var description: String {
+        switch self {
+        case .recordTooLarge(let table, let key, let bytes):
+            return "row \(Self.describe(key)) of table '\(table)' holds \(bytes) bytes of TEXT and BLOB values; "
+                + "a bundle record holds at most \(BundleFormat.maxRecordValueBytes) bytes (64 MiB)"
+        }
+    }
+
+    /// A row key for messages: `name = value` pairs, each value cut to a short excerpt (a key may be
+    /// a large BLOB or TEXT).
+    public static func describe(_ key: [History.Column]) -> String {
+        let pairs = key.map { column -> String in
+            let value: String
+            switch column.value {
+            case .text(let s) where s.utf8.count > 48: value = "'" + String(s.prefix(32)) + "…' (\(s.utf8.count) bytes)"
+            case .blob(let b) where b.count > 24:
+                value = "x'" + HexCoding.encode(Array(b.prefix(16))) + "…' (\(b.count) bytes)"
+            default: value = column.value.description
+            }
+            return "\(column.name) = \(value)"
+        }
+        return "(" + pairs.joined(separator: ", ") + ")"
+    }
+}
+
+extension RecordEncoding {
+    /// The bytes a value counts towards its record's limit (§4.1): the length of a TEXT or BLOB.
+    static func valueBytes(_ v: SQLValue) -> Int {
+        switch v {
+        case .text(let s): return s.utf8.count
+        case .blob(let b): return b.count
+        case .null, .integer, .real: return 0
+        }
+    }
+
+    /// The value bytes (§4.1) of a change as §4.3 encodes it: its key values and the columns it carries.
+    static func valueBytes(_ c: History.Change) -> Int {
+        c.key.reduce(0) { $0 + valueBytes($1.value) } + carriedColumns(c).reduce(0) { $0 + valueBytes($1.value) }
+    }
+
+    /// The value bytes (§4.1) of a row state (§4.4): its key values and its cells.
+    static func valueBytes(_ r: RowState) -> Int {
+        r.key.reduce(0) { $0 + valueBytes($1.value) } + r.cells.reduce(0) { $0 + valueBytes($1.value) }
+    }
+}

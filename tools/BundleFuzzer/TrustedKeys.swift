@@ -12,7 +12,7 @@ enum TrustedKeys {
 
     /// Whether an import would go on past its trust check (exchange.md §4.1): the sender and every
     /// origin with a range are trusted.
-    static func admit<Source>(_ decoder: BundleDecoder<Source>) -> Bool {
+    static func admit(_ decoder: BundleDecoder) -> Bool {
         publicKeys.contains(decoder.senderKey) && decoder.header.ranges.allSatisfy { publicKeys.contains($0.publicKey) }
     }
 

@@ -115,7 +115,7 @@ struct BundleApplier {
     }
 
     /// Decodes the file again with `body`, and checks it is the one the verification pass read.
-    private func decode(expecting expected: VerifiedBundle, _ body: (BundleDecoder<FileSource>) throws -> Void) throws -> VerifiedBundle {
+    private func decode(expecting expected: VerifiedBundle, _ body: (BundleDecoder) throws -> Void) throws -> VerifiedBundle {
         let source = try FileSource(path: path)
         defer { source.close() }
         let verified: VerifiedBundle

@@ -120,7 +120,7 @@ struct ImportContext {
         self.heads = heads
     }
 
-    func checkTrust<S>(_ decoder: BundleDecoder<S>, path: String) throws {
+    func checkTrust(_ decoder: BundleDecoder, path: String) throws {
         guard trusted[decoder.sender] != nil else {
             throw ExchangeError.unknownSigner(
                 path: path, name: decoder.header.senderName, publicKey: Data(decoder.senderKey).base64EncodedString())

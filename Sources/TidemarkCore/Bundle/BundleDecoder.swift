@@ -6,7 +6,7 @@ import Crypto
 /// only then are the sender's signature, every origin's chain and attestation, and the framing
 /// known to be intact. Callers that apply changes while decoding must do so in a transaction they
 /// commit only after `finish()` succeeds.
-public final class BundleDecoder<Source: ByteSource> {
+public final class BundleDecoder {
     /// The sender's Ed25519 public key (unverified until `finish()`).
     public let senderKey: [UInt8]
     /// The header (unverified until `finish()`).
@@ -14,11 +14,11 @@ public final class BundleDecoder<Source: ByteSource> {
     /// The sender's identity.
     public var sender: Replica.ID { Replica.ID(publicKey: senderKey) }
 
-    private var frames: FrameReader<Source>
+    private var frames: FrameReader
     private var chunk: [UInt8] = []
     private var position = 0
     private var consumedBefore = 0
-    private var pending: FrameReader<Source>.Frame?
+    private var pending: FrameReader.Frame?
 
     private struct ChainState {
         var head: [UInt8]
@@ -70,7 +70,7 @@ public final class BundleDecoder<Source: ByteSource> {
     public private(set) var changeCount = 0
 
     /// Reads the preamble and header.
-    public init(_ source: Source) throws {
+    public init(_ source: some ByteSource) throws {
         frames = FrameReader(source)
         senderKey = try frames.readPreamble()
         let first = try frames.next()

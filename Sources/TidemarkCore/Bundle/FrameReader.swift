@@ -1,7 +1,11 @@
 import Crypto
 
 /// Reads the preamble and frames of a bundle (§3), hashing every byte before the signature frame.
-struct FrameReader<Source: ByteSource> {
+///
+/// The source is an existential: it is called once per frame, and keeping the reader (and the
+/// decoder above it) non-generic lets their per-byte code be compiled concretely in this module
+/// instead of through unspecialized generics in the modules that use them.
+struct FrameReader {
     struct Frame {
         var type: BundleFormat.FrameType
         /// The payload, decompressed if it was compressed.
@@ -13,11 +17,11 @@ struct FrameReader<Source: ByteSource> {
         var payloadOffset: Int?
     }
 
-    private var source: Source
+    private var source: any ByteSource
     private(set) var offset = 0
     private(set) var fileHash = SHA256()
 
-    init(_ source: Source) { self.source = source }
+    init(_ source: any ByteSource) { self.source = source }
 
     mutating func readExactly(_ count: Int) throws -> [UInt8] {
         let bytes = try source.read(count)

@@ -3,6 +3,9 @@ import GRDB
 import TidemarkCore
 
 extension Store {
+    /// The DEFLATE level of snapshots (change bundles use the encoder's default, 6).
+    static let snapshotCompressionLevel: Int32 = 1
+
     /// Writes a signed snapshot bundle: every tracked row identity this replica knows, live rows
     /// with their values and per-column clocks, deleted ones as tombstones, and the token the
     /// snapshot brings a receiver to. It lets a replica whose token points into pruned history —
@@ -27,7 +30,10 @@ extension Store {
                         since: .zero, through: through,
                         tables: replicatedTables.map { BundleHeader.TableSchema(name: $0.name, keyColumns: $0.keyColumns, columns: $0.columns) },
                         ranges: [])
-                    var encoder = try BundleEncoder(sink: sink, signingKey: key.privateKey, header: header)
+                    // A snapshot is rewritten whenever a prune removes bundles, and its size is the
+                    // state's, not the history's: the fastest DEFLATE level keeps that cheap.
+                    var encoder = try BundleEncoder(
+                        sink: sink, signingKey: key.privateKey, header: header, compressionLevel: Self.snapshotCompressionLevel)
                     var rows = 0
                     let origins = OriginNumbers(db: db)
                     for table in replicatedTables {

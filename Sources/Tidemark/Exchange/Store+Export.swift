@@ -106,6 +106,8 @@ struct ExportPlan {
     var ranges: [BundleHeader.OriginRange] = []
     var heads: [Replica.ID: (head: [UInt8], signature: [UInt8])] = [:]
     var clock = HLCTimestamp.zero
+    /// The last own transaction the export carries: the last one folded.
+    var ownLast: Int64 = 0
 
     init(db: Database, store: Store, since: History.Token, ownPrevious: [UInt8]?) throws {
         self.db = db
@@ -116,11 +118,16 @@ struct ExportPlan {
         let own = store.replica.id
         let ownKey = store.publicKey
         if since[own] > through[own] { throw StoreError.foreignToken(token: since.description) }
+        // Only folded transactions carry their changes' generations. A write sealed after this
+        // export's fold (another process, between the fold's transaction and this one) waits for
+        // the next export.
+        ownLast = min(through[own], try Int64.fetchOne(db, sql: "SELECT folded_seq FROM tidemark_state WHERE id = 1") ?? 0)
+        through[own] = ownLast
         for row in try Row.fetchAll(
             db, sql: "SELECT replica, max_seq, pruned_through, public_key, head, head_signature FROM tidemark_replicas")
         {
             let origin = Replica.ID(bytes: [UInt8](row[0] as Data))!
-            let maxSeq: Int64 = row[1]
+            let maxSeq: Int64 = origin == own ? min(row[1], ownLast) : row[1]
             let pruned: Int64 = row[2]
             if let head = row[4] as Data?, let signature = row[5] as Data? { heads[origin] = ([UInt8](head), [UInt8](signature)) }
             guard maxSeq > since[origin] else { continue }
@@ -139,10 +146,10 @@ struct ExportPlan {
 
     /// Streams the transactions into the encoder; returns (transactions, changes).
     func writeTransactions<S: ByteSink>(into encoder: inout BundleEncoder<S>) throws -> (Int, Int) {
-        var conditions = "1"
-        var arguments: [any DatabaseValueConvertible] = []
+        var conditions = "(replica <> ? OR seq <= ?)"
+        var arguments: [any DatabaseValueConvertible] = [Data(store.replica.id.bytes), ownLast]
         if !since.sequences.isEmpty {
-            conditions = "CASE replica " + since.sequences.map { _ in "WHEN ? THEN seq > ?" }.joined(separator: " ") + " ELSE 1 END"
+            conditions += " AND CASE replica " + since.sequences.map { _ in "WHEN ? THEN seq > ?" }.joined(separator: " ") + " ELSE 1 END"
             for (id, seq) in since.sequences {
                 arguments.append(Data(id.bytes))
                 arguments.append(seq)

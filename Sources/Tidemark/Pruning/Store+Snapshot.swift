@@ -15,42 +15,70 @@ extension Store {
     /// record may carry; then no file is written.
     public func exportSnapshot(to path: String, key: KeyFile) throws -> ExportSummary {
         guard key.publicKey == publicKey else { throw ExchangeError.wrongKey(path: key.path) }
-        try sealForeignWrites()
-        try mappingErrors { try database.write { db in try LocalFold(db: db, store: self).run() } }
         let directory = (path as NSString).deletingLastPathComponent
         let temporary = (directory.isEmpty ? "." : directory) + "/.tmp-\(UUID().uuidString)"
         let sink = try FileSink(path: temporary)
         do {
-            var summary = try mappingErrors {
-                try database.read { db in
-                    let through = try Self.currentToken(db)
-                    let clock = try Sealer.State.fetch(db).clock
-                    let header = BundleHeader(
-                        kind: .snapshot, senderName: replica.name, created: HLCTimestamp.next(after: clock, now: options.clock.nowMilliseconds()),
-                        since: .zero, through: through,
-                        tables: replicatedTables.map { BundleHeader.TableSchema(name: $0.name, keyColumns: $0.keyColumns, columns: $0.columns) },
-                        ranges: [])
-                    // A snapshot is rewritten whenever a prune removes bundles, and its size is the
-                    // state's, not the history's: the fastest DEFLATE level keeps that cheap.
-                    var encoder = try BundleEncoder(
-                        sink: sink, signingKey: key.privateKey, header: header, compressionLevel: Self.snapshotCompressionLevel)
-                    var rows = 0
-                    let origins = OriginNumbers(db: db)
-                    for table in replicatedTables {
-                        rows += try SnapshotReader(db: db, table: table, origins: origins).forEach { try encoder.add($0) }
-                    }
-                    _ = try encoder.finish { _, _, _ in preconditionFailure("a snapshot has no origin ranges") }
-                    return ExportSummary(path: path, since: .zero, through: through, transactionCount: 0, changeCount: rows, bytes: 0)
+            // The rows read must be exactly what history up to `through` made, with every own
+            // change folded into row metadata. A write by another process between the fold and
+            // the read would break that, so the read checks it first and the fold runs again;
+            // after a few tries the read runs inside the fold's write transaction.
+            var summary: ExportSummary?
+            for _ in 0..<3 where summary == nil {
+                try sealForeignWrites()
+                try mappingErrors { try database.write { db in try LocalFold(db: db, store: self).run() } }
+                summary = try mappingErrors {
+                    try database.read { db in try Self.isSettled(db) ? try writeSnapshot(db, into: sink, path: path, key: key) : nil }
                 }
             }
+            if summary == nil {
+                summary = try mappingErrors {
+                    try database.write { db in
+                        _ = try sealForeign(db)
+                        try LocalFold(db: db, store: self).run()
+                        return try writeSnapshot(db, into: sink, path: path, key: key)
+                    }
+                }
+            }
+            guard var written = summary else { throw StoreError.database(path: self.path, message: "the snapshot was not written") }
             try sink.close()
-            summary.bytes = sink.bytesWritten
+            written.bytes = sink.bytesWritten
             try FileManager.default.moveItemReplacing(at: temporary, to: path)
-            return summary
+            return written
         } catch {
             try? FileManager.default.removeItem(atPath: temporary)
             throw ExchangeError.exporting(error, to: path)
         }
+    }
+
+    /// Whether every own transaction is folded and no foreign write is waiting to be sealed: the
+    /// rows then are exactly what the store's history made.
+    static func isSettled(_ db: Database) throws -> Bool {
+        let row = try Row.fetchOne(db, sql: "SELECT folded_seq, sequence, sealed_through FROM tidemark_state WHERE id = 1")!
+        let lastChange = try Sealer.lastChangeID(db)
+        return (row[0] as Int64) == (row[1] as Int64) && (row[2] as Int64) >= lastChange
+    }
+
+    /// Encodes every row state into `sink` as a signed snapshot bundle.
+    private func writeSnapshot(_ db: Database, into sink: FileSink, path: String, key: KeyFile) throws -> ExportSummary {
+        let through = try Self.currentToken(db)
+        let clock = try Sealer.State.fetch(db).clock
+        let header = BundleHeader(
+            kind: .snapshot, senderName: replica.name, created: HLCTimestamp.next(after: clock, now: options.clock.nowMilliseconds()),
+            since: .zero, through: through,
+            tables: replicatedTables.map { BundleHeader.TableSchema(name: $0.name, keyColumns: $0.keyColumns, columns: $0.columns) },
+            ranges: [])
+        // A snapshot is rewritten whenever a prune removes bundles, and its size is the
+        // state's, not the history's: the fastest DEFLATE level keeps that cheap.
+        var encoder = try BundleEncoder(
+            sink: sink, signingKey: key.privateKey, header: header, compressionLevel: Self.snapshotCompressionLevel)
+        var rows = 0
+        let origins = OriginNumbers(db: db)
+        for table in replicatedTables {
+            rows += try SnapshotReader(db: db, table: table, origins: origins).forEach { try encoder.add($0) }
+        }
+        _ = try encoder.finish { _, _, _ in preconditionFailure("a snapshot has no origin ranges") }
+        return ExportSummary(path: path, since: .zero, through: through, transactionCount: 0, changeCount: rows, bytes: 0)
     }
 }
 

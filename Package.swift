@@ -65,7 +65,9 @@ let package = Package(
         // Many replicas, many random writes, random gossip: time and rounds to converge.
         .executableTarget(
             name: "Simulation",
-            dependencies: ["Tidemark", "ReferenceModel", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "Tidemark", "ReferenceModel", "TidemarkTestSupport", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             path: "tools/Simulation",
             swiftSettings: strict),
         // libFuzzer target over the bundle decoder and verifier; `tools/fuzz.sh` builds and runs it.
@@ -75,7 +77,7 @@ let package = Package(
         .executableTarget(
             name: "CrashHarness",
             dependencies: [
-                "Tidemark", .product(name: "GRDB", package: "GRDB.swift"),
+                "Tidemark", "TidemarkTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "tools/CrashHarness",

@@ -6,8 +6,7 @@
 # SECONDS defaults to 600. The corpus lives in .build-fuzz/corpus (seeded from every .tmb under
 # Protocol/vectors/, valid, invalid and fuzz/); crashes, hangs and out-of-memory inputs land in
 # .build-fuzz/artifacts/. Replay one with: .build-fuzz/release/tidemark-fuzz FILE
-# Builds under /tmp/tidemark-swift.lock (other agents share the tree); the campaign runs outside
-# it, at low priority.
+# The campaign runs at low priority (nice 10).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,7 +21,7 @@ max_len=65536
 
 # -sanitize=fuzzer instruments the code and links libFuzzer; TIDEMARK_LIBFUZZER swaps the
 # standalone @main for one that runs libFuzzer's driver. AddressSanitizer checks memory safety too.
-flock /tmp/tidemark-swift.lock swift build -c release --product tidemark-fuzz --scratch-path "$scratch" \
+swift build -c release --product tidemark-fuzz --scratch-path "$scratch" \
     -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -DTIDEMARK_LIBFUZZER
 
 mkdir -p "$corpus" "$artifacts"

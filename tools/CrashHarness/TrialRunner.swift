@@ -1,4 +1,5 @@
 import Foundation
+import TidemarkTestSupport
 
 /// Runs the trials: each starts one `sync` command on one replica, SIGKILLs it after a random
 /// delay, checks the store and the exchange folder, reruns the command, and checks again. At the
@@ -11,7 +12,7 @@ struct TrialRunner {
     /// Prints progress lines.
     let say: (String) -> Void
 
-    private var random: SplitMix64
+    private var random: SeededGenerator
     private var ledger = TagLedger()
     /// Per replica, the tags last seen with all their rows: rows are never deleted, so this only grows.
     private var present: [Set<String>]
@@ -32,7 +33,7 @@ struct TrialRunner {
         self.seed = seed
         self.maxDelay = maxDelay
         self.say = say
-        random = SplitMix64(seed: seed)
+        random = SeededGenerator(seed: seed)
         present = Array(repeating: [], count: cluster.members.count)
     }
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import ReferenceModel
 import Tidemark
+import TidemarkTestSupport
 
 /// `tidemark-sim`: many replicas, many random writes interleaved with random pairwise exchanges,
 /// then all-pairs gossip until every replica holds the same token. Reports how long convergence
@@ -29,7 +30,7 @@ struct Simulation: ParsableCommand {
 
     func run() throws {
         let seed = self.seed ?? UInt64.random(in: 0...UInt64.max)
-        var rng = SplitMix64(seed: seed)
+        var rng = SeededGenerator(seed: seed)
         print("seed=\(seed) replicas=\(replicas) operations=\(operations) exchange-every=\(exchangeEvery) space=\(users)u/\(posts)p/\(emails)e")
         let directory = NSTemporaryDirectory() + "tidemark-sim-\(seed)"
         try? FileManager.default.removeItem(atPath: directory)
@@ -96,15 +97,3 @@ struct Simulation: ParsableCommand {
     }
 }
 
-/// SplitMix64: a small replayable generator.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Tidemark
+import TidemarkTestSupport
 
 /// Workload 6: replicas that each wrote their share of random operations sync through one folder
 /// (push, then pull, in rounds) until a round imports nothing. The baseline replays the very
@@ -94,7 +95,7 @@ struct FolderWorkload {
     /// Creates the replicas, makes each trust every other, and runs each one's random operations:
     /// upserts, updates and deletes over a key space they share.
     private func writeReplicas(_ paths: [String]) throws {
-        var generator = SplitMix64(seed: seed)
+        var generator = SeededGenerator(seed: seed)
         let stores = try paths.enumerated().map { index, path in
             try Store.initialize(path, setup: Store.Setup(replicaName: "replica\(index)", schema: ("bench", Fixtures.schema))).store
         }
@@ -126,18 +127,5 @@ struct FolderWorkload {
                 }
             }
         }
-    }
-}
-
-/// A small seeded generator (SplitMix64), so a run can be replayed from its seed.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -90,7 +90,7 @@ let package = Package(
             path: "Tests/TidemarkTestSupport",
             swiftSettings: strict),
         .testTarget(
-            name: "TidemarkCoreTests", dependencies: ["TidemarkCore", .product(name: "Crypto", package: "swift-crypto")],
+            name: "TidemarkCoreTests", dependencies: ["TidemarkCore", "TidemarkTestSupport", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict),
         .testTarget(
             name: "TidemarkTests",

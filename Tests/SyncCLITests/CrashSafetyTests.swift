@@ -46,9 +46,7 @@ import TidemarkTestSupport
         let a = try await CLIStore(replica: "a")
         let b = try await CLIStore(replica: "b")
         let c = try await CLIStore(replica: "c")
-        for (store, others) in [(a, [(b, "b"), (c, "c")]), (b, [(a, "a"), (c, "c")]), (c, [(a, "a"), (b, "b")])] {
-            for (other, name) in others { try await store.trust(other, as: name) }
-        }
+        try await CLIStore.trustEachOther([(a, "a"), (b, "b"), (c, "c")])
         let exchange = try TemporaryDirectory("tidemark-cli-exchange")
         func run(_ store: CLIStore, _ arguments: String...) async throws {
             let result = try await SyncProcess.run(arguments + ["--store", store.path])

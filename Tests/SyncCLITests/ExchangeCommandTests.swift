@@ -402,9 +402,7 @@ import TidemarkTestSupport
         let a = try await CLIStore(replica: "a")
         let b = try await CLIStore(replica: "b")
         let c = try await CLIStore(replica: "c")
-        for (store, others) in [(a, [(b, "b"), (c, "c")]), (b, [(a, "a"), (c, "c")]), (c, [(a, "a"), (b, "b")])] {
-            for (other, name) in others { try await store.trust(other, as: name) }
-        }
+        try await CLIStore.trustEachOther([(a, "a"), (b, "b"), (c, "c")])
         let exchange = try TemporaryDirectory("tidemark-cli-exchange")
         try await a.exec("INSERT INTO items(id) VALUES ('a-1')")
         _ = try await a.sync("push", "--to", exchange.path)
@@ -506,6 +504,13 @@ extension CLIStore {
     func trust(_ other: CLIStore, as name: String) async throws {
         let result = try await peers("add", name, try await other.publicKey())
         try #require(result.exitCode == 0, "\(result)")
+    }
+
+    /// Makes every store trust every other, each under its given name.
+    static func trustEachOther(_ named: [(store: CLIStore, name: String)]) async throws {
+        for (store, _) in named {
+            for (other, name) in named where other.path != store.path { try await store.trust(other, as: name) }
+        }
     }
 
     /// `sync export --since <zero token> --out DIR/NAME`; requires success and returns the path.

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Testing
+import TidemarkTestSupport
 import TidemarkCore
 
 #if canImport(Glibc)
@@ -125,7 +126,7 @@ import TidemarkCore
                 return
             }
             let elapsed = ContinuousClock.now - started
-            let peak = peakResidentBytes()
+            let peak = PeakMemory.residentBytes()
             var problems: [String] = []
             let expected = BundleError.record(.recordTooLarge(bytes: 5 << 24), offset: bundle.fifthValueStart)
             if outcome != expected { problems.append("refused with \(String(describing: outcome)), expected \(expected)") }
@@ -280,28 +281,4 @@ struct AmplifiedBundle: ByteSource {
         }
         return out
     }
-}
-
-/// This process's peak resident set size in bytes: `VmHWM` on Linux, which starts afresh at `exec`
-/// (an exit test's child is a fresh process), else `ru_maxrss`.
-private func peakResidentBytes() -> Int {
-    #if os(Linux)
-        if let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-            let kilobytes = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
-        {
-            return kilobytes * 1024
-        }
-    #endif
-    var usage = rusage()
-    #if canImport(Glibc)
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-    #else
-        getrusage(RUSAGE_SELF, &usage)
-    #endif
-    #if canImport(Darwin)
-        return Int(usage.ru_maxrss)
-    #else
-        return Int(usage.ru_maxrss) * 1024
-    #endif
 }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Tidemark
+import TidemarkTestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -78,30 +79,8 @@ enum BundleWorkload {
         return try JSONDecoder().decode(ChildResult.self, from: data)
     }
 
-    /// This process's peak resident set size in bytes. On Linux this is `VmHWM` from
-    /// `/proc/self/status`, which starts afresh at `exec`; `ru_maxrss` does not (it keeps the
-    /// parent's peak when the child was spawned from it), so it would report the parent's memory.
-    static func peakResidentBytes() -> Int {
-        #if os(Linux)
-            if let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-                let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-                let kilobytes = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
-            {
-                return kilobytes * 1024
-            }
-        #endif
-        var usage = rusage()
-        #if canImport(Glibc)
-            getrusage(RUSAGE_SELF.rawValue, &usage)
-        #else
-            getrusage(RUSAGE_SELF, &usage)
-        #endif
-        #if canImport(Darwin)
-            return Int(usage.ru_maxrss)
-        #else
-            return Int(usage.ru_maxrss) * 1024
-        #endif
-    }
+    /// This process's peak resident set size in bytes.
+    static func peakResidentBytes() -> Int { PeakMemory.residentBytes() }
 
     /// Prints a child's result as JSON on standard output.
     static func report(_ result: ChildResult) throws {

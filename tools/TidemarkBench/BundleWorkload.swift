@@ -3,12 +3,6 @@ import GRDB
 import Tidemark
 import TidemarkTestSupport
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// Workload 5's building block: a store with N changes is exported to a bundle and imported into a
 /// fresh replica, each in a child process that reports its own time and peak resident memory.
 enum BundleWorkload {

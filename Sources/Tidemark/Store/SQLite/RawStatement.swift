@@ -44,14 +44,9 @@ final class RawStatement {
         case let .integer(v): code = sqlite3_bind_int64(statement, index, v)
         case let .real(v): code = sqlite3_bind_double(statement, index, v)
         case let .text(text):
-            var text = text
-            code = text.withUTF8 { utf8 in
-                // The length is explicit, so text with NUL characters binds whole; "" must not bind NULL.
-                guard let base = utf8.baseAddress else { return sqlite3_bind_text(statement, index, "", 0, tidemark_sqlite_transient()) }
-                return base.withMemoryRebound(to: CChar.self, capacity: utf8.count) {
-                    sqlite3_bind_text(statement, index, $0, Int32(utf8.count), tidemark_sqlite_transient())
-                }
-            }
+            // As GRDB binds text (length -1): up to the first NUL character, so that every path
+            // of the store, raw or through GRDB, sees the same string.
+            code = sqlite3_bind_text(statement, index, text, -1, tidemark_sqlite_transient())
         case let .blob(bytes):
             code = bytes.withUnsafeBytes { buffer in
                 // A zero-length blob must stay a blob, not NULL: bind a non-null pointer.
@@ -111,9 +106,9 @@ final class RawStatement {
         case SQLITE_INTEGER: return .integer(sqlite3_column_int64(statement, index))
         case SQLITE_FLOAT: return .real(sqlite3_column_double(statement, index))
         case SQLITE_TEXT:
-            let count = Int(sqlite3_column_bytes(statement, index))
+            // As GRDB reads text: up to the first NUL character (see `bind`).
             guard let pointer = sqlite3_column_text(statement, index) else { return .text("") }
-            return .text(String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self))
+            return .text(String(cString: pointer))
         case SQLITE_BLOB:
             let count = Int(sqlite3_column_bytes(statement, index))
             guard count > 0, let pointer = sqlite3_column_blob(statement, index) else { return .blob([]) }

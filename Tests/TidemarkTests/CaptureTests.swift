@@ -183,14 +183,14 @@ import TidemarkTestSupport
         #expect(try fixture.store.fetchHistory().last?.changes.first?.valueMap == ["note": .real(1)])
     }
 
-    /// The update trigger compares storage classes only where SQLite can keep an integer and an
-    /// equal real apart; elsewhere affinity stores one class and `IS` alone is exact.
+    /// The update trigger compares storage classes except where affinity stores every equal
+    /// number in one class (REAL) or turns numbers into text (TEXT).
     @Test(arguments: [
-        ("", true), ("BLOB", true), ("any", true), ("INTEGER", false), ("BIGINT", false), ("VARCHAR(20)", false), ("TEXT", false),
-        ("CLOB", false), ("REAL", false), ("DOUBLE PRECISION", false), ("FLOAT", false), ("NUMERIC", false), ("DECIMAL(10,2)", false),
-        ("BOOLEAN", false), ("DATE", false),
+        ("", true), ("BLOB", true), ("any", true), ("INTEGER", true), ("BIGINT", true), ("NUMERIC", true), ("DECIMAL(10,2)", true),
+        ("BOOLEAN", true), ("DATE", true), ("VARCHAR(20)", false), ("TEXT", false), ("CLOB", false), ("REAL", false),
+        ("DOUBLE PRECISION", false), ("FLOAT", false),
     ])
-    func storageClassIsComparedOnlyWhereAffinityKeepsIt(declaredType: String, compared: Bool) {
+    func storageClassIsComparedUnlessAffinityRulesItOut(declaredType: String, compared: Bool) {
         #expect(CaptureTriggers.keepsStorageClassOfEqualNumbers(declaredType: declaredType) == compared)
     }
 
@@ -201,6 +201,28 @@ import TidemarkTestSupport
         _ = try fixture.store.execute(sql: "INSERT INTO items(id, qty, price) VALUES ('a', 1, 2)")
         let (_, commit) = try fixture.store.execute(sql: "UPDATE items SET qty = 1.0, price = 2 WHERE id = 'a'")
         #expect(commit == nil)
+    }
+
+    /// INTEGER affinity leaves -9223372036854775808.0 a real (it converts only strictly inside the
+    /// 64-bit range), and `IS` finds it equal to the integer: the class change is still recorded.
+    @Test func aClassChangeAtTheEdgeOfTheIntegerRangeIsRecorded() throws {
+        let fixture = try StoreFixture()
+        _ = try fixture.store.execute(sql: "INSERT INTO items(id, qty) VALUES ('a', -9223372036854775808)")
+        let (_, commit) = try fixture.store.execute(sql: "UPDATE items SET qty = -9223372036854775808.0 WHERE id = 'a'")
+        #expect(commit?.changeCount == 1)
+        #expect(try fixture.store.fetchHistory().last?.changes.first?.valueMap == ["qty": .real(-9223372036854775808.0)])
+    }
+
+    /// A column's collation does not hide a change: 'abc' to 'ABC' in a NOCASE column is recorded.
+    @Test func aChangeOfCaseInANoCaseColumnIsRecorded() throws {
+        let fixture = try StoreFixture(schema: "CREATE TABLE items(id TEXT PRIMARY KEY COLLATE NOCASE, name TEXT COLLATE NOCASE);", preserve: [])
+        _ = try fixture.store.execute(sql: "INSERT INTO items(id, name) VALUES ('k', 'abc')")
+        let (_, commit) = try fixture.store.execute(sql: "UPDATE items SET name = 'ABC' WHERE id = 'k'")
+        #expect(commit?.changeCount == 1)
+        #expect(try fixture.store.fetchHistory().last?.changes.first?.valueMap == ["name": .text("ABC")])
+        // A key that changes only in case is a new identity: delete and insert.
+        let (_, rekey) = try fixture.store.execute(sql: "UPDATE items SET id = 'K' WHERE id = 'k'")
+        #expect(rekey?.changeCount == 2)
     }
 
     private func typeOfNote(_ fixture: StoreFixture) throws -> String {

@@ -23,15 +23,18 @@ enum CaptureTriggers {
 
     /// Whether a column of this declared type can hold an integer and a real that `IS` finds equal
     /// (1 and 1.0) as different values, so that a change between them is seen only by comparing
-    /// `typeof` too. Columns with INTEGER, NUMERIC or REAL affinity convert such values to one
-    /// storage class before they are stored, and TEXT affinity turns numbers into text, so there
-    /// `IS` alone is exact; BLOB affinity (no type, `BLOB`) and `ANY` (in STRICT tables) keep the
-    /// class as written. The rules are SQLite's column affinity rules (datatype3.html §3.1).
+    /// `typeof` too. Only REAL affinity (every number stored as a real) and TEXT affinity (numbers
+    /// turned into text) rule it out. INTEGER and NUMERIC affinity convert an integral real to an
+    /// integer only strictly inside the 64-bit range, so -9223372036854775808.0 stays a real beside
+    /// the equal integer; BLOB affinity and `ANY` keep the class as written. The type rules are
+    /// SQLite's column affinity rules (datatype3.html §3.1).
     static func keepsStorageClassOfEqualNumbers(declaredType: String) -> Bool {
         let type = declaredType.uppercased()
-        if type.contains("INT") || type.contains("CHAR") || type.contains("CLOB") || type.contains("TEXT") { return false }
-        if type.contains("BLOB") || type.isEmpty || type == "ANY" { return true }
-        return false  // REAL or NUMERIC affinity.
+        if type.contains("INT") { return true }
+        if type.contains("CHAR") || type.contains("CLOB") || type.contains("TEXT") { return false }
+        if type.contains("BLOB") || type.isEmpty { return true }
+        if type.contains("REAL") || type.contains("FLOA") || type.contains("DOUB") { return false }
+        return true  // NUMERIC affinity, and ANY.
     }
 
     /// Removes the triggers for `table`.
@@ -51,13 +54,16 @@ enum CaptureTriggers {
         // `IS` compares numbers by value (1 IS 1.0), so where a column can keep both classes the
         // storage class is compared too: a change of class is a change of value for a replica that
         // keeps classes exactly.
+        // Comparisons are BINARY: a column's collation (NOCASE, say) must not hide a change of case.
         let same = { (i: Int) in
             classChecked.contains(i)
-                ? "(OLD.\(cols[i]) IS NEW.\(cols[i]) AND typeof(OLD.\(cols[i])) = typeof(NEW.\(cols[i])))" : "(OLD.\(cols[i]) IS NEW.\(cols[i]))"
+                ? "(OLD.\(cols[i]) IS NEW.\(cols[i]) COLLATE BINARY AND typeof(OLD.\(cols[i])) = typeof(NEW.\(cols[i])))"
+                : "(OLD.\(cols[i]) IS NEW.\(cols[i]) COLLATE BINARY)"
         }
         let changed = { (i: Int) in
             classChecked.contains(i)
-                ? "(OLD.\(cols[i]) IS NOT NEW.\(cols[i]) OR typeof(OLD.\(cols[i])) <> typeof(NEW.\(cols[i])))" : "(OLD.\(cols[i]) IS NOT NEW.\(cols[i]))"
+                ? "(OLD.\(cols[i]) IS NOT NEW.\(cols[i]) COLLATE BINARY OR typeof(OLD.\(cols[i])) <> typeof(NEW.\(cols[i])))"
+                : "(OLD.\(cols[i]) IS NOT NEW.\(cols[i]) COLLATE BINARY)"
         }
         let keySame = table.keyIndexes.map(same).joined(separator: " AND ")
         let keyDiffers = "NOT (\(keySame))"

@@ -89,7 +89,9 @@ struct ExchangeFolder {
     /// Whether `path` is a temporary file nobody has written to for `abandonedTemporaryAge`.
     static func isAbandonedTemporary(_ path: String, now: Date = Date()) -> Bool {
         guard URL(fileURLWithPath: path).lastPathComponent.hasPrefix(temporaryPrefix),
-            let modified = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date
+            let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+            attributes[.type] as? FileAttributeType == .typeRegular,
+            let modified = attributes[.modificationDate] as? Date
         else { return false }
         return now.timeIntervalSince(modified) >= abandonedTemporaryAge
     }

@@ -122,7 +122,9 @@ struct ExportPlan {
         // export's fold (another process, between the fold's transaction and this one) waits for
         // the next export.
         ownLast = min(through[own], try Int64.fetchOne(db, sql: "SELECT folded_seq FROM tidemark_state WHERE id = 1") ?? 0)
-        through[own] = ownLast
+        // The receiver ends with what it had and what the bundle carries (a token it was given may
+        // already name own transactions past the fold).
+        through[own] = max(ownLast, since[own])
         for row in try Row.fetchAll(
             db, sql: "SELECT replica, max_seq, pruned_through, public_key, head, head_signature FROM tidemark_replicas")
         {

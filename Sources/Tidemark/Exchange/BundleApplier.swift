@@ -173,20 +173,14 @@ struct BundleApplier {
         for (origin, sequence) in verified.header.through.sequences where sequence > context.token[origin] {
             // What this store held of the origin's history up to there is now below its pruned
             // point, with the transactions after it missing: it goes, as a prune would remove it.
-            let key = Data(origin.bytes)
-            for range in try Row.fetchAll(
-                db, sql: "SELECT first_change, last_change FROM tidemark_transactions WHERE replica = ? AND seq <= ?", arguments: [key, sequence])
-            {
-                try db.execute(sql: "DELETE FROM tidemark_changes WHERE id BETWEEN ? AND ?", arguments: [range[0], range[1]])
-            }
-            try db.execute(sql: "DELETE FROM tidemark_transactions WHERE replica = ? AND seq <= ?", arguments: [key, sequence])
+            _ = try HistoryPruner(db: db, store: store).deleteTransactions(of: origin, through: sequence)
             try db.execute(
                 sql: """
                     INSERT INTO tidemark_replicas(replica, max_seq, pruned_through) VALUES (?, ?, ?)
                     ON CONFLICT(replica) DO UPDATE SET max_seq = excluded.max_seq, pruned_through = excluded.pruned_through,
                         head = NULL, head_signature = NULL, pruned_head = NULL
                     """,
-                arguments: [key, sequence, sequence])
+                arguments: [Data(origin.bytes), sequence, sequence])
         }
         try HistoryPruner(db: db, store: store).keepChangeIDsIncreasing()
         try end(&engine, newestClock: newestClock)

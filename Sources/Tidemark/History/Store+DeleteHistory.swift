@@ -76,19 +76,25 @@ struct HistoryPruner {
             if let chain = try HeldChain.hash(db, origin: replica, after: through) {
                 try db.execute(sql: "UPDATE tidemark_replicas SET pruned_head = ? WHERE replica = ?", arguments: [Data(chain), key])
             }
-            let ranges = try Row.fetchAll(
-                db, sql: "SELECT first_change, last_change FROM tidemark_transactions WHERE replica = ? AND seq <= ?",
-                arguments: [key, through])
-            for range in ranges {
-                try db.execute(sql: "DELETE FROM tidemark_changes WHERE id BETWEEN ? AND ?", arguments: [range[0], range[1]])
-            }
-            try db.execute(sql: "DELETE FROM tidemark_transactions WHERE replica = ? AND seq <= ?", arguments: [key, through])
-            deleted += db.changesCount
+            deleted += try deleteTransactions(of: replica, through: through)
             try db.execute(
                 sql: "UPDATE tidemark_replicas SET pruned_through = max(pruned_through, ?) WHERE replica = ?", arguments: [through, key])
         }
         try keepChangeIDsIncreasing()
         return deleted
+    }
+
+    /// Deletes `origin`'s transactions up to sequence `through`, with their changes; returns how
+    /// many transactions. The caller records the new pruned point.
+    func deleteTransactions(of origin: Replica.ID, through: Int64) throws -> Int {
+        let key = Data(origin.bytes)
+        let ranges = try Row.fetchAll(
+            db, sql: "SELECT first_change, last_change FROM tidemark_transactions WHERE replica = ? AND seq <= ?", arguments: [key, through])
+        for range in ranges {
+            try db.execute(sql: "DELETE FROM tidemark_changes WHERE id BETWEEN ? AND ?", arguments: [range[0], range[1]])
+        }
+        try db.execute(sql: "DELETE FROM tidemark_transactions WHERE replica = ? AND seq <= ?", arguments: [key, through])
+        return db.changesCount
     }
 
     /// Change ids must keep increasing past every sealed id, or a new capture would reuse an id

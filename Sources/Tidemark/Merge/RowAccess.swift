@@ -37,7 +37,7 @@ final class RowAccess {
         let ordered = columns.sorted { $0.0 < $1.0 }
         let mask = ordered.reduce(UInt64(0)) { $0 | 1 << UInt64($1.0) }
         if exists {
-            let statement = try statement(&updates, mask) {
+            let statement = try RawStatement.reusing(&updates[mask], db) {
                 let sets = ordered.map { "\(table.columns[$0.0].quotedDatabaseIdentifier) = ?" }.joined(separator: ", ")
                 return "UPDATE \(quotedTable) SET \(sets) WHERE \(keyMatch)"
             }
@@ -45,7 +45,7 @@ final class RowAccess {
             try statement.bind(key, from: Int32(ordered.count) + 1)
             try statement.execute()
         } else {
-            let statement = try statement(&inserts, mask) {
+            let statement = try RawStatement.reusing(&inserts[mask], db) {
                 let names = (table.keyIndexes + ordered.map(\.0)).map { table.columns[$0].quotedDatabaseIdentifier }
                 return "INSERT INTO \(quotedTable)(\(names.joined(separator: ", "))) VALUES (\(names.map { _ in "?" }.joined(separator: ", ")))"
             }
@@ -57,17 +57,6 @@ final class RowAccess {
 
     private var updates: [UInt64: RawStatement] = [:]
     private var inserts: [UInt64: RawStatement] = [:]
-
-    /// The cached statement for `mask`, or a new one from `sql`.
-    private func statement(_ cache: inout [UInt64: RawStatement], _ mask: UInt64, _ sql: () -> String) throws -> RawStatement {
-        if let cached = cache[mask] {
-            cached.reset()
-            return cached
-        }
-        let statement = try RawStatement(db, sql: sql())
-        cache[mask] = statement
-        return statement
-    }
 
     /// Deletes the row with `key`, if present.
     func delete(key: [SQLValue]) throws {

@@ -81,7 +81,7 @@ final class RowMetadataStore {
 
     /// The metadata of the row with `key` (values in key order), or generation 0 if never seen.
     func fetch(_ db: Database, key: [SQLValue]) throws -> RowMetadata {
-        let statement = try prepared(&fetchStatement, fetchSQL, db)
+        let statement = try RawStatement.reusing(&fetchStatement, db) { fetchSQL }
         try statement.bind(key)
         var clocks = [MergeClock?](repeating: nil, count: table.columns.count)
         guard try statement.step() else { return RowMetadata(generation: 0, clocks: clocks) }
@@ -95,7 +95,7 @@ final class RowMetadataStore {
 
     /// Stores the metadata of the row with `key`.
     func save(_ db: Database, key: [SQLValue], _ metadata: RowMetadata) throws {
-        let statement = try prepared(&saveStatement, saveSQL, db)
+        let statement = try RawStatement.reusing(&saveStatement, db) { saveSQL }
         try statement.bind(key)
         var index = Int32(key.count) + 1
         try statement.bind(metadata.generation, at: index)
@@ -115,16 +115,6 @@ final class RowMetadataStore {
             }
         }
         try statement.execute()
-    }
-
-    private func prepared(_ slot: inout RawStatement?, _ sql: String, _ db: Database) throws -> RawStatement {
-        if let statement = slot {
-            statement.reset()
-            return statement
-        }
-        let statement = try RawStatement(db, sql: sql)
-        slot = statement
-        return statement
     }
 
     /// The clock stored in columns `index` (packed timestamp) and `index + 1` (origin number).

@@ -9,12 +9,20 @@ final class RawStatementCache {
 
     /// The statement for `sql`, reset and ready to bind.
     func statement(_ sql: String) throws -> RawStatement {
-        if let cached = statements[sql] {
-            cached.reset()
-            return cached
+        try RawStatement.reusing(&statements[sql], db) { sql }
+    }
+}
+
+extension RawStatement {
+    /// The statement in `slot`, reset and ready to bind; prepared from `sql` and stored there on
+    /// first use. Every statement kept for reuse goes through here.
+    static func reusing(_ slot: inout RawStatement?, _ db: Database, sql: () -> String) throws -> RawStatement {
+        if let statement = slot {
+            statement.reset()
+            return statement
         }
-        let statement = try RawStatement(db, sql: sql)
-        statements[sql] = statement
+        let statement = try RawStatement(db, sql: sql())
+        slot = statement
         return statement
     }
 }

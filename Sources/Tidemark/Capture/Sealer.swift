@@ -1,7 +1,8 @@
+import Foundation
 import GRDB
 import TidemarkCore
 
-/// Seals pending captured changes into a transaction: assigns the next sequence number and a
+/// Seals pending captured changes into transactions: assigns the next sequence number and a
 /// hybrid-logical-clock timestamp, and records author, context name and process id.
 ///
 /// Changes are pending from the moment a trigger records them until a seal; a transaction owns the
@@ -12,6 +13,16 @@ enum Sealer {
         var sequence: Int64
         var timestamp: HLCTimestamp
         var changeCount: Int64
+    }
+
+    /// Who made a run of changes: the author, context name and process id its transaction records.
+    struct Authorship: Sendable, Hashable {
+        var author: String?
+        var contextName: String?
+        var processID: Int32?
+
+        /// Changes no one claimed: writes of another SQLite client.
+        static let external = Authorship(author: nil, contextName: nil, processID: nil)
     }
 
     /// The bookkeeping state row.
@@ -36,13 +47,54 @@ enum Sealer {
         try lastChangeID(db) > State.fetch(db).sealedThrough
     }
 
-    /// Seals every pending change into one transaction of `replica`; returns nil when none is pending.
-    static func seal(
-        _ db: Database, replica: Replica.ID, clock: any WallClock, author: String?, contextName: String?, processID: Int32?
-    ) throws -> Sealed? {
+    /// Seals every pending change into one transaction of `replica` with the given authorship,
+    /// whatever authorship an app writer marked on them; returns nil when none is pending.
+    static func seal(_ db: Database, replica: Replica.ID, clock: any WallClock, as authorship: Authorship) throws -> Sealed? {
         let state = try State.fetch(db)
         let last = try lastChangeID(db)
         guard last > state.sealedThrough else { return nil }
+        try db.cachedStatement(sql: "DELETE FROM tidemark_authorship WHERE first_change <= ?").execute(arguments: [last])
+        return try record(db, replica: replica, clock: clock, state: state, through: last, authorship)
+    }
+
+    /// Seals every pending change: each run an app writer marked with an author becomes its own
+    /// transaction with that authorship, and every run between them one transaction with none (the
+    /// writes of other clients). Returns the transactions sealed, in order.
+    static func sealPending(_ db: Database, replica: Replica.ID, clock: any WallClock) throws -> [Sealed] {
+        var state = try State.fetch(db)
+        let last = try lastChangeID(db)
+        guard last > state.sealedThrough else { return [] }
+        var runs: [(through: Int64, Authorship)] = []
+        var next = state.sealedThrough + 1
+        let marks = try Row.fetchAll(
+            db.cachedStatement(
+                sql: "SELECT first_change, last_change, author, context, pid FROM tidemark_authorship WHERE first_change <= ? ORDER BY first_change"),
+            arguments: [last])
+        for mark in marks {
+            let first = max(mark[0] as Int64, next)
+            let end = min(mark[1] as Int64, last)
+            guard end >= first else { continue }
+            if first > next { runs.append((first - 1, .external)) }
+            runs.append((end, Authorship(author: mark[2], contextName: mark[3], processID: mark[4])))
+            next = end + 1
+        }
+        if next <= last { runs.append((last, .external)) }
+        if !marks.isEmpty {
+            try db.cachedStatement(sql: "DELETE FROM tidemark_authorship WHERE first_change <= ?").execute(arguments: [last])
+        }
+        var sealed: [Sealed] = []
+        for (through, authorship) in runs {
+            let transaction = try record(db, replica: replica, clock: clock, state: state, through: through, authorship)
+            state = State(clock: transaction.timestamp, sequence: transaction.sequence, sealedThrough: through)
+            sealed.append(transaction)
+        }
+        return sealed
+    }
+
+    /// Records the changes after `state.sealedThrough` through `last` as the next transaction.
+    private static func record(
+        _ db: Database, replica: Replica.ID, clock: any WallClock, state: State, through last: Int64, _ authorship: Authorship
+    ) throws -> Sealed {
         let timestamp = HLCTimestamp.next(after: state.clock, now: clock.nowMilliseconds())
         let sequence = state.sequence + 1
         // These run on every write through the API: prepared once per connection.
@@ -51,7 +103,10 @@ enum Sealer {
                 INSERT INTO tidemark_transactions(replica, seq, hlc, author, context, pid, first_change, last_change)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """
-        ).execute(arguments: [Data(replica.bytes), sequence, timestamp.packed, author, contextName, processID, state.sealedThrough + 1, last])
+        ).execute(arguments: [
+            Data(replica.bytes), sequence, timestamp.packed, authorship.author, authorship.contextName, authorship.processID,
+            state.sealedThrough + 1, last,
+        ])
         try db.cachedStatement(sql: "UPDATE tidemark_state SET clock = ?, sequence = ?, sealed_through = ? WHERE id = 1")
             .execute(arguments: [timestamp.packed, sequence, last])
         try db.cachedStatement(
@@ -63,5 +118,3 @@ enum Sealer {
         return Sealed(sequence: sequence, timestamp: timestamp, changeCount: last - state.sealedThrough)
     }
 }
-
-import Foundation

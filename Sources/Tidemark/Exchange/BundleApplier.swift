@@ -29,6 +29,7 @@ struct BundleApplier {
 
     func apply(expected: VerifiedBundle) throws -> Store.ImportSummary {
         try begin()
+        var touched = Set<String>()
         try checkContinuity(expected.header)
         var applied = (transactions: 0, changes: 0)
         var skipped = 0
@@ -64,6 +65,7 @@ struct BundleApplier {
                 let isResolution = head.author == Self.systemAuthor && head.contextName == Self.systemContext
                 while let change = try decoder.nextChange() {
                     try engine.apply(change, clock: clock)
+                    touched.insert(change.table)
                     if isResolution && change.type == .delete {
                         try engine.resolver.record(change, kind: .remote, detail: "resolved by replica \(head.origin.short)", origin: head.origin)
                     }
@@ -100,10 +102,10 @@ struct BundleApplier {
                     """,
                 arguments: [Data(range.origin.bytes), range.last, Data(range.publicKey), Data(attestation.head), Data(attestation.signature)])
         }
-        try end(&engine, newestClock: newestClock)
+        let changed = try end(&engine, newestClock: newestClock, touched: touched)
         return Store.ImportSummary(
             path: path, sender: verified.header.senderName, appliedTransactions: applied.transactions,
-            appliedChanges: applied.changes, skippedTransactions: skipped, header: verified.header)
+            appliedChanges: applied.changes, skippedTransactions: skipped, header: verified.header, changedTables: changed)
     }
 
     /// Opens an import: local writes join row metadata before anything merges against it, the
@@ -133,13 +135,19 @@ struct BundleApplier {
     }
 
     /// Closes an import: the hybrid logical clock moves past every imported timestamp (so later
-    /// local writes order after them), orphans are settled, resolutions sealed, triggers restored.
-    private func end(_ engine: inout MergeEngine, newestClock: HLCTimestamp) throws {
+    /// local writes order after them), orphans are settled, resolutions sealed, triggers restored,
+    /// and the connection's transaction observers (GRDB's `ValueObservation` and
+    /// `DatabaseRegionObservation`) told which tables changed. Returns those user tables.
+    private func end(_ engine: inout MergeEngine, newestClock: HLCTimestamp, touched: Set<String>) throws -> Set<String> {
         let state = try Sealer.State.fetch(db)
         try db.execute(sql: "UPDATE tidemark_state SET clock = ? WHERE id = 1", arguments: [max(state.clock, newestClock).packed])
         try engine.resolver.settleOrphans()
         try sealResolutions(engine.resolver.deletes)
         for table in store.replicatedTables { try CaptureTriggers.install(table, in: db) }
+        let changed = try ChangedTables.closing(touched.union(engine.resolver.deletes.map(\.table)), in: db)
+        // Rows were written through raw statements, which GRDB's observation does not see.
+        try ChangedTables.notify(changed, in: db)
+        return changed.filter { !$0.hasPrefix(Bookkeeping.prefix) }
     }
 
     /// Refuses a range that does not continue this store's copy of its origin's chain: the hash it
@@ -159,6 +167,7 @@ struct BundleApplier {
     /// snapshot's, marking the history it skipped as pruned (it is not available here).
     func applySnapshot(expected: VerifiedBundle) throws -> Store.ImportSummary {
         try begin()
+        var touched = Set<String>()
         var newestClock = HLCTimestamp.zero
         let startClock = try Sealer.State.fetch(db).clock
         var engine = MergeEngine(db: db, store: store) { startClock }
@@ -166,6 +175,7 @@ struct BundleApplier {
         let verified = try decode(expecting: expected) { decoder in
             while let state = try decoder.nextRowState() {
                 try engine.apply(state)
+                touched.insert(state.table)
                 for cell in state.cells { if let clock = cell.clock { newestClock = max(newestClock, clock.timestamp) } }
                 rows += 1
             }
@@ -183,10 +193,10 @@ struct BundleApplier {
                 arguments: [Data(origin.bytes), sequence, sequence])
         }
         try HistoryPruner(db: db, store: store).keepChangeIDsIncreasing()
-        try end(&engine, newestClock: newestClock)
+        let changed = try end(&engine, newestClock: newestClock, touched: touched)
         return Store.ImportSummary(
             path: path, sender: verified.header.senderName, appliedTransactions: 0, appliedChanges: rows, skippedTransactions: 0,
-            header: verified.header)
+            header: verified.header, changedTables: changed)
     }
 
     /// Records one change in history, mapping column names to this store's column positions.
@@ -227,8 +237,8 @@ struct BundleApplier {
         guard !deletes.isEmpty else { return }
         for change in deletes { _ = try record(change) }
         let sealed = try Sealer.seal(
-            db, replica: store.replica.id, clock: store.options.clock, author: Self.systemAuthor, contextName: Self.systemContext,
-            processID: store.options.processID)
+            db, replica: store.replica.id, clock: store.options.clock,
+            as: .init(author: Self.systemAuthor, contextName: Self.systemContext, processID: store.options.processID))
         if let sealed { try db.execute(sql: "UPDATE tidemark_state SET folded_seq = ? WHERE id = 1", arguments: [sealed.sequence]) }
     }
 }

@@ -60,6 +60,8 @@ extension Store {
         public var watermark: String
         /// The automatic prune that followed, if enabled.
         public var prune: PruneReport?
+        /// The user tables whose rows the pull changed (every import's `changedTables`).
+        public var changedTables: Set<String> { imported.reduce(into: []) { $0.formUnion($1.changedTables) } }
     }
 
     /// Applies every bundle in the peers' subfolders of `directory` that this store lacks, in an

@@ -19,6 +19,10 @@ extension Store {
         public var alreadyApplied: Bool { appliedTransactions == 0 && appliedChanges == 0 }
         /// The bundle's header.
         public var header: BundleHeader
+        /// The user tables whose rows the import inserted, updated or deleted — by merge, conflict
+        /// resolution, or a foreign-key action of those (tables that reference a changed table are
+        /// counted whether or not an action removed a row of theirs). Empty when nothing changed.
+        public var changedTables: Set<String> = []
     }
 
     /// Verifies a bundle completely, then applies it in one SQLite transaction: all of it or

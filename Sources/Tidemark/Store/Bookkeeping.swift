@@ -111,6 +111,24 @@ enum Bookkeeping {
                     name TEXT NOT NULL UNIQUE
                 ) WITHOUT ROWID;
                 """)
+        try createAuthorship(db)
+    }
+
+    /// The author, context name and process of captured changes not yet sealed, for writes an app
+    /// made through its own writer with an author set (`WriterAuthorship`). Each row covers the
+    /// contiguous change ids of one SQLite transaction; sealing turns it into one history
+    /// transaction with that authorship, whichever process seals, and deletes it.
+    static func createAuthorship(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE IF NOT EXISTS tidemark_authorship(
+                    first_change INTEGER PRIMARY KEY,
+                    last_change INTEGER NOT NULL,
+                    author TEXT,
+                    context TEXT,
+                    pid INTEGER
+                )
+                """)
     }
 
     /// The number of `c<i>` value columns currently in `tidemark_changes`.

@@ -9,7 +9,7 @@ extension Store {
         public var replicaName: String
         /// A schema script to run first: its file name (for messages) and SQL.
         public var schema: (file: String, sql: String)?
-        /// Tables to track; every user table when empty.
+        /// Tables to track; when empty, every table but SQLite's, Tidemark's and GRDB's own (`grdb_`).
         public var tables: [String]
         /// `TABLE.COLUMN` pairs whose last values a delete's tombstone keeps.
         public var preserve: [String]
@@ -36,20 +36,69 @@ extension Store {
     /// Re-running on an initialized store succeeds only if nothing would change; `created` tells
     /// which happened.
     public static func initialize(_ path: String, setup: Setup, options: Options = Options()) throws -> (store: Store, created: Bool) {
-        guard setup.replicaName.range(of: "^[A-Za-z0-9._-]{1,64}$", options: .regularExpression) != nil else {
-            throw StoreError.invalidReplicaName(setup.replicaName)
-        }
+        try checkReplicaName(setup.replicaName)
         let existed = FileManager.default.fileExists(atPath: path)
-        let keyPath = setup.keyPath ?? KeyFile.defaultPath(forStore: path)
-        var createdKey = false
         do {
             let database = try StoreConnection.open(path, busyTimeout: options.busyTimeout, create: true)
-            let initialized = try database.read { db in try Bookkeeping.isInitialized(db) }
-            if initialized {
-                let store = try Store.load(path: path, database: database, options: options)
-                try store.checkUnchanged(by: setup)
-                return (store, false)
+            let result = try initialize(database, path: path, setup: setup, options: options, attached: false)
+            if result.created {
+                try database.writeWithoutTransaction { db in
+                    try db.execute(sql: "PRAGMA journal_mode = WAL")
+                    try db.execute(sql: "PRAGMA synchronous = NORMAL")
+                }
             }
+            return result
+        } catch {
+            if !existed {
+                for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+            }
+            if let error = error as? StoreError { throw error }
+            throw StoreConnection.mapped(error, path: path)
+        }
+    }
+
+    /// Creates a store in the app's own database, or adopts the tables already there, and attaches
+    /// to it: every read and write of the store goes through `writer`. Rows already in the tables
+    /// are recorded as one first transaction (context name `adopt`). The key file defaults to
+    /// `PATH.key` beside the database file; an in-memory database needs `setup.keyPath`.
+    ///
+    /// Run it after the app's own migrations have created its tables. It changes nothing when the
+    /// store is already initialized as `setup` asks; on any error the database is left as it was.
+    /// The journal mode stays the app's choice: a `DatabasePool` (WAL) lets readers read during a pull.
+    public static func initialize(in writer: some DatabaseWriter, setup: Setup, options: Options = Options()) throws -> (
+        store: Store, created: Bool
+    ) {
+        try checkReplicaName(setup.replicaName)
+        do {
+            return try initialize(writer, path: writer.path, setup: setup, options: options, attached: true)
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreConnection.mapped(error, path: writer.path)
+        }
+    }
+
+    private static func checkReplicaName(_ name: String) throws {
+        guard name.range(of: "^[A-Za-z0-9._-]{1,64}$", options: .regularExpression) != nil else {
+            throw StoreError.invalidReplicaName(name)
+        }
+    }
+
+    /// Creates the bookkeeping and starts tracking in one SQLite transaction through `database`.
+    private static func initialize(
+        _ database: any DatabaseWriter, path: String, setup: Setup, options: Options, attached: Bool
+    ) throws -> (store: Store, created: Bool) {
+        let initialized = try database.read { db in try Bookkeeping.isInitialized(db) }
+        if initialized {
+            let store = try Store.load(path: path, database: database, attached: attached, options: options)
+            try store.checkUnchanged(by: setup)
+            return (store, false)
+        }
+        guard let keyPath = setup.keyPath ?? (Store.isFileBacked(path) ? KeyFile.defaultPath(forStore: path) : nil) else {
+            throw StoreError.keyFile(path: path, problem: "an in-memory database has no place for a key file beside it; set Setup.keyPath")
+        }
+        var createdKey = false
+        do {
             let key: KeyFile
             if FileManager.default.fileExists(atPath: keyPath) {
                 key = try KeyFile.load(keyPath)
@@ -59,39 +108,42 @@ extension Store {
             }
             try database.writeWithoutTransaction { db in
                 try db.inTransaction(.immediate) {
-                    try runSchema(setup.schema, in: db)
-                    var tables = try plannedTables(setup, in: db, path: path)
-                    try Bookkeeping.createMembers(db)
-                    tables.append(
-                        try TrackedTable.describe(Bookkeeping.membersTable, id: Int64(tables.count + 1), preserving: [], in: db, allowReserved: true))
-                    try Bookkeeping.create(db, valueColumns: tables.map(\.columns.count).max() ?? 0)
-                    try Bookkeeping.setMeta(db, Bookkeeping.Meta.format, Bookkeeping.formatVersion)
-                    try Bookkeeping.setMeta(db, Bookkeeping.Meta.replicaName, setup.replicaName)
-                    try Bookkeeping.setMeta(db, Bookkeeping.Meta.publicKey, Data(key.publicKey))
-                    for table in tables {
-                        try table.insert(db)
-                        try Bookkeeping.createRowMetadata(db, for: table)
-                        try CaptureTriggers.install(table, in: db)
-                        try adoptRows(of: table, in: db)
-                    }
-                    _ = try Sealer.seal(
-                        db, replica: Replica.ID(publicKey: key.publicKey), clock: options.clock, author: nil,
-                        contextName: "adopt", processID: options.processID)
+                    try createBookkeeping(db, setup: setup, key: key, path: path, options: options)
                     return .commit
                 }
-                try db.execute(sql: "PRAGMA journal_mode = WAL")
-                try db.execute(sql: "PRAGMA synchronous = NORMAL")
             }
-            return (try Store.load(path: path, database: database, options: options), true)
+            return (try Store.load(path: path, database: database, attached: attached, options: options), true)
         } catch {
             if createdKey { try? FileManager.default.removeItem(atPath: keyPath) }
-            if !existed {
-                for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: path + suffix) }
-            }
-            if let error = error as? StoreError { throw error }
-            throw StoreConnection.mapped(error, path: path)
+            throw error
         }
     }
+
+    /// Runs the schema, registers the tables, creates bookkeeping and triggers, and records the
+    /// rows already there as the first transaction.
+    private static func createBookkeeping(_ db: Database, setup: Setup, key: KeyFile, path: String, options: Options) throws {
+        try runSchema(setup.schema, in: db)
+        var tables = try plannedTables(setup, in: db, path: path)
+        try Bookkeeping.createMembers(db)
+        tables.append(
+            try TrackedTable.describe(Bookkeeping.membersTable, id: Int64(tables.count + 1), preserving: [], in: db, allowReserved: true))
+        try Bookkeeping.create(db, valueColumns: tables.map(\.columns.count).max() ?? 0)
+        try Bookkeeping.setMeta(db, Bookkeeping.Meta.format, Bookkeeping.formatVersion)
+        try Bookkeeping.setMeta(db, Bookkeeping.Meta.replicaName, setup.replicaName)
+        try Bookkeeping.setMeta(db, Bookkeeping.Meta.publicKey, Data(key.publicKey))
+        for table in tables {
+            try table.insert(db)
+            try Bookkeeping.createRowMetadata(db, for: table)
+            try CaptureTriggers.install(table, in: db)
+            try adoptRows(of: table, in: db)
+        }
+        _ = try Sealer.seal(
+            db, replica: Replica.ID(publicKey: key.publicKey), clock: options.clock,
+            as: .init(author: nil, contextName: "adopt", processID: options.processID))
+    }
+
+    /// Whether `path` names a file (not an in-memory or temporary database).
+    static func isFileBacked(_ path: String) -> Bool { !path.isEmpty && path != ":memory:" && !path.hasPrefix("file::memory:") }
 
     /// Runs a schema script statement by statement, skipping its own transaction control (so a
     /// `sqlite3 .dump` file works) and naming the file in any error.
@@ -117,7 +169,7 @@ extension Store {
                 sql: """
                     SELECT name FROM pragma_table_list
                     WHERE schema = 'main' AND type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'
-                      AND name NOT LIKE 'tidemark\\_%' ESCAPE '\\'
+                      AND name NOT LIKE 'tidemark\\_%' ESCAPE '\\' AND name NOT LIKE 'grdb\\_%' ESCAPE '\\'
                     ORDER BY name
                     """)
             guard !names.isEmpty else { throw StoreError.nothingToTrack(path: path) }

@@ -39,27 +39,41 @@ public final class Store: Sendable {
     public var trackedTables: [TrackedTable] { replicatedTables.filter { !$0.isInternal } }
     /// This replica's Ed25519 public key (32 bytes); its identity is derived from it.
     public let publicKey: [UInt8]
-    let database: DatabaseQueue
+    /// The connection every read and write goes through: the store's own `DatabaseQueue` when
+    /// opened by path, or the app's own writer when attached to it.
+    let database: any DatabaseWriter
     let options: Options
+    /// Marks and seals the writes of an attached app writer; nil when the store owns its connection.
+    let authorship: WriterAuthorship?
 
-    init(path: String, database: DatabaseQueue, replica: Replica, publicKey: [UInt8], replicatedTables: [TrackedTable], options: Options) {
+    init(path: String, database: any DatabaseWriter, authorship: WriterAuthorship? = nil, replica: Replica, publicKey: [UInt8], replicatedTables: [TrackedTable], options: Options) {
         self.path = path
         self.publicKey = publicKey
         self.database = database
         self.replica = replica
         self.replicatedTables = replicatedTables
         self.options = options
+        self.authorship = authorship
     }
 
-    /// Opens an initialized store.
+    /// Opens an initialized store with a connection of its own.
     public static func open(_ path: String, options: Options = Options()) throws -> Store {
         let database = try StoreConnection.open(path, busyTimeout: options.busyTimeout)
         return try Store.load(path: path, database: database, options: options)
     }
 
-    static func load(path: String, database: DatabaseQueue, options: Options) throws -> Store {
+    /// Opens the store in the app's own database and attaches to it: every read and write of the
+    /// store — sealing, import, pull, prune, snapshots, observation — goes through `writer`, so
+    /// GRDB observation on it sees what a sync changes. Writes the app makes through `writer` are
+    /// captured; `setTransactionAuthor(_:contextName:in:)` and `setDefaultTransactionAuthor(_:contextName:)`
+    /// name their author. `options.busyTimeout` is not used: the writer's own configuration decides.
+    public static func open(_ writer: some DatabaseWriter, options: Options = Options()) throws -> Store {
+        try Store.load(path: writer.path, database: writer, attached: true, options: options)
+    }
+
+    static func load(path: String, database: any DatabaseWriter, attached: Bool = false, options: Options) throws -> Store {
         do {
-            return try database.read { db in
+            let loaded = try database.read { db in
                 guard try Bookkeeping.isInitialized(db) else { throw StoreError.notInitialized(path: path) }
                 let format = try Int.fromDatabaseValue(Bookkeeping.meta(db, Bookkeeping.Meta.format)) ?? 0
                 guard format <= Bookkeeping.formatVersion else {
@@ -69,10 +83,20 @@ public final class Store: Sendable {
                 let key = Data.fromDatabaseValue(try Bookkeeping.meta(db, Bookkeeping.Meta.publicKey)) ?? Data()
                 let tables = try TrackedTable.fetchAll(db)
                 for table in tables { try table.checkShape(in: db) }
-                return Store(
-                    path: path, database: database, replica: Replica(name: name, id: Replica.ID(publicKey: Array(key))),
-                    publicKey: Array(key), replicatedTables: tables, options: options)
+                return (name, key, tables, try db.tableExists("tidemark_authorship"))
             }
+            let (name, key, tables, hasAuthorship) = loaded
+            if !hasAuthorship {
+                // Stores made before authorship marks: add the table (a read-only store never seals).
+                try? database.write { db in try Bookkeeping.createAuthorship(db) }
+            }
+            let replica = Replica(name: name, id: Replica.ID(publicKey: Array(key)))
+            let authorship = attached ? try WriterAuthorship.attach(to: database, replica: replica.id, options: options) : nil
+            return Store(
+                path: path, database: database, authorship: authorship, replica: replica, publicKey: Array(key),
+                replicatedTables: tables, options: options)
+        } catch let error as StoreError {
+            throw error
         } catch {
             throw StoreConnection.mapped(error, path: path)
         }
@@ -108,8 +132,8 @@ public final class Store: Sendable {
                     _ = try sealForeign(db)
                     result = try body(db)
                     commit = try Sealer.seal(
-                        db, replica: replica.id, clock: options.clock, author: author, contextName: contextName,
-                        processID: options.processID
+                        db, replica: replica.id, clock: options.clock,
+                        as: .init(author: author, contextName: contextName, processID: options.processID)
                     ).map { Commit(sequence: $0.sequence, timestamp: $0.timestamp, changeCount: $0.changeCount) }
                     return .commit
                 }
@@ -157,9 +181,11 @@ public final class Store: Sendable {
         }
     }
 
-    /// Seals writes that other SQLite clients made since the last seal into one transaction with
-    /// no author, context name or process id. Reading history does this first, so no captured
-    /// change is ever missing from a fetch.
+    /// Seals writes made since the last seal: those of other SQLite clients into one transaction
+    /// with no author, context name or process id, and those an app writer marked with an author
+    /// (`setTransactionAuthor(_:contextName:in:)`) into one transaction per SQLite transaction, with
+    /// that authorship. Reading history does this first, so no captured change is ever missing from
+    /// a fetch. Returns the last transaction sealed.
     @discardableResult
     public func sealForeignWrites() throws -> Commit? {
         try mappingErrors {
@@ -177,7 +203,7 @@ public final class Store: Sendable {
     }
 
     func sealForeign(_ db: Database) throws -> Commit? {
-        try Sealer.seal(db, replica: replica.id, clock: options.clock, author: nil, contextName: nil, processID: nil)
+        try Sealer.sealPending(db, replica: replica.id, clock: options.clock).last
             .map { Commit(sequence: $0.sequence, timestamp: $0.timestamp, changeCount: $0.changeCount) }
     }
 

@@ -65,6 +65,11 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case storeFull(path: String, FileFault)
     /// The operating system reported an I/O error reading or writing the store.
     case storeIOError(path: String, message: String)
+    /// An operation for a store attached to the app's writer was used on a store opened by path,
+    /// or with another connection than the writer's.
+    case notAttached(path: String)
+    /// A transaction's author was set outside a write transaction.
+    case authorOutsideTransaction
 
     public var description: String {
         switch self {
@@ -97,6 +102,8 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .storeReadOnly(let p, let reason, _): return "\(p): the store cannot be written: \(reason)"
         case .storeFull(let p, let fault): return "\(p): cannot write the store: \(fault); the write was rolled back"
         case .storeIOError(let p, let m): return "\(p): I/O error on the store file (\(m))"
+        case .notAttached(let p): return "\(p): the store is not attached to this connection's writer"
+        case .authorOutsideTransaction: return "a transaction's author can only be set inside a write transaction"
         }
     }
 
@@ -119,6 +126,9 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
             return "another program (a sqlite3 shell, an app, another sync) holds a write transaction on the store: let it finish or close it, then run the command again"
         case .storeReadOnly(_, _, let fix): return fix
         case .storeFull(let p, let fault): return fault.hint(folder: ExchangeError.folder(of: p), writing: true)
+        case .notAttached:
+            return "open the store with Store.open(writer) or Store.initialize(in: writer, setup:) and pass a Database of that writer"
+        case .authorOutsideTransaction: return "call setTransactionAuthor inside writer.write { db in … }"
         case .storeIOError(let p, _): return "check the disk holding \(p) (system log, free space), then run `sqlite3 \(p) 'PRAGMA integrity_check'`"
         default: return nil
         }

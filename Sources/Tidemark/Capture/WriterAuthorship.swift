@@ -1,0 +1,108 @@
+import Foundation
+import GRDB
+import TidemarkCore
+
+/// Authorship and prompt sealing for the writes an app makes through its own GRDB writer, once a
+/// store is attached to it (Core Data's `transactionAuthor` and context `name`).
+///
+/// On the writer's connection only, a TEMP trigger on `tidemark_changes` marks the changes of each
+/// SQLite transaction that has an author set: one `tidemark_authorship` row covering their change
+/// ids, written in the same transaction, so whichever process seals them later (the `sync` CLI
+/// included) gives them their own history transaction with that author. Other clients never see
+/// the trigger, and their writes stay unattributed. After each commit on the writer, pending
+/// changes are sealed at once, so each app transaction becomes one history transaction stamped
+/// with the time it was written.
+///
+/// Per connection: `temp.tidemark_author` holds the default authorship (scope 0) and the current
+/// transaction's (scope 1); `temp.tidemark_open` the first change id of the transaction's mark.
+// @unchecked: `isSealing` is read and written only in the writer's dispatch queue, where GRDB calls
+// every transaction observer; the other stored properties are immutable.
+final class WriterAuthorship: TransactionObserver, @unchecked Sendable {
+    private let replica: Replica.ID
+    private let clock: any WallClock
+    private var isSealing = false
+
+    private init(replica: Replica.ID, clock: any WallClock) {
+        self.replica = replica
+        self.clock = clock
+    }
+
+    /// Installs the connection's authorship objects and the sealing observer on `writer`, once
+    /// per connection: a second store opened on the same writer shares them.
+    static func attach(to writer: any DatabaseWriter, replica: Replica.ID, options: Store.Options) throws -> WriterAuthorship {
+        let observer = WriterAuthorship(replica: replica, clock: options.clock)
+        try writer.writeWithoutTransaction { db in
+            let installed = try Bool.fetchOne(db, sql: "SELECT count(*) > 0 FROM temp.sqlite_master WHERE name = 'tidemark_author'") ?? false
+            guard !installed else { return }
+            try db.execute(
+                sql: """
+                    CREATE TEMP TABLE tidemark_author(
+                        scope INTEGER PRIMARY KEY CHECK (scope IN (0, 1)), author TEXT, context TEXT, pid INTEGER);
+                    CREATE TEMP TABLE tidemark_open(id INTEGER PRIMARY KEY CHECK (id = 1), first INTEGER NOT NULL);
+                    CREATE TEMP TRIGGER tidemark_authorship AFTER INSERT ON main.tidemark_changes
+                    WHEN NEW.gen IS NULL AND EXISTS (SELECT 1 FROM temp.tidemark_author)
+                    BEGIN
+                      INSERT OR IGNORE INTO tidemark_open(id, first) VALUES (1, NEW.id);
+                      INSERT INTO tidemark_authorship(first_change, last_change, author, context, pid)
+                        SELECT NEW.id, NEW.id, author, context, pid FROM temp.tidemark_author
+                        WHERE (SELECT first FROM temp.tidemark_open) = NEW.id ORDER BY scope DESC LIMIT 1;
+                      UPDATE tidemark_authorship SET last_change = NEW.id
+                        WHERE first_change = (SELECT first FROM temp.tidemark_open) AND first_change <> NEW.id;
+                    END;
+                    """)
+            // Imported changes carry their generation (gen IS NOT NULL), so the trigger skips them.
+            // Unqualified names in the body (SQLite allows no other in a trigger's writes) resolve
+            // to the temp tables first, and tidemark_authorship exists only in main.
+            db.add(transactionObserver: observer, extent: .databaseLifetime)
+        }
+        return observer
+    }
+
+    /// Sets the authorship of `scope`: 0 for every later transaction, 1 for the current one.
+    static func set(_ authorship: Sealer.Authorship, scope: Int, in db: Database) throws {
+        if authorship.author == nil && authorship.contextName == nil {
+            try db.execute(sql: "DELETE FROM temp.tidemark_author WHERE scope = ?", arguments: [scope])
+        } else {
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO temp.tidemark_author(scope, author, context, pid) VALUES (?, ?, ?, ?)",
+                arguments: [scope, authorship.author, authorship.contextName, authorship.processID])
+        }
+        if scope == 1 {
+            // Changes this transaction already made under the default authorship take the new one.
+            try db.execute(
+                sql: "UPDATE main.tidemark_authorship SET author = ?, context = ?, pid = ? WHERE first_change = (SELECT first FROM temp.tidemark_open)",
+                arguments: [authorship.author, authorship.contextName, authorship.processID])
+        }
+    }
+
+    /// Whether `db` is a connection the authorship objects were installed on.
+    static func isInstalled(on db: Database) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT count(*) > 0 FROM temp.sqlite_master WHERE name = 'tidemark_author'") ?? false
+    }
+
+    // MARK: - TransactionObserver
+
+    func observes(eventsOfKind eventKind: DatabaseEventKind) -> Bool { false }
+
+    func databaseDidChange(with event: DatabaseEvent) {}
+
+    func databaseDidRollback(_ db: Database) {}
+
+    /// Ends the committed transaction's mark and seals what is pending. A failure (another process
+    /// holding the write lock, say) only delays the seal: the marks keep the authorship until then.
+    func databaseDidCommit(_ db: Database) {
+        guard !isSealing else { return }
+        isSealing = true
+        defer { isSealing = false }
+        do {
+            try db.execute(sql: "DELETE FROM temp.tidemark_open; DELETE FROM temp.tidemark_author WHERE scope = 1")
+            guard try Sealer.hasPending(db) else { return }
+            try db.inTransaction(.immediate) {
+                _ = try Sealer.sealPending(db, replica: replica, clock: clock)
+                return .commit
+            }
+        } catch {
+            // Left pending; the next seal by any process records them with their marks.
+        }
+    }
+}

@@ -1,0 +1,236 @@
+import Foundation
+import GRDB
+import Testing
+import Tidemark
+import TidemarkTestSupport
+
+/// A store attached to the app's own GRDB `DatabasePool`: the app's migrations, its observation
+/// seeing what a sync changes, authorship of the app's writes, and readers during a pull.
+@Suite struct AppWriterTests {
+    static let schema = "CREATE TABLE notes(id TEXT PRIMARY KEY, title TEXT, tag TEXT UNIQUE);"
+
+    /// An app with its own pool and migrator, a store attached to it, and a peer opened by path;
+    /// both trust each other and share one exchange folder.
+    final class Fixture: @unchecked Sendable {  // @unchecked: immutable after init.
+        let directory: TemporaryDirectory
+        let pool: DatabasePool
+        let app: Store
+        let appKey: KeyFile
+        let peer: TestReplica
+        let folder: String
+
+        init() throws {
+            directory = try TemporaryDirectory("tidemark-app")
+            folder = directory.file("exchange")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            pool = try DatabasePool(path: directory.file("app.sqlite"))
+            var migrator = DatabaseMigrator()
+            migrator.registerMigration("v1") { db in try db.execute(sql: AppWriterTests.schema) }
+            try migrator.migrate(pool)
+            app = try Store.initialize(in: pool, setup: Store.Setup(replicaName: "app")).store
+            appKey = try KeyFile.load(directory.file("app.sqlite.key"))
+            peer = try TestReplica("peer", in: directory, schema: AppWriterTests.schema, preserve: [])
+            try app.addPeer(name: "peer", publicKeyBase64: peer.publicKeyBase64)
+            try peer.trust(TestReplica(opening: directory.file("app.sqlite")))
+        }
+
+        func peerSyncs() throws {
+            _ = try peer.store.push(to: folder, key: peer.key)
+        }
+
+        func appPulls() throws -> Store.PullSummary { try app.pull(from: folder, key: appKey) }
+    }
+
+    /// Collects the values a `ValueObservation` delivers.
+    final class Observed<Value: Sendable>: @unchecked Sendable {  // @unchecked: `values` is guarded by `lock`.
+        private let lock = NSLock()
+        private var values: [Value] = []
+        var cancellable: AnyDatabaseCancellable?
+
+        func append(_ value: Value) { lock.withLock { values.append(value) } }
+        var all: [Value] { lock.withLock { values } }
+
+        /// Waits (at most 10 s) until a delivered value satisfies `predicate`.
+        func wait(until predicate: (Value) -> Bool) async -> Bool {
+            for _ in 0..<1000 {
+                if all.contains(where: predicate) { return true }
+                try? await Task.sleep(nanoseconds: 10_000_000)
+            }
+            return false
+        }
+    }
+
+    static func observeNotes(_ pool: DatabasePool) -> Observed<[String]> {
+        let observed = Observed<[String]>()
+        let observation = ValueObservation.tracking { db in try String.fetchAll(db, sql: "SELECT id FROM notes ORDER BY id") }
+        observed.cancellable = observation.start(
+            in: pool, scheduling: .async(onQueue: DispatchQueue(label: "test.observation")),
+            onError: { Issue.record($0) }, onChange: { observed.append($0) })
+        return observed
+    }
+
+    // MARK: - Observation sees sync
+
+    @Test func appObservationSeesRowsAPullApplies() async throws {
+        let f = try Fixture()
+        let observed = Self.observeNotes(f.pool)
+        #expect(await observed.wait { $0.isEmpty })
+        _ = try f.peer.store.execute(sql: "INSERT INTO notes(id, title) VALUES ('p1', 'from peer'), ('p2', 'also')")
+        try f.peerSyncs()
+        let pulled = try f.appPulls()
+        #expect(pulled.changedTables == ["notes"])
+        #expect(await observed.wait { $0 == ["p1", "p2"] }, "observed \(observed.all)")
+    }
+
+    @Test func appRegionObservationSeesASnapshotCatchUp() async throws {
+        let f = try Fixture()
+        let changes = Observed<Int>()
+        let region = DatabaseRegionObservation(tracking: Table("notes"))
+        changes.cancellable = region.start(in: f.pool, onError: { Issue.record($0) }, onChange: { _ in changes.append(1) })
+        _ = try f.peer.store.execute(sql: "INSERT INTO notes(id, title) VALUES ('s1', 'in a snapshot')")
+        let snapshot = f.directory.file("peer.tms")
+        _ = try f.peer.store.exportSnapshot(to: snapshot, key: f.peer.key)
+        let summary = try f.app.importBundle(at: snapshot)
+        #expect(summary.header.kind == .snapshot)
+        #expect(summary.changedTables == ["notes"])
+        #expect(await changes.wait { _ in true }, "DatabaseRegionObservation was not notified")
+        #expect(try await f.pool.read { db in try String.fetchAll(db, sql: "SELECT id FROM notes") } == ["s1"])
+    }
+
+    @Test func appObservationSeesAConflictResolutionDeleteARow() async throws {
+        let f = try Fixture()
+        // The peer claims tag 'x' first; the app claims it later and loses when it pulls.
+        _ = try f.peer.store.execute(sql: "INSERT INTO notes(id, title, tag) VALUES ('p1', 'first', 'x')")
+        try await Task.sleep(nanoseconds: 20_000_000)
+        try await f.pool.write { db in try db.execute(sql: "INSERT INTO notes(id, title, tag) VALUES ('a1', 'later', 'x')") }
+        let observed = Self.observeNotes(f.pool)
+        #expect(await observed.wait { $0 == ["a1"] })
+        try f.peerSyncs()
+        let pulled = try f.appPulls()
+        #expect(pulled.changedTables == ["notes"])
+        #expect(await observed.wait { $0 == ["p1"] }, "observed \(observed.all)")
+        let conflicts = try f.app.conflicts()
+        #expect(conflicts.map(\.table) == ["notes"])
+        #expect(conflicts.first?.row.contains("\"later\"") == true, "\(conflicts)")
+    }
+
+    // MARK: - Authorship
+
+    @Test func writesThroughTheAppWriterCarryTheirAuthorToHistoryAndPeers() async throws {
+        let f = try Fixture()
+        try await f.pool.write { db in
+            try f.app.setTransactionAuthor("ana", contextName: "editor", in: db)
+            try db.execute(sql: "INSERT INTO notes(id, title) VALUES ('n1', 'by ana')")
+        }
+        try f.app.setDefaultTransactionAuthor("importer", contextName: "background")
+        try await f.pool.write { db in try db.execute(sql: "INSERT INTO notes(id, title) VALUES ('n2', 'by default')") }
+        // Set after the transaction's first write: the whole transaction takes it.
+        try await f.pool.write { db in
+            try db.execute(sql: "INSERT INTO notes(id, title) VALUES ('n3', 'x')")
+            try f.app.setTransactionAuthor("bo", contextName: nil, in: db)
+            try db.execute(sql: "INSERT INTO notes(id, title) VALUES ('n4', 'y')")
+        }
+        // Another client's write stays unattributed, between two authored ones.
+        let other = try DatabaseQueue(path: f.directory.file("app.sqlite"))
+        try await other.write { db in try db.execute(sql: "UPDATE notes SET title = 'by someone' WHERE id = 'n1'") }
+        try f.app.setDefaultTransactionAuthor(nil)
+        try await f.pool.write { db in try db.execute(sql: "INSERT INTO notes(id, title) VALUES ('n5', 'nobody')") }
+
+        let expected: [(String?, String?, Int)] = [
+            ("ana", "editor", 1), ("importer", "background", 1), ("bo", nil, 2), (nil, nil, 1), (nil, nil, 1),
+        ]
+        let history = try f.app.fetchHistory().filter { $0.contextName != "adopt" }
+        #expect(history.map(\.author) == expected.map(\.0))
+        #expect(history.map(\.contextName) == expected.map(\.1))
+        #expect(history.map(\.changes.count) == expected.map(\.2))
+        #expect(history[0].processID == ProcessInfo.processInfo.processIdentifier)
+        #expect(history[3].processID == nil, "another client's write has no process id")
+
+        _ = try f.app.push(to: f.folder, key: f.appKey)
+        // Without the prune that would delete history both members now hold.
+        let pull = try f.peer.store.pull(from: f.folder, key: f.peer.key, prune: false)
+        #expect(pull.warnings.isEmpty, "\(pull.warnings)")
+        let received = try f.peer.store.fetchHistory().filter { $0.replica == f.app.replica.id && $0.contextName != "adopt" }
+        #expect(received.map(\.author) == expected.map(\.0))
+        #expect(received.map(\.contextName) == expected.map(\.1))
+    }
+
+    @Test func authorsAreRefusedOutsideTheAttachedWriter() async throws {
+        let f = try Fixture()
+        #expect(throws: StoreError.authorOutsideTransaction) {
+            try f.pool.writeWithoutTransaction { db in try f.app.setTransactionAuthor("x", in: db) }
+        }
+        let other = try DatabaseQueue(path: f.directory.file("app.sqlite"))
+        #expect(throws: StoreError.notAttached(path: f.app.path)) {
+            try other.write { db in try f.app.setTransactionAuthor("x", in: db) }
+        }
+        #expect(throws: StoreError.notAttached(path: f.peer.path)) { try f.peer.store.setDefaultTransactionAuthor("x") }
+    }
+
+    // MARK: - Concurrency
+
+    @Test func readersDuringALargePullSeeOnlyBeforeOrAfter() async throws {
+        let f = try Fixture()
+        // 100,000 changes in four bundles: the app's writes may run between them.
+        let rows = 100_000
+        for part in 0..<4 {
+            _ = try f.peer.store.execute(
+                sql: """
+                    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(rows / 4))
+                    INSERT INTO notes(id, title) SELECT printf('r%d-%06d', \(part), i), 'row ' || i FROM n
+                    """)
+            try f.peerSyncs()
+        }
+        // Two readers and the app's own writer run on threads of their own throughout the pull.
+        let stop = Observed<Bool>()
+        let seen = Observed<Int>()
+        let writes = Observed<Date>()
+        let done = DispatchGroup()
+        for _ in 0..<2 {
+            Thread.detachNewThread {
+                done.enter()
+                defer { done.leave() }
+                while stop.all.isEmpty {
+                    guard let count = try? f.pool.read({ db in try Int.fetchOne(db, sql: "SELECT count(*) FROM notes") }) else { continue }
+                    seen.append(count)
+                }
+            }
+        }
+        Thread.detachNewThread {
+            done.enter()
+            defer { done.leave() }
+            while stop.all.isEmpty {
+                try? f.pool.write { db in try db.execute(sql: "INSERT OR REPLACE INTO notes(id, title) VALUES ('app', 'x')") }
+                writes.append(Date())
+                Thread.sleep(forTimeInterval: 0.005)
+            }
+        }
+        let start = Date()
+        let pulled = try f.appPulls()
+        let end = Date()
+        stop.append(true)
+        done.wait()
+        #expect(pulled.imported.map(\.appliedChanges).reduce(0, +) == rows)
+        // The app's writes went on during the pull, between its bundles' transactions.
+        #expect(writes.all.contains { $0 > start && $0 < end }, "no app write completed during the pull")
+        let counts = Set(seen.all)
+        // Between bundles: a whole number of bundles, with or without the app's row.
+        var whole = Set<Int>()
+        for bundles in 0...4 { whole.formUnion([bundles * rows / 4, bundles * rows / 4 + 1]) }
+        #expect(counts.isSubset(of: whole), "a reader saw part of a bundle: \(counts.sorted().prefix(8))")
+        #expect(counts.contains(rows) || counts.contains(rows + 1), "no reader saw the state after the pull")
+        #expect(try await f.pool.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM notes") } == rows + 1)
+    }
+
+    @Test func aStoreAttachedToADatabaseQueueOpensAgainByPathAndByWriter() async throws {
+        let f = try Fixture()
+        try await f.pool.write { db in try db.execute(sql: "INSERT INTO notes(id, title) VALUES ('n1', 'x')") }
+        let byPath = try Store.open(f.directory.file("app.sqlite"))
+        #expect(try byPath.fetchHistory().last?.changes.count == 1)
+        let queue = try DatabaseQueue(path: f.directory.file("app.sqlite"))
+        let again = try Store.initialize(in: queue, setup: Store.Setup(replicaName: "app"))
+        #expect(!again.created)
+        #expect(again.store.replica == f.app.replica)
+        #expect(throws: StoreError.self) { try Store.initialize(in: try DatabaseQueue(), setup: Store.Setup(replicaName: "m")) }
+    }
+}

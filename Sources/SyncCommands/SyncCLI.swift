@@ -48,20 +48,9 @@ public struct SyncCLI: AsyncParsableCommand {
     static func report(_ error: any Error, storePath: String? = nil) -> Int32 {
         if let mapped = StoreError(sqliteError: error, path: storePath ?? "the store") { return report(mapped) }
         switch error {
-        case let error as StoreError:
-            Output.error("error: \(error)")
-            if let hint = error.hint { Output.error("hint: \(hint)") }
-            return 1
-        case let error as CLIError:
-            Output.error("error: \(error)")
-            if let hint = error.hint { Output.error("hint: \(hint)") }
-            return 1
-        case let error as ExchangeError:
-            Output.error("error: \(error)")
-            if let hint = error.hint { Output.error("hint: \(hint)") }
-            return 1
-        case let error as History.TokenError:
-            Output.error("error: \(error)")
+        case is StoreError, is ExchangeError, is CLIError, is History.TokenError:
+            Output.error("error: \(CLIWording.message(for: error))")
+            if let hint = CLIWording.hint(for: error) { Output.error("hint: \(hint)") }
             return 1
         default:
             let code = exitCode(for: error)

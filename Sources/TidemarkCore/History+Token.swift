@@ -110,7 +110,7 @@ extension History {
         public var description: String {
             switch self {
             case .notAToken(let t):
-                return "not a history token: \(Self.clip(t)) (tokens start with 'tm1.'; get one with `sync token`)"
+                return "not a history token: \(Self.clip(t)) (tokens start with 'tm1.')"
             case .malformed(let t, let reason):
                 return "malformed history token \(Self.clip(t)): \(reason)"
             }

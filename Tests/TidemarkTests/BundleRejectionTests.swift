@@ -40,7 +40,7 @@ import TidemarkTestSupport
             $0 == .unknownSigner(path: path, name: "a", publicKey: pair.a.publicKeyBase64)
         }
         #expect(error?.description == "\(path): signed by unknown replica 'a' (key \(pair.a.publicKeyBase64))")
-        #expect(error?.hint == "if you trust it: sync peers add NAME \(pair.a.publicKeyBase64)")
+        #expect(error?.hint == "if you trust it, add its public key with Store.addPeer: \(pair.a.publicKeyBase64)")
     }
 
     @Test func relayedTransactionsOfAnUntrustedOriginAreRefused() throws {

@@ -117,7 +117,7 @@ import TidemarkTestSupport
             #expect(throws: StoreError.keyFile(path: path, problem: problem), "\(name)") { _ = try KeyFile.load(path) }
             do { _ = try KeyFile.load(path) } catch let error as StoreError {
                 #expect(!error.description.contains(secret.prefix(12)) && !error.description.contains(secret.suffix(12)), "\(name): \(error)")
-                #expect(error.hint == "check \(path), or pass the right one with --key FILE")
+                #expect(error.hint == "check \(path), or use the right key file")
             }
         }
         let folder = pair.directory.file("a-folder.key")

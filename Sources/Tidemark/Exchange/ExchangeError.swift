@@ -82,11 +82,11 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What the user can do, when there is something specific.
     public var hint: String? {
         switch self {
-        case .unknownSigner(_, _, let k): return "if you trust it: sync peers add NAME \(k)"
-        case .unknownOrigin: return "add that replica's key with `sync peers add NAME KEY` (ask its owner for `sync identity`)"
+        case .unknownSigner(_, _, let k): return "if you trust it, add its public key with Store.addPeer: \(k)"
+        case .unknownOrigin: return "add that replica's public key with Store.addPeer (ask its owner for it)"
         case .missingPrerequisites: return "import the bundles it depends on first (pull applies them in order)"
         case .restoredFromOlderCopy:
-            return "continuing would reuse sequence numbers; move this store aside and create a new replica with `sync init`, then pull (see README, 'Restoring a store')"
+            return "continuing would reuse sequence numbers; move this store aside and create a new replica (a new name and key), then pull (see README, 'Restoring a store')"
         case .badBundle: return "the file is damaged, incomplete or not from Tidemark; ask its sender to export it again"
         case .schemaMismatch: return "both replicas must track the same tables with the same columns"
         case .rowTooLarge:

@@ -36,7 +36,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case trackedTableChanged(String, now: String)
     /// A replica name that cannot be used.
     case invalidReplicaName(String)
-    /// A `--preserve` argument not of the form TABLE.COLUMN, or naming an untracked table.
+    /// A preserved column not of the form TABLE.COLUMN, or naming an untracked table.
     case invalidPreserve(String, reason: String)
     /// The store has no tables to track.
     case nothingToTrack(path: String)
@@ -85,7 +85,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .untrackableTable(let t, let reason, _): return "cannot track table '\(t)': \(reason)"
         case .trackedTableChanged(let t, let now): return "tracked table '\(t)' changed shape since tracking began: \(now)"
         case .invalidReplicaName(let n): return "invalid replica name '\(n)': use 1 to 64 letters, digits, '.', '_' or '-'"
-        case .invalidPreserve(let a, let reason): return "invalid --preserve '\(a)': \(reason)"
+        case .invalidPreserve(let a, let reason): return "invalid preserved column '\(a)': \(reason)"
         case .nothingToTrack(let p): return "\(p) has no tables to track"
         case .sqlFailed(let m, _): return "SQL failed, nothing was applied: \(m)"
         case .transactionControlNotAllowed(let s): return "'\(s)' is not allowed: exec runs all its SQL as one transaction"
@@ -110,17 +110,17 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What the user can do, when there is something specific.
     public var hint: String? {
         switch self {
-        case .storeNotFound: return "create one with `sync init --store PATH --replica NAME`"
-        case .notInitialized: return "run `sync init --store PATH --replica NAME` to start tracking it"
+        case .storeNotFound: return "create it with Store.initialize"
+        case .notInitialized: return "initialize it with Store.initialize to start tracking it"
         case .newerFormat: return "upgrade Tidemark to open this store"
-        case .alreadyInitialized: return "see `sync status` for what the store tracks"
+        case .alreadyInitialized: return "open it with Store.open; Store.trackedTables says what it tracks"
         case .untrackableTable(_, _, let hint): return hint
         case .trackedTableChanged: return "restore the table's columns; changing the schema of a tracked table is not supported"
-        case .nothingToTrack: return "create a table first (--schema FILE.sql), or name one with --track"
+        case .nothingToTrack: return "create a table first (Setup.schema or the app's own migrations), or name one in Setup.tables"
         case .transactionControlNotAllowed: return "remove BEGIN/COMMIT/ROLLBACK/SAVEPOINT from the SQL"
-        case .historyTokenExpired: return "fetch without --since to read the history that remains"
-        case .foreignToken: return "use a token printed by `sync token` for this store"
-        case .keyFile(let p, _): return "check \(p), or pass the right one with --key FILE"
+        case .historyTokenExpired: return "fetch without a token to read the history that remains"
+        case .foreignToken: return "use a token from this store's currentToken()"
+        case .keyFile(let p, _): return "check \(p), or use the right key file"
         case .keyFileExposed(let p, _): return "restrict it to its owner: chmod 600 \(p)"
         case .storeLocked:
             return "another program (a sqlite3 shell, an app, another sync) holds a write transaction on the store: let it finish or close it, then run the command again"

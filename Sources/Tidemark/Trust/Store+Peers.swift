@@ -27,10 +27,10 @@ extension Store {
             // Never echo the argument: it may be a pasted private key.
             if let data = Data(base64Encoded: publicKeyBase64), data.count == KeyFile.pkcs8Prefix.count + 32 {
                 throw ExchangeError.invalidPeer(
-                    "that looks like a private key, not a public one: never share it; run `sync identity` to get the public key")
+                    "that looks like a private key, not a public one: never share it; share the replica's public key instead")
             }
             throw ExchangeError.invalidPeer(
-                "invalid public key (\(publicKeyBase64.count) characters): expected base64 of 32 bytes, as `sync identity` prints")
+                "invalid public key (\(publicKeyBase64.count) characters): expected base64 of a 32-byte Ed25519 public key")
         }
         let key = Array(data)
         guard key != publicKey else { throw ExchangeError.invalidPeer("that is this replica's own key") }

@@ -1,0 +1,49 @@
+import Tidemark
+
+/// The command line's own words for library errors. The library speaks to app developers (types
+/// and methods); where a `sync` user acts through a command or a flag instead, the CLI says that.
+enum CLIWording {
+    /// The `error:` line for `error`.
+    static func message(for error: any Error) -> String {
+        switch error {
+        case StoreError.invalidPreserve(let argument, let reason): return "invalid --preserve '\(argument)': \(reason)"
+        default: return "\(error)"
+        }
+    }
+
+    /// The `hint:` line for `error`, when there is something specific to do.
+    static func hint(for error: any Error) -> String? {
+        switch error {
+        case let error as StoreError: return hint(for: error)
+        case let error as ExchangeError: return hint(for: error)
+        case History.TokenError.notAToken: return "get one with `sync token`"
+        case let error as CLIError: return error.hint
+        default: return nil
+        }
+    }
+
+    private static func hint(for error: StoreError) -> String? {
+        switch error {
+        case .storeNotFound: return "create one with `sync init --store PATH --replica NAME`"
+        case .notInitialized: return "run `sync init --store PATH --replica NAME` to start tracking it"
+        case .alreadyInitialized: return "see `sync status` for what the store tracks"
+        case .nothingToTrack: return "create a table first (--schema FILE.sql), or name one with --track"
+        case .historyTokenExpired: return "fetch without --since to read the history that remains"
+        case .foreignToken: return "use a token printed by `sync token` for this store"
+        case .keyFile(let path, _): return "check \(path), or pass the right one with --key FILE"
+        default: return error.hint
+        }
+    }
+
+    private static func hint(for error: ExchangeError) -> String? {
+        switch error {
+        case .unknownSigner(_, _, let key): return "if you trust it: sync peers add NAME \(key)"
+        case .unknownOrigin: return "add that replica's key with `sync peers add NAME KEY` (ask its owner for `sync identity`)"
+        case .restoredFromOlderCopy:
+            return "continuing would reuse sequence numbers; move this store aside and create a new replica with `sync init`, "
+                + "then pull (see README, 'Restoring a store')"
+        case .invalidPeer(let reason) where reason.contains("public key"): return "`sync identity` prints a replica's public key"
+        default: return error.hint
+        }
+    }
+}

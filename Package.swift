@@ -98,7 +98,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "SyncCLITests",
-            dependencies: ["TidemarkTestSupport", "sync", "CrashHarness"],
+            dependencies: ["TidemarkTestSupport", "sync", "CrashHarness", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict),
     ]
 )

@@ -14,6 +14,7 @@ let package = Package(
         .executable(name: "tidemark-sim", targets: ["Simulation"]),
         .executable(name: "tidemark-crash", targets: ["CrashHarness"]),
         .executable(name: "tidemark-fuzz", targets: ["BundleFuzzer"]),
+        .executable(name: "tidemark-example-grdb", targets: ["GRDBAppExample"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -82,6 +83,10 @@ let package = Package(
             ],
             path: "tools/CrashHarness",
             swiftSettings: strict),
+        // The README's "Using Tidemark in a GRDB app", compiled and run by AppStoreCommandTests.
+        .executableTarget(
+            name: "GRDBAppExample", dependencies: ["Tidemark", .product(name: "GRDB", package: "GRDB.swift")], path: "Examples/GRDBApp",
+            swiftSettings: strict),
         .target(
             name: "TidemarkTestSupport",
             dependencies: [
@@ -98,7 +103,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "SyncCLITests",
-            dependencies: ["TidemarkTestSupport", "sync", "CrashHarness", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["TidemarkTestSupport", "sync", "CrashHarness", "GRDBAppExample", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict),
     ]
 )

@@ -70,4 +70,14 @@ import TidemarkTestSupport
         try await pool.write { db in try db.execute(sql: "INSERT INTO notes(id, title) VALUES ('n2', 'after')") }
         #expect(try app.fetchHistory().last?.changes.first?.key.first?.value == .text("n2"))
     }
+
+    /// The README's example (Examples/GRDBApp) runs and exits 0 only if its ValueObservation saw
+    /// the row a pull brought.
+    @Test func theReadmeExampleSeesAPullThroughItsObservation() async throws {
+        let directory = try TemporaryDirectory("tidemark-example")
+        let result = try await CommandRunner.run(
+            SyncProcess.productsDirectory + "/tidemark-example-grdb", [directory.path], environment: SyncProcess.environment())
+        #expect(result.exitCode == 0, "\(result)")
+        #expect(result.stdoutLines.last == "ok", "\(result)")
+    }
 }

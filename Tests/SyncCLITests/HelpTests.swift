@@ -3,7 +3,7 @@ import TidemarkTestSupport
 
 /// `--help` for the root command and every subcommand.
 @Suite struct HelpTests {
-    @Test(arguments: [[], ["init"], ["exec"], ["log"], ["token"], ["status"], ["watch"]])
+    @Test(arguments: [[], ["init"], ["exec"], ["log"], ["token"], ["status"], ["watch"], ["migrate"]])
     func helpSucceeds(command: [String]) async throws {
         let result = try await SyncProcess.run(command + ["--help"])
         #expect(result.exitCode == 0, "\(result)")

@@ -239,13 +239,19 @@ import TidemarkTestSupport
         #expect(try await SQLiteShell.dump(fixture.path) == before, "\(label)")
     }
 
-    @Test func aTrackedTableWhoseColumnsChangedIsRefused() async throws {
+    @Test func aColumnAddedByAnotherClientIsAdoptedAndARenameRefused() async throws {
         let fixture = try StoreFixture()
         try await SQLiteShell.execute(fixture.path, "ALTER TABLE tags ADD COLUMN extra")
+        let adopted = try Store.open(fixture.path)
+        #expect(adopted.adoptedSchemaChange?.addedColumns == ["tags": ["extra"]])
+        #expect(adopted.trackedTable(named: "tags")?.columns.last == "extra")
+
+        try await SQLiteShell.execute(fixture.path, "ALTER TABLE tags RENAME COLUMN weight TO heft")
         let error = #expect(throws: StoreError.self) { try Store.open(fixture.path) }
-        guard case .trackedTableChanged("tags", _) = error else {
+        guard case .trackedTableChanged("tags", let now) = error else {
             Issue.record("expected trackedTableChanged, got \(String(describing: error))")
             return
         }
+        #expect(now.contains("'weight' was dropped or renamed"), "\(now)")
     }
 }

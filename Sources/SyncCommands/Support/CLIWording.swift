@@ -31,6 +31,7 @@ enum CLIWording {
         case .historyTokenExpired: return "fetch without --since to read the history that remains"
         case .foreignToken: return "use a token printed by `sync token` for this store"
         case .keyFile(let path, _): return "check \(path), or pass the right one with --key FILE"
+        case .schemaChangeNeedsMigration: return "put the schema change in a file and run `sync migrate --store STORE FILE.sql`"
         default: return error.hint
         }
     }

@@ -16,6 +16,14 @@ struct StoreOptions: ParsableArguments {
         }
     }
 
-    /// Opens the store.
-    func open() throws -> Store { try Store.open(try path) }
+    /// Opens the store, saying on standard error when it adopted a schema change another client made.
+    func open() throws -> Store {
+        let store = try Store.open(try path)
+        if let adopted = store.adoptedSchemaChange {
+            for line in Migrate.describe(adopted) {
+                Output.error("note: adopted a schema change made outside Tidemark as a migration: \(line)")
+            }
+        }
+        return store
+    }
 }

@@ -111,6 +111,7 @@ struct ImportContext {
     let heads: [Replica.ID: (Int64, [UInt8]?)]
 
     init(db: Database, store: Store) throws {
+        try store.registrations.refresh(db)
         own = store.replica.id
         token = try Store.currentToken(db)
         var trusted = [own: store.replica.name]
@@ -144,11 +145,14 @@ struct ImportContext {
                     path: path, table: table.name,
                     detail: "has key (\(local.keyColumns.joined(separator: ", "))) here but (\(table.keyColumns.joined(separator: ", "))) in the bundle")
             }
-            let ours = BundleHeader.TableSchema(name: local.name, keyColumns: local.keyColumns, columns: local.columns).columns
-            if ours != table.columns {
+            // Written under an older schema (fewer columns) applies: the columns it does not name
+            // keep their values. Columns this store does not have yet wait for its migration.
+            let unknown = table.columns.filter { local.index(of: $0) == nil }
+            if !unknown.isEmpty {
                 throw ExchangeError.schemaMismatch(
                     path: path, table: table.name,
-                    detail: "has columns (\(ours.joined(separator: ", "))) here but (\(table.columns.joined(separator: ", "))) in the bundle")
+                    detail: "carries column(s) \(unknown.map { "'\($0)'" }.joined(separator: ", ")) this store does not have: "
+                        + "it was written after a migration this store has not made yet")
             }
         }
     }

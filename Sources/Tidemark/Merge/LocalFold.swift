@@ -12,6 +12,7 @@ struct LocalFold {
 
     /// Folds every own transaction sealed since the last fold.
     func run() throws {
+        try store.registrations.refresh(db)
         let own = Data(store.replica.id.bytes)
         let folded = try Int64.fetchOne(db, sql: "SELECT folded_seq FROM tidemark_state WHERE id = 1") ?? 0
         let transactions = try Row.fetchAll(

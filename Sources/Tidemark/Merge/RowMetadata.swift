@@ -73,9 +73,11 @@ final class RowMetadataStore {
         self.nonKey = nonKey
         let name = Bookkeeping.rowMetadataTable(table)
         let keyMatch = table.keyIndexes.indices.map { "k\($0) = ?" }.joined(separator: " AND ")
+        // After a migration added columns, `w` says how many columns a row's shared clock covers.
+        let width = table.sharedClockWidth == nil ? [] : ["w"]
         let clocks = ["t", "o"] + nonKey.flatMap { ["t\($0)", "o\($0)"] }
-        fetchSQL = "SELECT \((["cl"] + clocks).joined(separator: ", ")) FROM \(name) WHERE \(keyMatch)"
-        let columns = table.keyIndexes.indices.map { "k\($0)" } + ["cl"] + clocks
+        fetchSQL = "SELECT \((["cl"] + clocks + width).joined(separator: ", ")) FROM \(name) WHERE \(keyMatch)"
+        let columns = table.keyIndexes.indices.map { "k\($0)" } + ["cl"] + clocks + width
         saveSQL = "INSERT OR REPLACE INTO \(name)(\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
     }
 
@@ -86,7 +88,9 @@ final class RowMetadataStore {
         var clocks = [MergeClock?](repeating: nil, count: table.columns.count)
         guard try statement.step() else { return RowMetadata(generation: 0, clocks: clocks) }
         if let shared = try clock(statement, 1) {
-            for column in nonKey { clocks[column] = shared }
+            // A row saved before a migration added columns: its shared clock covers the old ones.
+            let width = table.sharedClockWidth.map { Int(statement.optionalInt64(Int32(3 + 2 * nonKey.count)) ?? Int64($0)) }
+            for column in nonKey where column < width ?? table.columns.count { clocks[column] = shared }
         } else {
             for (n, column) in nonKey.enumerated() { clocks[column] = try clock(statement, Int32(3 + 2 * n)) }
         }
@@ -114,6 +118,7 @@ final class RowMetadataStore {
                 index += 2
             }
         }
+        if table.sharedClockWidth != nil { try statement.bind(Int64(table.columns.count), at: Int32(key.count) + 4 + 2 * Int32(nonKey.count)) }
         try statement.execute()
     }
 

@@ -47,7 +47,8 @@ enum Bookkeeping {
                     name TEXT NOT NULL UNIQUE,
                     columns TEXT NOT NULL,            -- column names, one per line, in table order
                     key_columns TEXT NOT NULL,        -- indexes into columns, comma-separated, key order
-                    preserved TEXT NOT NULL           -- indexes of columns kept in tombstones
+                    preserved TEXT NOT NULL,          -- indexes of columns kept in tombstones
+                    shared_width INTEGER              -- see TrackedTable.sharedClockWidth
                 );
                 CREATE TABLE tidemark_changes(
                     id INTEGER PRIMARY KEY,
@@ -129,6 +130,16 @@ enum Bookkeeping {
                     pid INTEGER
                 )
                 """)
+    }
+
+    /// Whether `tidemark_tables` has `shared_width` (stores made before migrations lack it).
+    static func hasSharedClockWidth(_ db: Database) throws -> Bool {
+        try db.columns(in: "tidemark_tables").contains { $0.name == "shared_width" }
+    }
+
+    /// Adds `shared_width` to the registrations of a store made before migrations.
+    static func addSharedClockWidth(_ db: Database) throws {
+        if try !hasSharedClockWidth(db) { try db.execute(sql: "ALTER TABLE tidemark_tables ADD COLUMN shared_width INTEGER") }
     }
 
     /// The number of `c<i>` value columns currently in `tidemark_changes`.

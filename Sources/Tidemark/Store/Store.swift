@@ -32,11 +32,14 @@ public final class Store: Sendable {
     public let path: String
     /// This store's replica.
     public let replica: Replica
-    /// Every table whose changes replicate, as registered when the store was opened: the user's
-    /// tracked tables and Tidemark's own membership table.
-    let replicatedTables: [TrackedTable]
-    /// The user's tracked tables, as registered when the store was opened.
+    /// Every table whose changes replicate, as last read from the store: the user's tracked tables
+    /// and Tidemark's own membership table.
+    var replicatedTables: [TrackedTable] { registrations.tables }
+    /// The user's tracked tables, as last read from the store (a migration updates them).
     public var trackedTables: [TrackedTable] { replicatedTables.filter { !$0.isInternal } }
+    /// The registrations, re-read when the schema changed (a migration, here or in another process).
+    let registrations: TrackedTable.Registrations
+    private let adoption = Locked<MigrationSummary?>(nil)
     /// This replica's Ed25519 public key (32 bytes); its identity is derived from it.
     public let publicKey: [UInt8]
     /// The connection every read and write goes through: the store's own `DatabaseQueue` when
@@ -51,7 +54,7 @@ public final class Store: Sendable {
         self.publicKey = publicKey
         self.database = database
         self.replica = replica
-        self.replicatedTables = replicatedTables
+        self.registrations = TrackedTable.Registrations(replicatedTables)
         self.options = options
         self.authorship = authorship
     }
@@ -82,23 +85,44 @@ public final class Store: Sendable {
                 let name = String.fromDatabaseValue(try Bookkeeping.meta(db, Bookkeeping.Meta.replicaName)) ?? ""
                 let key = Data.fromDatabaseValue(try Bookkeeping.meta(db, Bookkeeping.Meta.publicKey)) ?? Data()
                 let tables = try TrackedTable.fetchAll(db)
-                for table in tables { try table.checkShape(in: db) }
-                return (name, key, tables, try db.tableExists("tidemark_authorship"))
+                var changed: StoreError?
+                for table in tables where changed == nil {
+                    do { try table.checkShape(in: db) } catch let error as StoreError { changed = error }
+                }
+                return (name, key, tables, try db.tableExists("tidemark_authorship"), changed)
             }
-            let (name, key, tables, hasAuthorship) = loaded
+            let (name, key, tables, hasAuthorship, changed) = loaded
             if !hasAuthorship {
                 // Stores made before authorship marks: add the table (a read-only store never seals).
                 try? database.write { db in try Bookkeeping.createAuthorship(db) }
             }
             let replica = Replica(name: name, id: Replica.ID(publicKey: Array(key)))
             let authorship = attached ? try WriterAuthorship.attach(to: database, replica: replica.id, options: options) : nil
-            return Store(
+            let store = Store(
                 path: path, database: database, authorship: authorship, replica: replica, publicKey: Array(key),
                 replicatedTables: tables, options: options)
+            if let changed { try store.adoptSchemaChange(refusedAs: changed) }
+            return store
         } catch let error as StoreError {
             throw error
         } catch {
             throw StoreConnection.mapped(error, path: path)
+        }
+    }
+
+    /// What `open` adopted as a migration: a schema change another client made to tracked tables
+    /// (columns added by `ALTER TABLE` in the `sqlite3` shell, say). Nil when there was none.
+    public var adoptedSchemaChange: MigrationSummary? { adoption.withLock { $0 } }
+
+    /// Adopts, as a migration, a schema change another client made behind Tidemark's back, when it
+    /// is one a migration supports; otherwise throws `refusal` with what it found.
+    private func adoptSchemaChange(refusedAs refusal: StoreError) throws {
+        do {
+            let summary = try migrate(Migration())
+            adoption.withLock { $0 = summary }
+        } catch let error as StoreError {
+            if case .unsupportedMigration(let table, let change) = error { throw StoreError.trackedTableChanged(table, now: change) }
+            throw refusal
         }
     }
 
@@ -160,16 +184,24 @@ public final class Store: Sendable {
         do {
             return try write(author: author, contextName: contextName) { db in
                 var results: [ResultSet] = []
+                var schemaStatement: String?
                 let statements = try db.allStatements(sql: sql)
                 while let statement = try statements.next() {
                     if statement.isTransactionControl {
                         throw StoreError.transactionControlNotAllowed(statement: statement.sql)
                     }
+                    if schemaStatement == nil, statement.isSchemaChange { schemaStatement = statement.sql }
                     if statement.columnCount > 0 {
                         let rows = try Row.fetchAll(statement).map { row in Array(row.databaseValues.map(SQLValue.init)) }
                         results.append(ResultSet(columns: statement.columnNames, rows: rows))
                     } else {
                         try statement.execute()
+                    }
+                }
+                if let schemaStatement {
+                    // Refused before commit: tracking would no longer match the tracked tables.
+                    for table in replicatedTables where try !table.hasRegisteredShape(in: db) {
+                        throw StoreError.schemaChangeNeedsMigration(statement: schemaStatement)
                     }
                 }
                 return results
@@ -236,7 +268,26 @@ public final class Store: Sendable {
     }
 }
 
+/// A value behind a lock.
+// @unchecked: `value` is read and written only under `lock`.
+final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}
+
 extension Statement {
+    /// Whether the statement changes the schema (CREATE, ALTER or DROP of anything).
+    var isSchemaChange: Bool {
+        let word = sql.drop { $0.isWhitespace || $0 == ";" }.prefix { $0.isLetter }.uppercased()
+        return ["CREATE", "ALTER", "DROP"].contains(word)
+    }
+
     /// Whether the statement begins, ends or nests a transaction.
     var isTransactionControl: Bool {
         let word = sql.drop { $0.isWhitespace || $0 == ";" }.prefix { $0.isLetter }.uppercased()

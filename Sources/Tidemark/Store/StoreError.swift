@@ -70,6 +70,12 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case notAttached(path: String)
     /// A transaction's author was set outside a write transaction.
     case authorOutsideTransaction
+    /// A migration's SQL failed; nothing was changed.
+    case migrationFailed(statement: String, message: String)
+    /// A migration changed a tracked table in a way tracking cannot follow; nothing was changed.
+    case unsupportedMigration(table: String, change: String)
+    /// SQL run as tracked writes changes the schema of a tracked table; nothing was changed.
+    case schemaChangeNeedsMigration(statement: String)
 
     public var description: String {
         switch self {
@@ -104,6 +110,10 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .storeIOError(let p, let m): return "\(p): I/O error on the store file (\(m))"
         case .notAttached(let p): return "\(p): the store is not attached to this connection's writer"
         case .authorOutsideTransaction: return "a transaction's author can only be set inside a write transaction"
+        case .migrationFailed(let statement, let m): return "migration failed, nothing was changed: \(m) (in: \(statement))"
+        case .unsupportedMigration(let t, let change): return "migration refused, nothing was changed: tracked table '\(t)': \(change)"
+        case .schemaChangeNeedsMigration(let statement):
+            return "'\(statement)' changes the schema of a tracked table; nothing was changed"
         }
     }
 
@@ -115,7 +125,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .newerFormat: return "upgrade Tidemark to open this store"
         case .alreadyInitialized: return "open it with Store.open; Store.trackedTables says what it tracks"
         case .untrackableTable(_, _, let hint): return hint
-        case .trackedTableChanged: return "restore the table's columns; changing the schema of a tracked table is not supported"
+        case .trackedTableChanged: return "restore the table's key and columns (renamed or dropped ones under their old names); only added columns and new tables can be adopted"
         case .nothingToTrack: return "create a table first (Setup.schema or the app's own migrations), or name one in Setup.tables"
         case .transactionControlNotAllowed: return "remove BEGIN/COMMIT/ROLLBACK/SAVEPOINT from the SQL"
         case .historyTokenExpired: return "fetch without a token to read the history that remains"
@@ -129,6 +139,8 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .notAttached:
             return "open the store with Store.open(writer) or Store.initialize(in: writer, setup:) and pass a Database of that writer"
         case .authorOutsideTransaction: return "call setTransactionAuthor inside writer.write { db in … }"
+        case .unsupportedMigration: return "keep the key and the existing columns; add columns or new tables instead"
+        case .schemaChangeNeedsMigration: return "run it as a migration (Store.migrate), which adapts tracking in the same transaction"
         case .storeIOError(let p, _): return "check the disk holding \(p) (system log, free space), then run `sqlite3 \(p) 'PRAGMA integrity_check'`"
         default: return nil
         }

@@ -14,6 +14,10 @@ public struct TrackedTable: Sendable, Hashable {
     /// the key (Core Data's "Preserve After Deletion").
     public var preservedIndexes: [Int]
 
+    /// How many columns a row-metadata row's shared clock covers when its `w` is NULL: the column
+    /// count before the first migration that added columns; nil while none has (it covers all).
+    var sharedClockWidth: Int?
+
     /// Whether this is Tidemark's own replicated table (membership), not the user's.
     var isInternal: Bool { name.hasPrefix(Bookkeeping.prefix) }
 
@@ -28,13 +32,45 @@ public struct TrackedTable: Sendable, Hashable {
 extension TrackedTable {
     /// Loads every registration.
     static func fetchAll(_ db: Database) throws -> [TrackedTable] {
-        try Row.fetchAll(db, sql: "SELECT id, name, columns, key_columns, preserved FROM tidemark_tables ORDER BY id").map {
+        let width = try Bookkeeping.hasSharedClockWidth(db) ? "shared_width" : "NULL"
+        return try Row.fetchAll(db, sql: "SELECT id, name, columns, key_columns, preserved, \(width) FROM tidemark_tables ORDER BY id").map {
             row in
             func indexes(_ text: String) -> [Int] { text.split(separator: ",").compactMap { Int($0) } }
             return TrackedTable(
                 id: row[0], name: row[1], columns: (row[2] as String).split(separator: "\n").map(String.init),
-                keyIndexes: indexes(row[3]), preservedIndexes: indexes(row[4]))
+                keyIndexes: indexes(row[3]), preservedIndexes: indexes(row[4]), sharedClockWidth: row[5])
         }
+    }
+
+    /// A store's registrations as last read, shared by every operation of one `Store`, and read
+    /// again when SQLite's schema version shows the schema changed.
+    // @unchecked: both stored values are read and replaced only under `lock`.
+    final class Registrations: @unchecked Sendable {
+        private let lock = NSLock()
+        private var current: [TrackedTable]
+        private var schemaVersion: Int?
+
+        init(_ tables: [TrackedTable]) { current = tables }
+
+        var tables: [TrackedTable] { lock.withLock { current } }
+
+        /// Reads the registrations again if the schema changed since they were read.
+        func refresh(_ db: Database) throws {
+            let version = try Int.fetchOne(db, sql: "PRAGMA schema_version")
+            guard lock.withLock({ version != schemaVersion }) else { return }
+            let tables = try TrackedTable.fetchAll(db)
+            lock.withLock {
+                current = tables
+                schemaVersion = version
+            }
+        }
+    }
+
+    /// Rewrites this registration's columns, preserved columns and shared-clock width.
+    func update(_ db: Database) throws {
+        try db.execute(
+            sql: "UPDATE tidemark_tables SET columns = ?, preserved = ?, shared_width = ? WHERE id = ?",
+            arguments: [columns.joined(separator: "\n"), preservedIndexes.map(String.init).joined(separator: ","), sharedClockWidth, id])
     }
 
     /// Writes this registration.
@@ -120,6 +156,13 @@ extension TrackedTable {
         return TrackedTable(
             id: id, name: table, columns: shape.columns, keyIndexes: keyIndexes,
             preservedIndexes: preserved.filter { !keyIndexes.contains($0) }.sorted())
+    }
+
+    /// Whether the table exists with the registered columns and key.
+    func hasRegisteredShape(in db: Database) throws -> Bool {
+        guard try db.tableExists(name) else { return false }
+        let shape = try Self.shape(of: name, in: db)
+        return shape.columns == columns && shape.keyColumns == keyColumns
     }
 
     /// Throws `StoreError.trackedTableChanged` if the table no longer has the registered columns.

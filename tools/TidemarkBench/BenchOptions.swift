@@ -12,6 +12,8 @@ enum WorkloadName: String, CaseIterable, ExpressibleByArgument {
     case folder
     /// 7 and 8: a small import into a store with long history; prune and store size.
     case history
+    /// Adding a column to a tracked table of N rows (--rows) against the same on an untracked one.
+    case schema
 }
 
 /// The command-line settings, resolved against `--quick` (explicit values win).

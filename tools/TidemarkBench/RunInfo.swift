@@ -34,6 +34,7 @@ struct RunInfo {
                 case .memory: "memory " + options.memoryChanges.map(String.init).joined(separator: "/") + " changes"
                 case .folder: "folder \(options.replicas)×\(options.operations) ops seed \(options.seed)"
                 case .history: "history \(options.transactions) tx"
+                case .schema: "schema \(options.rows) rows"
                 }
             }.joined(separator: ", "))
     }

@@ -46,6 +46,8 @@ struct BenchCommand: ParsableCommand {
                     let result = try HistoryWorkload(transactions: options.transactions, repetitions: options.repetitions).run(in: scratch)
                     report.rows += result.rows
                     report.figures += result.figures
+                case .schema:
+                    report.rows += try SchemaWorkload(rows: options.rows, repetitions: options.repetitions).run(in: scratch)
                 }
             }
         }

@@ -90,6 +90,20 @@ import TidemarkTestSupport
         #expect(try b.store.execute(sql: "SELECT name, color FROM items").0[0].rows == [[.text("from b"), .text("green")]])
     }
 
+    @Test func whatTheMigrationSQLWritesIsNotHistory() throws {
+        let group = try Self.group(["a"])
+        let a = group["a"]
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name, qty) VALUES ('i1', 'one', 1)")
+        let history = try a.store.fetchHistory()
+        try a.store.migrate(Store.Migration(sql: "ALTER TABLE items ADD COLUMN color TEXT; UPDATE items SET color = 'red', qty = 5"))
+        // (The migration folds pending changes, which gives them their generation: compare the rest.)
+        #expect(try a.store.fetchHistory().map(\.token) == history.map(\.token), "every replica runs the same migration: its writes are not replicated")
+        #expect(try a.store.fetchHistory().map(\.changes.count) == history.map(\.changes.count))
+        #expect(try a.store.execute(sql: "SELECT qty, color FROM items").0[0].rows == [[.integer(5), .text("red")]])
+        _ = try a.store.execute(sql: "UPDATE items SET color = 'blue'")
+        #expect(try a.store.fetchHistory().last?.changes.first?.values.map(\.name) == ["color"], "the new column is captured")
+    }
+
     @Test func aMigrationThatChangesOrDropsAKeyOrAColumnIsRefusedAndChangesNothing() throws {
         let group = try Self.group(["a"])
         let a = group["a"]

@@ -69,9 +69,22 @@ struct SchemaMigrator {
         _ = try store.sealForeign(db)
         try LocalFold(db: db, store: store).run()
         let before = try TrackedTable.fetchAll(db)
-        // The triggers name every column; SQLite refuses to drop or rename what they name.
-        for table in before { try CaptureTriggers.remove(table, in: db) }
-        try runSQL(migration.sql)
+        let lastChange = try Sealer.lastChangeID(db)
+        var lifted = false
+        do {
+            try db.inSavepoint {
+                try runSQL(migration.sql)
+                return .commit
+            }
+        } catch {
+            // The triggers name every column, and SQLite refuses to drop what they name: run the SQL
+            // again without them, so that what it does is judged below, or its own error reported.
+            for table in before { try CaptureTriggers.remove(table, in: db) }
+            lifted = true
+            try runSQL(migration.sql)
+        }
+        // What the SQL itself wrote is not history: every replica runs the same migration.
+        try db.execute(sql: "DELETE FROM tidemark_changes WHERE id > ?", arguments: [lastChange])
         var after: [TrackedTable] = []
         var summary = Store.MigrationSummary(addedColumns: [:], trackedTables: [], preserveChanged: [])
         let preserve = try preservedByTable(migration.preserve, tracked: before.map(\.name) + migration.track)
@@ -86,7 +99,14 @@ struct SchemaMigrator {
                 summary.addedColumns[table.name] = Array(table.columns[old.columns.count...])
                 try addRowMetadataColumns(old: old, new: &table)
             }
-            if table != old { try table.update(db) }
+            if table != old {
+                try table.update(db)
+                if !lifted { try CaptureTriggers.remove(old, in: db) }
+            }
+            if table != old || lifted {
+                try Bookkeeping.ensureValueColumns(db, count: table.columns.count)
+                try CaptureTriggers.install(table, in: db)
+            }
             after.append(table)
         }
         var nextID = (before.map(\.id).max() ?? 0) + 1
@@ -95,11 +115,11 @@ struct SchemaMigrator {
             nextID += 1
             try table.insert(db)
             try Bookkeeping.createRowMetadata(db, for: table)
+            try Bookkeeping.ensureValueColumns(db, count: table.columns.count)
+            try CaptureTriggers.install(table, in: db)
             after.append(table)
             summary.trackedTables.append(name)
         }
-        try Bookkeeping.ensureValueColumns(db, count: after.map(\.columns.count).max() ?? 0)
-        for table in after { try CaptureTriggers.install(table, in: db) }
         for name in summary.trackedTables {
             try Store.adoptRows(of: after.first { $0.name == name }!, in: db)
         }

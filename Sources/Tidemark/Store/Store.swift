@@ -268,19 +268,6 @@ public final class Store: Sendable {
     }
 }
 
-/// A value behind a lock.
-// @unchecked: `value` is read and written only under `lock`.
-final class Locked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-    init(_ value: Value) { self.value = value }
-    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
-    }
-}
-
 extension Statement {
     /// Whether the statement changes the schema (CREATE, ALTER or DROP of anything).
     var isSchemaChange: Bool {

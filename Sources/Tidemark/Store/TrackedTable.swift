@@ -44,25 +44,19 @@ extension TrackedTable {
 
     /// A store's registrations as last read, shared by every operation of one `Store`, and read
     /// again when SQLite's schema version shows the schema changed.
-    // @unchecked: both stored values are read and replaced only under `lock`.
-    final class Registrations: @unchecked Sendable {
-        private let lock = NSLock()
-        private var current: [TrackedTable]
-        private var schemaVersion: Int?
+    final class Registrations: Sendable {
+        private let state: Locked<(tables: [TrackedTable], schemaVersion: Int?)>
 
-        init(_ tables: [TrackedTable]) { current = tables }
+        init(_ tables: [TrackedTable]) { state = Locked((tables, nil)) }
 
-        var tables: [TrackedTable] { lock.withLock { current } }
+        var tables: [TrackedTable] { state.withLock { $0.tables } }
 
         /// Reads the registrations again if the schema changed since they were read.
         func refresh(_ db: Database) throws {
             let version = try Int.fetchOne(db, sql: "PRAGMA schema_version")
-            guard lock.withLock({ version != schemaVersion }) else { return }
+            guard state.withLock({ $0.schemaVersion != version }) else { return }
             let tables = try TrackedTable.fetchAll(db)
-            lock.withLock {
-                current = tables
-                schemaVersion = version
-            }
+            state.withLock { $0 = (tables, version) }
         }
     }
 

@@ -95,7 +95,14 @@ final class WriterAuthorship: TransactionObserver, @unchecked Sendable {
         isSealing = true
         defer { isSealing = false }
         do {
-            try db.execute(sql: "DELETE FROM temp.tidemark_open; DELETE FROM temp.tidemark_author WHERE scope = 1")
+            // Runs after every commit on the writer: prepared once, and a write only when a mark is open.
+            let marked = try Bool.fetchOne(
+                db.cachedStatement(
+                    sql: "SELECT EXISTS (SELECT 1 FROM temp.tidemark_open) OR EXISTS (SELECT 1 FROM temp.tidemark_author WHERE scope = 1)"))
+            if marked == true {
+                try db.cachedStatement(sql: "DELETE FROM temp.tidemark_open").execute()
+                try db.cachedStatement(sql: "DELETE FROM temp.tidemark_author WHERE scope = 1").execute()
+            }
             guard try Sealer.hasPending(db) else { return }
             try db.inTransaction(.immediate) {
                 _ = try Sealer.sealPending(db, replica: replica, clock: clock)

@@ -53,28 +53,28 @@ struct PruneScenario {
         }
     }
 
-    /// The prerequisites a "missing prerequisites: r3 #11, …" warning names, when no bundle in the
-    /// folder holds any of them; nil for any other warning, or when one of them was published.
+    /// The prerequisites a "missing prerequisites: r3 #11, r1 #1..#10, …" warning names, when one
+    /// of them is in no bundle of the folder: the bundle cannot apply before that one is published,
+    /// whatever else it waits for (a bundle that holds the others reports its own waiting). Nil for
+    /// any other warning, or when every one of them was published.
     static func unpublishedPrerequisites(in warning: String, cluster: ConvergenceCluster) throws -> String? {
         guard let start = warning.range(of: "missing prerequisites: "), let end = warning.range(of: " (will retry") else { return nil }
         let listed = String(warning[start.upperBound..<end.lowerBound])
-        var missing: [(origin: Replica.ID, sequence: Int64)] = []
+        var missing: [(origin: Replica.ID, sequences: ClosedRange<Int64>)] = []
         for item in listed.components(separatedBy: ", ") {
             let parts = item.split(separator: " ")
+            let bounds = parts.count == 2 ? parts[1].components(separatedBy: "..").map { Int64($0.dropFirst()) } : []
             guard parts.count == 2, parts[0].hasPrefix("r"), let index = Int(parts[0].dropFirst()), cluster.replicas.indices.contains(index),
-                parts[1].hasPrefix("#"), let sequence = Int64(parts[1].dropFirst())
+                (1...2).contains(bounds.count), let first = bounds.first ?? nil, let last = bounds.last ?? nil, first <= last
             else { return nil }
-            missing.append((cluster.replicas[index].id, sequence))
+            missing.append((cluster.replicas[index].id, first...last))
         }
         let bundles = FolderTree(cluster.folder).files.filter { $0.hasSuffix(".tmb") }.map { cluster.folder + "/" + $0 }
-        for bundle in bundles {
-            guard let header = try? ExchangeGroup.header(of: bundle) else { continue }
-            for (origin, sequence) in missing
-            where header.ranges.contains(where: { $0.origin == origin && $0.first <= sequence && sequence <= $0.last }) {
-                return nil
-            }
+        let ranges = bundles.compactMap { try? ExchangeGroup.header(of: $0) }.flatMap(\.ranges)
+        let unpublished = missing.contains { origin, sequences in
+            sequences.contains { sequence in !ranges.contains { $0.origin == origin && $0.first <= sequence && sequence <= $0.last } }
         }
-        return missing.isEmpty ? nil : listed
+        return unpublished ? listed : nil
     }
 
     /// Writes one transaction through `execute(sql:)`, through `write` with GRDB, or (a fifth of the
@@ -165,9 +165,9 @@ struct PruneScenario {
                     "\(label): pull r\(r)\(prune ? "" : " (no prune)"): \(summary.imported.count) bundles (\(snapshots) snapshots)"
                         + (summary.prune.map { ", pruned \($0.removedTransactions), blockers \($0.blockers)" } ?? "") + " \(try state(r))")
                 for warning in summary.warnings {
-                    // Waiting is right when the missing transactions are in no bundle yet (their
-                    // origin has not pushed them, though a snapshot carried their effects to the
-                    // sender); anything else is a problem.
+                    // Waiting is right when a missing transaction is in no bundle yet (its origin
+                    // has not pushed it, though a snapshot carried its effects to the sender);
+                    // anything else is a problem.
                     if let waiting = try Self.unpublishedPrerequisites(in: warning, cluster: cluster) {
                         log.add("\(label): pull r\(r) waits for \(waiting), in no bundle yet")
                     } else {

@@ -14,6 +14,8 @@ enum WorkloadName: String, CaseIterable, ExpressibleByArgument {
     case history
     /// Adding a column to a tracked table of N rows (--rows) against the same on an untracked one.
     case schema
+    /// One-row write transactions (--operations) through the app's pool, store attached or by path.
+    case appwriter
 }
 
 /// The command-line settings, resolved against `--quick` (explicit values win).

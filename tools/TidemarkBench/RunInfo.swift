@@ -35,6 +35,7 @@ struct RunInfo {
                 case .folder: "folder \(options.replicas)×\(options.operations) ops seed \(options.seed)"
                 case .history: "history \(options.transactions) tx"
                 case .schema: "schema \(options.rows) rows"
+                case .appwriter: "appwriter \(options.operations) tx"
                 }
             }.joined(separator: ", "))
     }

@@ -48,6 +48,8 @@ struct BenchCommand: ParsableCommand {
                     report.figures += result.figures
                 case .schema:
                     report.rows += try SchemaWorkload(rows: options.rows, repetitions: options.repetitions).run(in: scratch)
+                case .appwriter:
+                    report.rows += try AppWriterWorkload(transactions: options.operations, repetitions: options.repetitions).run(in: scratch)
                 }
             }
         }

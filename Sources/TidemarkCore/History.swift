@@ -80,12 +80,16 @@ extension History {
         public var changes: [Change]
         /// The store's token once this transaction is applied (`NSPersistentHistoryTransaction.token`).
         public var token: Token
+        /// The schema version it was written under; nil for the initial schema (before any
+        /// migration that changed what replicates).
+        public var schemaVersion: Schema.Version?
 
         /// Creates a transaction.
         public init(
             replica: Replica.ID, sequence: Int64, timestamp: HLCTimestamp, author: String?, contextName: String?,
-            processID: Int32?, changes: [Change], token: Token
+            processID: Int32?, changes: [Change], token: Token, schemaVersion: Schema.Version? = nil
         ) {
+            self.schemaVersion = schemaVersion
             self.replica = replica
             self.sequence = sequence
             self.timestamp = timestamp
@@ -116,5 +120,8 @@ extension History {
         public var processID: Int32?
         /// How many changes follow.
         public var changeCount: Int
+        /// The lineage position of the schema version it was written under (0: the initial
+        /// schema; Protocol/schema.md §4).
+        public var schemaPosition: Int = 0
     }
 }

@@ -167,7 +167,15 @@ struct DecodedBundle: Decodable, Equatable {
         var contextName: String?
         var processID: Int32?
         var changes: [Change]
+        /// The id of the schema version it was written under; absent or null for the initial schema.
+        var schemaVersion: String?
         var chainHash: String
+    }
+    /// One version of the header's schema lineage (schema.md §4): its id, derived, and its change.
+    struct SchemaVersion: Decodable, Equatable {
+        var position: Int
+        var id: String
+        var change: String
     }
     struct Change: Decodable, Equatable {
         var type: String
@@ -235,6 +243,8 @@ struct DecodedBundle: Decodable, Equatable {
     var tables: [Table]
     var ranges: [Range]
     var transactions: [Transaction]
+    /// Present only when the header carries a schema lineage.
+    var schemaLineage: [SchemaVersion]?
     /// Present for snapshots only.
     var rowStates: [Row]?
     var attestations: [Attestation]
@@ -276,6 +286,7 @@ struct DecodedBundle: Decodable, Equatable {
                 Transaction(
                     origin: head.origin.description, sequence: head.sequence, timestamp: head.timestamp.packed, author: head.author,
                     contextName: head.contextName, processID: head.processID, changes: changes,
+                    schemaVersion: head.schemaPosition == 0 ? nil : decoder.header.lineage[head.schemaPosition - 1].hexID,
                     chainHash: HexCoding.encode(decoder.lastCompleted!.chainHash)))
         }
         let v = try decoder.finish()
@@ -292,6 +303,9 @@ struct DecodedBundle: Decodable, Equatable {
                 previous: HexCoding.encode($0.previous))
         }
         self.transactions = transactions
+        schemaLineage = h.lineage.isEmpty ? nil : h.lineage.map {
+            SchemaVersion(position: $0.position, id: $0.hexID, change: HexCoding.encode($0.change.encoded()))
+        }
         rowStates = rows
         attestations = v.attestations.map {
             Attestation(
@@ -312,6 +326,7 @@ struct DecodedBundle: Decodable, Equatable {
             ?? differ("ranges", ranges, actual.ranges) ?? differ("attestations", attestations, actual.attestations)
             ?? differ("digest", digest, actual.digest) ?? differ("signature", signature, actual.signature)
         if let header { return header }
+        if let lineage = differ("schema lineage", schemaLineage, actual.schemaLineage) { return lineage }
         if transactions.count != actual.transactions.count {
             return "expected \(transactions.count) transactions, decoded \(actual.transactions.count)"
         }

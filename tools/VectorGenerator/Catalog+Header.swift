@@ -141,7 +141,7 @@ extension Catalog {
         d = base
         d.headerTail = [1, 1, 0]
         invalid(
-            "header-attribute", "A header attribute (odd id 1, empty): version 1 headers carry none", flags: flags + ["Extensibility"],
+            "header-attribute", "A header attribute with odd id 1: the only header attribute is the schema lineage, id 2", flags: flags + ["Extensibility"],
             error: "unknown-attribute", d)
         d = base
         d.headerTail = [0, 0]

@@ -46,6 +46,8 @@ struct Catalog {
         addSnapshot()
         group = "record-limit"
         addRecordLimit()
+        group = "schema"
+        addSchema()
         let names = vectors.map(\.name)
         precondition(Set(names).count == names.count, "duplicate vector names")
     }

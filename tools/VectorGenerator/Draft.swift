@@ -16,8 +16,13 @@ struct Draft {
     /// The row states of a snapshot (kind 2, §4.4), written after any transactions.
     var rowStates: [RowStateRecord] = []
     var ranges: [OriginRange]
-    /// The header's attribute count and anything after it.
+    /// The header's attribute count and anything after it; when `schemaChanges` is not empty, the
+    /// schema lineage attribute (Protocol/schema.md §4) is written instead.
     var headerTail: [UInt8] = [0]
+    /// The encoded changes of schema versions 1, 2, … of the lineage attribute.
+    var schemaChanges: [[UInt8]] = []
+    /// The lineage attribute's runs: (range index, first sequence, position).
+    var schemaRuns: [(range: Int, first: Int64, position: Int)] = []
 
     /// Offsets in the record stream where a new TRANSACTIONS frame starts (the first starts at 0).
     var cuts: [Int] = []
@@ -85,7 +90,27 @@ struct Draft {
         for t in tables { out += t.encoded }
         out += Wire.varint(UInt64(ranges.count))
         for r in ranges { out += r.encoded }
-        return out + headerTail
+        guard !schemaChanges.isEmpty else { return out + headerTail }
+        var data = Wire.varint(UInt64(schemaChanges.count)) + schemaChanges.flatMap { $0 } + Wire.varint(UInt64(schemaRuns.count))
+        for run in schemaRuns { data += Wire.varint(UInt64(run.range)) + Wire.varint(UInt64(run.first)) + Wire.varint(UInt64(run.position)) }
+        return out + Wire.varint(1) + Wire.varint(2) + Wire.bytes(data)
+    }
+
+    /// Schema.md §2: the ids of the lineage's versions.
+    var schemaIDs: [[UInt8]] {
+        var ids: [[UInt8]] = []
+        for change in schemaChanges {
+            ids.append(Wire.sha256(Array("tidemark-schema-v1".utf8) + [0] + (ids.last ?? [UInt8](repeating: 0, count: 32)) + change))
+        }
+        return ids
+    }
+
+    /// The schema version id transaction `t` is written under by the runs, nil for the initial schema.
+    func schemaID(of t: Transaction) -> [UInt8]? {
+        guard let range = ranges.firstIndex(where: { $0.origin == t.origin.id }),
+            let run = schemaRuns.last(where: { $0.range == range && $0.first <= t.sequence })
+        else { return nil }
+        return schemaIDs[run.position - 1]
     }
 
     func build(world: World) -> Built {

@@ -32,7 +32,7 @@ extension Draft {
                         ])
                     })
             ),
-            ("transactions", .array(zip(transactions, built.chainHashes).map { Self.transaction($0, chainHash: $1!) })),
+            ("transactions", .array(zip(transactions, built.chainHashes).map { transaction($0, chainHash: $1!) })),
             (
                 "attestations",
                 .array(
@@ -48,6 +48,13 @@ extension Draft {
         ]
         // Only a snapshot carries row states; the key is absent from other kinds' JSON.
         if kind == 2 { pairs.insert(("rowStates", .array(rowStates.map(Self.rowState))), at: 8) }
+        // Only a bundle with a schema lineage (Protocol/schema.md §4) has the key.
+        if !schemaChanges.isEmpty {
+            let lineage = zip(schemaIDs, schemaChanges).enumerated().map { n, entry in
+                JSON.object([("position", .integer(Int64(n + 1))), ("id", .hex(entry.0)), ("change", .hex(entry.1))])
+            }
+            pairs.insert(("schemaLineage", .array(lineage)), at: 7)
+        }
         return .object(pairs)
     }
 
@@ -68,7 +75,7 @@ extension Draft {
 
     static func token(_ t: Token) -> JSON { .object(t.entries.map { (Wire.hex($0.id), .integer($0.sequence)) }) }
 
-    static func transaction(_ t: Transaction, chainHash: [UInt8]) -> JSON {
+    func transaction(_ t: Transaction, chainHash: [UInt8]) -> JSON {
         .object([
             ("origin", .hex(t.origin.id)),
             ("sequence", .integer(t.sequence)),
@@ -88,6 +95,7 @@ extension Draft {
                         ])
                     })
             ),
+            ("schemaVersion", schemaID(of: t).map(JSON.hex) ?? .null),
             ("chainHash", .hex(chainHash)),
         ])
     }

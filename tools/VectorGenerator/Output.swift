@@ -93,6 +93,7 @@ struct Output {
             "The file signature is valid: the defect was made before signing, as a hostile sender or relay would, so only the "
                 + "stated check can catch it."
         ),
+        ("Schema", "Carries schema versions: the header's schema lineage and the transactions' schema version attribute (schema.md §4)."),
         ("Signature", "The file signature does not verify (§5.1)."),
         ("Snapshot", "A snapshot bundle (kind 2) of row states (§4.4), or row states where they do not belong."),
         ("Truncated", "Data ends early."),

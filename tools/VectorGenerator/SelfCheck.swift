@@ -20,7 +20,8 @@ enum SelfCheck {
                 var changes: [History.Change] = []
                 while let change = try decoder.nextChange() { changes.append(change) }
                 decoded.append((head, changes))
-                transactions.append(json(head, changes, chainHash: decoder.lastCompleted!.chainHash))
+                let schema = head.schemaPosition == 0 ? nil : decoder.header.lineage[head.schemaPosition - 1].id
+                transactions.append(json(head, changes, chainHash: decoder.lastCompleted!.chainHash, schema: schema))
             }
             let verified = try decoder.finish()
             print("valid")
@@ -112,6 +113,12 @@ enum SelfCheck {
             ("signature", .hex(signature)),
         ]
         if h.kind == .snapshot { pairs.insert(("rowStates", .array(rowStates)), at: 8) }
+        if !h.lineage.isEmpty {
+            let lineage = h.lineage.map { v in
+                JSON.object([("position", .integer(Int64(v.position))), ("id", .hex(v.id)), ("change", .hex(v.change.encoded()))])
+            }
+            pairs.insert(("schemaLineage", .array(lineage)), at: 7)
+        }
         return .object(pairs)
     }
 
@@ -136,7 +143,7 @@ enum SelfCheck {
         .object(t.sequences.keys.sorted().map { (Wire.hex($0.bytes), .integer(t[$0])) })
     }
 
-    static func json(_ head: History.TransactionHeader, _ changes: [History.Change], chainHash: [UInt8]) -> JSON {
+    static func json(_ head: History.TransactionHeader, _ changes: [History.Change], chainHash: [UInt8], schema: [UInt8]?) -> JSON {
         .object([
             ("origin", .hex(head.origin.bytes)),
             ("sequence", .integer(head.sequence)),
@@ -161,6 +168,7 @@ enum SelfCheck {
                         ])
                     })
             ),
+            ("schemaVersion", schema.map(JSON.hex) ?? .null),
             ("chainHash", .hex(chainHash)),
         ])
     }

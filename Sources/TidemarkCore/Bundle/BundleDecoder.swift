@@ -235,15 +235,41 @@ public final class BundleDecoder {
         }
     }
 
+    /// Reads a record's attributes (§6.2): an even id must be understood, an odd one may be
+    /// skipped. Changes and row states define none.
     private func attributes() throws {
         let count = try varint()
         if count > 0 {
-            // Version 1 defines no attributes; an even id must be understood, an odd one may be skipped.
             for _ in 0..<count {
                 let id = try varint()
                 if id % 2 == 0 { throw fail(.unknownAttribute(id)) }
                 _ = try bytes(try length(limit: BundleFormat.maxFrameLength))
             }
+        }
+    }
+
+    /// Reads a transaction's attributes: the schema version (Protocol/schema.md §4) must be there
+    /// exactly when the header's runs place the transaction after the initial schema, and name
+    /// the version they place it under.
+    private func transactionAttributes(_ head: History.TransactionHeader) throws {
+        let count = try varint()
+        var schema: [UInt8]?
+        for _ in 0..<count {
+            let id = try varint()
+            if id == Schema.transactionAttribute {
+                guard schema == nil else { throw fail(.schemaVersionMismatch("transaction #\(head.sequence) names its schema version twice")) }
+                schema = try bytes(try length(limit: BundleFormat.maxFrameLength))
+                continue
+            }
+            if id % 2 == 0 { throw fail(.unknownAttribute(id)) }
+            _ = try bytes(try length(limit: BundleFormat.maxFrameLength))
+        }
+        let expected = head.schemaPosition == 0 ? nil : header.lineage[head.schemaPosition - 1].id
+        guard schema == expected else {
+            throw fail(.schemaVersionMismatch(
+                "transaction \(head.origin.short) #\(head.sequence) was written under "
+                    + (schema.map { "version \(HexCoding.encode($0.prefix(6)))" } ?? "the initial schema")
+                    + " but the header says " + (expected.map { "version \(HexCoding.encode($0.prefix(6)))" } ?? "the initial schema")))
         }
     }
 
@@ -343,7 +369,7 @@ public final class BundleDecoder {
         guard count <= UInt64(Int32.max) else { throw fail(.lengthTooLarge(Int(Int32.max))) }
         let head = History.TransactionHeader(
             origin: origin, sequence: sequence, timestamp: timestamp, author: author, contextName: context, processID: pid,
-            changeCount: Int(count))
+            changeCount: Int(count), schemaPosition: header.schemaPosition(of: origin, sequence: sequence))
         open = head
         changesLeft = Int(count)
         if changesLeft == 0 { try closeTransaction() }
@@ -406,8 +432,8 @@ public final class BundleDecoder {
     }
 
     private func closeTransaction() throws {
-        try attributes()
         let head = open!
+        try transactionAttributes(head)
         txHasher.update(data: chunk[hashedFrom..<position])
         let hash = Array(txHasher.finalize())
         chains[head.origin]!.head = hash

@@ -21,6 +21,7 @@ public struct BundleEncoder<Sink: ByteSink> {
     private var txHasher: SHA256?
     private var txOrigin: Replica.ID?
     private var txSequence: Int64 = 0
+    private var txSchema: [UInt8]?
     private var hashedFrom = 0
     private var changesLeft = 0
 
@@ -43,7 +44,8 @@ public struct BundleEncoder<Sink: ByteSink> {
         try writeFrame(.header, payload: header.encoded(), compress: false)
     }
 
-    /// Begins a transaction; exactly `changeCount` calls to `add(_:)` must follow.
+    /// Begins a transaction; exactly `changeCount` calls to `add(_:)` must follow. The schema
+    /// version it is recorded under is the one the header's schema runs place it under.
     public mutating func beginTransaction(
         origin: Replica.ID, sequence: Int64, timestamp: HLCTimestamp, author: String?, contextName: String?,
         processID: Int32?, changeCount: Int
@@ -58,6 +60,8 @@ public struct BundleEncoder<Sink: ByteSink> {
         txHasher = hasher
         txOrigin = origin
         txSequence = sequence
+        let position = header.schemaPosition(of: origin, sequence: sequence)
+        txSchema = position == 0 ? nil : header.lineage[position - 1].id
         hashedFrom = buffer.count
         changesLeft = changeCount
         RecordEncoding.transactionPrefix(
@@ -102,7 +106,7 @@ public struct BundleEncoder<Sink: ByteSink> {
     }
 
     private mutating func endTransaction() throws {
-        buffer.append(0)  // transaction attribute count
+        RecordEncoding.transactionAttributes(schema: txSchema, &buffer)
         txHasher!.update(data: buffer[hashedFrom...])
         let origin = txOrigin!
         heads[origin] = Array(txHasher!.finalize())

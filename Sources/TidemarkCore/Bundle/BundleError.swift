@@ -42,6 +42,9 @@ public enum BundleError: Error, Sendable, Equatable, CustomStringConvertible {
         /// `bytes`, more than `BundleFormat.maxRecordValueBytes` (§4.1, R36). Raised at the length
         /// of the value that passes the limit, before its bytes are read.
         case recordTooLarge(bytes: Int)
+        /// A transaction's schema version attribute is missing, repeated or differs from the
+        /// version the header's schema runs place it under (Protocol/schema.md §4, R37).
+        case schemaVersionMismatch(String)
     }
 
     /// Verification failures (§5).
@@ -88,6 +91,7 @@ public enum BundleError: Error, Sendable, Equatable, CustomStringConvertible {
             case .unknownAttribute(let id): what = "unknown attribute \(id)"
             case .badPresenceByte(let b): what = "presence byte must be 0 or 1, found \(b)"
             case .emptyName: what = "a name is empty"
+            case .schemaVersionMismatch(let why): what = "schema version mismatch: \(why)"
             case .recordTooLarge(let n):
                 what = "a change or row state carries at least \(n) bytes of values, more than the limit of \(BundleFormat.maxRecordValueBytes) for one record"
             }

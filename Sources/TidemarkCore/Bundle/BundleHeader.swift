@@ -17,11 +17,17 @@ public struct BundleHeader: Sendable, Hashable {
     public var tables: [TableSchema]
     /// One contiguous range of transactions per origin.
     public var ranges: [OriginRange]
+    /// The schema versions the records were written under (Protocol/schema.md §4): the lineage
+    /// from the first migration to the newest version the bundle needs. Empty when every record
+    /// was written under the initial schema.
+    public var lineage: [Schema.Version]
+    /// Where the transactions of a range start being written under a later schema version.
+    public var schemaRuns: [SchemaRun]
 
     /// Creates a header.
     public init(
         kind: BundleFormat.Kind, senderName: String, created: HLCTimestamp, since: History.Token, through: History.Token,
-        tables: [TableSchema], ranges: [OriginRange]
+        tables: [TableSchema], ranges: [OriginRange], lineage: [Schema.Version] = [], schemaRuns: [SchemaRun] = []
     ) {
         self.kind = kind
         self.senderName = senderName
@@ -30,6 +36,42 @@ public struct BundleHeader: Sendable, Hashable {
         self.through = through
         self.tables = tables
         self.ranges = ranges.sorted { $0.origin < $1.origin }
+        self.lineage = lineage
+        self.schemaRuns = schemaRuns.sorted { ($0.origin, $0.first) < ($1.origin, $1.first) }
+    }
+
+    /// The transactions of `origin` from sequence `first` on (up to the next run of that origin)
+    /// were written under the schema version at `position` of the lineage.
+    public struct SchemaRun: Sendable, Hashable {
+        /// The origin.
+        public var origin: Replica.ID
+        /// The first sequence number written under `position`.
+        public var first: Int64
+        /// The lineage position, 1 … lineage count.
+        public var position: Int
+
+        /// Creates a run.
+        public init(origin: Replica.ID, first: Int64, position: Int) {
+            self.origin = origin
+            self.first = first
+            self.position = position
+        }
+    }
+
+    /// The lineage position (0: the initial schema) transaction `sequence` of `origin` was written under.
+    public func schemaPosition(of origin: Replica.ID, sequence: Int64) -> Int {
+        schemaRuns.last { $0.origin == origin && $0.first <= sequence }?.position ?? 0
+    }
+
+    /// The newest lineage position the records need: for a snapshot every row state is written
+    /// under the last version of the lineage.
+    public var neededSchemaPosition: Int {
+        kind == .changes ? schemaRuns.map(\.position).max() ?? 0 : lineage.count
+    }
+
+    /// Header attribute ids (Protocol/schema.md §4).
+    enum Attribute {
+        static let schemaLineage: UInt64 = 2
     }
 
     /// A table as the sender tracks it.
@@ -96,7 +138,23 @@ public struct BundleHeader: Sendable, Hashable {
             RecordEncoding.varint(UInt64(r.last), &out)
             out += r.previous
         }
-        out.append(0)  // attribute count
+        if lineage.isEmpty {
+            out.append(0)  // attribute count
+        } else {
+            out.append(1)
+            var data: [UInt8] = []
+            RecordEncoding.varint(UInt64(lineage.count), &data)
+            for version in lineage { data += version.change.encoded() }
+            RecordEncoding.varint(UInt64(schemaRuns.count), &data)
+            for run in schemaRuns {
+                RecordEncoding.varint(UInt64(ranges.firstIndex { $0.origin == run.origin }!), &data)
+                RecordEncoding.varint(UInt64(run.first), &data)
+                RecordEncoding.varint(UInt64(run.position), &data)
+            }
+            RecordEncoding.varint(Attribute.schemaLineage, &out)
+            RecordEncoding.varint(UInt64(data.count), &out)
+            out += data
+        }
         return out
     }
 
@@ -145,10 +203,63 @@ public struct BundleHeader: Sendable, Hashable {
             if first == 1 && previous != Chain.genesis(range.origin) { throw bad("origin range starting at #1 must continue the genesis hash") }
             ranges.append(range)
         }
-        guard try r.varint() == 0 else { throw bad("unknown header attribute") }
+        var lineage: [Schema.Version] = []
+        var runs: [SchemaRun] = []
+        switch try r.varint() {
+        case 0: break
+        case 1:
+            let id = try r.varint()
+            guard id == Attribute.schemaLineage else { throw bad("unknown header attribute") }
+            let length = try r.varint()
+            guard length <= UInt64(BundleFormat.maxFrameLength), length <= UInt64(r.bytes.count - r.position) else { throw bad("ends early") }
+            let end = r.position + Int(length)
+            (lineage, runs) = try decodeLineage(&r, ranges: ranges, kind: kind)
+            guard r.position == end else { throw bad("schema lineage: bytes left over") }
+        default: throw bad("unknown header attribute")
+        }
         guard r.atEnd else { throw bad("extra bytes after the header") }
         if kind != .changes && !ranges.isEmpty { throw bad("only a change bundle carries transactions") }
-        return BundleHeader(kind: kind, senderName: name, created: created, since: since, through: through, tables: tables, ranges: ranges)
+        return BundleHeader(
+            kind: kind, senderName: name, created: created, since: since, through: through, tables: tables, ranges: ranges,
+            lineage: lineage, schemaRuns: runs)
+    }
+
+    /// Reads the schema lineage attribute's data (Protocol/schema.md §4).
+    private static func decodeLineage(_ r: inout PayloadReader, ranges: [OriginRange], kind: BundleFormat.Kind) throws
+        -> ([Schema.Version], [SchemaRun])
+    {
+        func bad(_ why: String) -> BundleError { .framing(.badHeader("schema lineage: \(why)"), offset: r.base + r.position) }
+        guard kind != .watermark else { throw bad("a watermark carries no records, so no schema") }
+        let count = try r.varint()
+        guard count >= 1, count <= UInt64(Schema.maxEntries) else { throw bad("1 to \(Schema.maxEntries) versions") }
+        var changes: [Schema.Change] = []
+        for _ in 0..<count { changes.append(try Schema.Change.decode(&r)) }
+        let lineage = Schema.lineage(changes)
+        let runCount = try r.varint()
+        guard runCount <= UInt64(Schema.maxEntries) else { throw bad("too many runs") }
+        var runs: [SchemaRun] = []
+        var previous: (index: UInt64, first: UInt64, position: UInt64)?
+        for _ in 0..<runCount {
+            let index = try r.varint()
+            let first = try r.varint()
+            let position = try r.varint()
+            guard index < UInt64(ranges.count) else { throw bad("a run names no range") }
+            let range = ranges[Int(index)]
+            guard first >= UInt64(range.first), first <= UInt64(range.last) else { throw bad("a run starts outside its range") }
+            guard position >= 1, position <= count else { throw bad("a run names no version of the lineage") }
+            if let previous {
+                let ascending = previous.index < index || (previous.index == index && previous.first < first && previous.position < position)
+                guard ascending else { throw bad("runs not in canonical order") }
+            }
+            previous = (index, first, position)
+            runs.append(SchemaRun(origin: range.origin, first: Int64(first), position: Int(position)))
+        }
+        if kind == .changes {
+            guard runs.map(\.position).max() == Int(count) else { throw bad("the last version is needed by no transaction") }
+        } else if !runs.isEmpty {
+            throw bad("runs in a bundle without transactions")
+        }
+        return (lineage, runs)
     }
 }
 

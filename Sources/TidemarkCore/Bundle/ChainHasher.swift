@@ -5,12 +5,15 @@ import Crypto
 public struct ChainHasher {
     private var hasher = SHA256()
     private var buffer: [UInt8] = []
+    private let schema: [UInt8]?
 
-    /// Starts hashing a transaction that follows chain hash `previous`.
+    /// Starts hashing a transaction that follows chain hash `previous`, written under the schema
+    /// version with id `schema` (nil: the initial schema).
     public init(
         previous: [UInt8], origin: Replica.ID, sequence: Int64, timestamp: HLCTimestamp, author: String?, contextName: String?,
-        processID: Int32?, changeCount: Int
+        processID: Int32?, changeCount: Int, schema: [UInt8]? = nil
     ) {
+        self.schema = schema
         hasher.update(data: previous)
         RecordEncoding.transactionPrefix(
             origin: origin, sequence: sequence, timestamp: timestamp, author: author, contextName: contextName,
@@ -28,7 +31,7 @@ public struct ChainHasher {
 
     /// The chain hash after the transaction.
     public mutating func finish() -> [UInt8] {
-        buffer.append(0)
+        RecordEncoding.transactionAttributes(schema: schema, &buffer)
         hasher.update(data: buffer)
         return Array(hasher.finalize())
     }

@@ -83,6 +83,16 @@ enum RecordEncoding {
         varint(UInt64(changeCount), &out)
     }
 
+    /// §4.2, §6.2: a transaction's attributes: none under the initial schema, else the schema
+    /// version it was written under (Protocol/schema.md §4).
+    static func transactionAttributes(schema: [UInt8]?, _ out: inout [UInt8]) {
+        guard let schema else { return out.append(0) }
+        out.append(1)
+        varint(Schema.transactionAttribute, &out)
+        varint(UInt64(schema.count), &out)
+        out += schema
+    }
+
     /// §4.3: the non-key columns a change carries: an insert's new row, an update's changed
     /// columns, a delete's tombstone (unsorted).
     static func carriedColumns(_ c: History.Change) -> [History.Column] {

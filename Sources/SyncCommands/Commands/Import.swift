@@ -14,7 +14,11 @@ struct Import: ParsableCommand {
         let opened = try store.open()
         for file in files {
             let summary = try opened.importBundle(at: file)
-            if summary.alreadyApplied {
+            if let version = summary.waitingFor {
+                Output.line(
+                    "\(file): held, not applied: written under schema \(version) (\(version.change)), which this store has not made; "
+                        + "make that migration (sync migrate), then pull or import it again")
+            } else if summary.alreadyApplied {
                 Output.line("\(file): already applied, nothing changed")
             } else {
                 Output.line("\(file): applied \(summary.appliedTransactions) transactions, \(summary.appliedChanges) changes from \(summary.sender)")

@@ -42,10 +42,11 @@ struct Migrate: ParsableCommand {
     }
 
     /// One line per change to tracking, or one saying there was none.
-    static func describe(_ summary: Store.MigrationSummary) -> [String] {
+    static func describe(_ summary: Store.MigrationSummary, version: Bool = true) -> [String] {
         var lines = summary.addedColumns.keys.sorted().map { "added \($0): \(summary.addedColumns[$0]!.joined(separator: ", "))" }
         lines += summary.trackedTables.map { "tracking \($0)" }
         lines += summary.preserveChanged.map { "preserving changed for \($0)" }
+        if version, let made = summary.version { lines.append("schema is now \(made)") }
         return lines.isEmpty ? ["schema changed; tracking unchanged"] : lines
     }
 }

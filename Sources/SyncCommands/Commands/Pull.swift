@@ -24,6 +24,7 @@ struct Pull: ParsableCommand {
         let transactions = summary.imported.map(\.appliedTransactions).reduce(0, +)
         let changes = summary.imported.map(\.appliedChanges).reduce(0, +)
         Output.line("pulled \(summary.imported.count) bundles: \(transactions) transactions, \(changes) changes")
+        for wait in summary.waiting { Output.line("waiting \(SchemaWording.waiting(wait))") }
         if let prune = summary.prune, prune.removedTransactions > 0 || !prune.removedFiles.isEmpty {
             Output.line("pruned \(prune.removedTransactions) history transactions, \(prune.removedFiles.count) exchange files")
         }

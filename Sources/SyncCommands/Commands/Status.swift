@@ -30,7 +30,8 @@ struct Status: ParsableCommand {
                     + ",\"history\":{\"transactions\":\(status.transactionCount),\"changes\":\(status.changeCount)"
                     + ",\"pending_changes\":\(status.pendingChangeCount),\"bytes\":\(status.historyBytes.map(String.init) ?? "null")"
                     + ",\"oldest\":\(status.oldest.map { "\"\($0.iso8601)\"" } ?? "null")"
-                    + ",\"newest\":\(status.newest.map { "\"\($0.iso8601)\"" } ?? "null")},\"members\":[\(list)]}")
+                    + ",\"newest\":\(status.newest.map { "\"\($0.iso8601)\"" } ?? "null")},\"schema\":\(SchemaWording.json(status))"
+                    + ",\"members\":[\(list)]}")
             return
         }
         Output.line("replica  \(status.replica.name) \(status.replica.id)")
@@ -40,6 +41,8 @@ struct Status: ParsableCommand {
             if !t.preservedColumns.isEmpty { line += " preserve(\(t.preservedColumns.joined(separator: ", ")))" }
             Output.line(line)
         }
+        Output.line("schema   \(SchemaWording.current(status.lineage))")
+        for wait in status.waiting { Output.line("waiting  \(SchemaWording.waiting(wait))") }
         var history = "history  \(status.transactionCount) transactions, \(status.changeCount) changes"
         if let bytes = status.historyBytes { history += ", \(bytes) bytes" }
         if let oldest = status.oldest, let newest = status.newest { history += ", \(oldest.iso8601) .. \(newest.iso8601)" }

@@ -9,6 +9,7 @@ enum HistoryFormatter {
         if let author = transaction.author { header += "  author=\(author)" }
         if let context = transaction.contextName { header += "  context=\(context)" }
         if transaction.processID == nil && transaction.contextName == nil && transaction.author == nil { header += "  (external)" }
+        if let version = transaction.schemaVersion { header += "  schema=v\(version.position)" }
         var lines = [header]
         for change in transaction.changes {
             let key = change.key.map { "\($0.name)=\($0.value)" }.joined(separator: " ")
@@ -44,7 +45,8 @@ enum HistoryFormatter {
             + ",\"seq\":\(transaction.sequence),\"timestamp\":\"\(transaction.timestamp.iso8601)\""
             + ",\"hlc\":\(transaction.timestamp.packed)"
             + ",\"author\":\(optional(transaction.author)),\"context\":\(optional(transaction.contextName))"
-            + ",\"pid\":\(transaction.processID.map(String.init) ?? "null"),\"changes\":[\(changes)]}"
+            + ",\"pid\":\(transaction.processID.map(String.init) ?? "null")"
+            + ",\"schema\":\(transaction.schemaVersion.map(SchemaWording.json) ?? "null"),\"changes\":[\(changes)]}"
     }
 
     static func json(_ change: History.Change) -> String {

@@ -20,9 +20,10 @@ struct StoreOptions: ParsableArguments {
     func open() throws -> Store {
         let store = try Store.open(try path)
         if let adopted = store.adoptedSchemaChange {
-            for line in Migrate.describe(adopted) {
-                Output.error("note: adopted a schema change made outside Tidemark as a migration: \(line)")
-            }
+            let version = adopted.version.map { " (schema \($0))" } ?? ""
+            Output.error(
+                "note: adopted a schema change made outside Tidemark as a migration\(version): "
+                    + Migrate.describe(adopted, version: false).joined(separator: "; "))
         }
         return store
     }

@@ -3,7 +3,8 @@ import GRDB
 import TidemarkCore
 
 /// Seals pending captured changes into transactions: assigns the next sequence number and a
-/// hybrid-logical-clock timestamp, and records author, context name and process id.
+/// hybrid-logical-clock timestamp, and records author, context name, process id and the schema
+/// version they were written under (the current one: a migration seals what is pending first).
 ///
 /// Changes are pending from the moment a trigger records them until a seal; a transaction owns the
 /// contiguous range of change ids sealed with it. Runs inside the caller's write transaction.
@@ -100,8 +101,8 @@ enum Sealer {
         // These run on every write through the API: prepared once per connection.
         try db.cachedStatement(
             sql: """
-                INSERT INTO tidemark_transactions(replica, seq, hlc, author, context, pid, first_change, last_change)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO tidemark_transactions(replica, seq, hlc, author, context, pid, first_change, last_change, schema)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(position), 0) FROM tidemark_schemas))
                 """
         ).execute(arguments: [
             Data(replica.bytes), sequence, timestamp.packed, authorship.author, authorship.contextName, authorship.processID,

@@ -75,12 +75,12 @@ struct BundleApplier {
                 }
                 try db.execute(
                     sql: """
-                        INSERT INTO tidemark_transactions(replica, seq, hlc, author, context, pid, first_change, last_change, chain)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        INSERT INTO tidemark_transactions(replica, seq, hlc, author, context, pid, first_change, last_change, chain, schema)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """,
                     arguments: [
                         Data(head.origin.bytes), head.sequence, head.timestamp.packed, head.author, head.contextName, head.processID,
-                        first ?? last + 1, last, Data(decoder.lastCompleted!.chainHash),
+                        first ?? last + 1, last, Data(decoder.lastCompleted!.chainHash), head.schemaPosition,
                     ])
                 newestClock = max(newestClock, head.timestamp)
                 applied.transactions += 1

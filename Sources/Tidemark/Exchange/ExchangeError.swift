@@ -25,6 +25,10 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
     case restoredFromOlderCopy(path: String, have: Int64, bundleHas: Int64)
     /// Two different histories claim the same origin sequence numbers.
     case historyFork(path: String, origin: String, sequence: Int64)
+    /// The bundle was written under a schema version (`theirs`) that follows the same predecessor
+    /// as this store's own version at that position (`ours`): the two replicas made different
+    /// migrations (Protocol/schema.md §5). Nothing was applied.
+    case schemaFork(path: String, ours: Schema.Version, theirs: Schema.Version)
     /// A file could not be read.
     case cannotRead(path: String, reason: String)
     /// A file could not be written.
@@ -58,6 +62,9 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
         case .restoredFromOlderCopy(let p, let have, let has):
             return "\(p): holds this replica's transactions up to #\(has) but the store has only #\(have): the store was restored from an older copy"
         case .historyFork(let p, let o, let s): return "\(p): replica \(o)'s transaction #\(s) differs from the one this store holds"
+        case .schemaFork(let p, let ours, let theirs):
+            return "\(p): schema lineage fork: the bundle was written under schema \(theirs) (\(theirs.change)), but this store made "
+                + "\(ours) (\(ours.change)) from the same v\(ours.position - 1); the replicas made different migrations, nothing was applied"
         case .cannotRead(let p, let r): return "cannot read \(p): \(r)"
         case .cannotWrite(let p, let r): return "cannot write \(p): \(r)"
         case .writeFailed(let p, let fault):
@@ -89,6 +96,9 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
             return "continuing would reuse sequence numbers; move this store aside and create a new replica (a new name and key), then pull (see README, 'Restoring a store')"
         case .badBundle: return "the file is damaged, incomplete or not from Tidemark; ask its sender to export it again"
         case .schemaMismatch: return "both replicas must track the same tables with the same columns"
+        case .schemaFork:
+            return "every replica must make the same migrations in the same order; a replica on the other branch can start again as a "
+                + "new store from the same app version and pull"
         case .rowTooLarge:
             return "keep the TEXT and BLOB values of one row within 64 MiB in total (store large content outside the tracked "
                 + "tables, e.g. in a file whose path or hash the row keeps, or split it across rows), then update or delete this "

@@ -38,15 +38,17 @@ struct OwnChain {
         let rows = try Row.fetchAll(
             db,
             sql: """
-                SELECT seq, hlc, author, context, pid, first_change, last_change FROM tidemark_transactions
+                SELECT seq, hlc, author, context, pid, first_change, last_change, schema FROM tidemark_transactions
                 WHERE replica = ? AND seq > ? AND seq <= ? ORDER BY seq
                 """,
             arguments: [key, base, sequence])
+        let versions = rows.isEmpty ? [] : try SchemaLineage.fetch(db)
         for row in rows {
+            let position: Int = row[7]
             let list = try Row.fetchAll(changes, arguments: [row[5], row[6]]).compactMap(decoder.decode)
             var hasher = ChainHasher(
                 previous: head, origin: replica, sequence: row[0], timestamp: HLCTimestamp(packed: row[1]), author: row[2],
-                contextName: row[3], processID: row[4], changeCount: list.count)
+                contextName: row[3], processID: row[4], changeCount: list.count, schema: position == 0 ? nil : versions[position - 1].id)
             for change in list { hasher.add(change) }
             head = hasher.finish()
             try db.execute(

@@ -53,9 +53,9 @@ extension Store {
                     let plan = try ExportPlan(db: db, store: self, since: since, ownPrevious: ownPrevious)
                     let header = BundleHeader(
                         kind: kind, senderName: replica.name, created: HLCTimestamp.next(after: plan.clock, now: options.clock.nowMilliseconds()),
-                        since: since, through: plan.through,
-                        tables: replicatedTables.map { BundleHeader.TableSchema(name: $0.name, keyColumns: $0.keyColumns, columns: $0.columns) },
-                        ranges: kind == .watermark ? [] : plan.ranges)
+                        since: since, through: plan.through, tables: plan.tables,
+                        ranges: kind == .watermark ? [] : plan.ranges,
+                        lineage: kind == .watermark ? [] : plan.lineage, schemaRuns: kind == .watermark ? [] : plan.schemaRuns)
                     var encoder = try BundleEncoder(sink: sink, signingKey: key.privateKey, header: header)
                     let counts = kind == .watermark ? (0, 0) : try plan.writeTransactions(into: &encoder)
                     _ = try encoder.finish { origin, sequence, head in
@@ -108,6 +108,11 @@ struct ExportPlan {
     var clock = HLCTimestamp.zero
     /// The last own transaction the export carries: the last one folded.
     var ownLast: Int64 = 0
+    /// The schema versions the transactions need (Protocol/schema.md §4), where each origin's
+    /// transactions move to a later one, and the tables as they were under the newest needed.
+    var lineage: [Schema.Version] = []
+    var schemaRuns: [BundleHeader.SchemaRun] = []
+    var tables: [BundleHeader.TableSchema] = []
 
     init(db: Database, store: Store, since: History.Token, ownPrevious: [UInt8]?) throws {
         self.db = db
@@ -144,10 +149,24 @@ struct ExportPlan {
             }
             ranges.append(BundleHeader.OriginRange(publicKey: key, first: first, last: maxSeq, previous: previous))
         }
+        let current = store.replicatedTables.map { BundleHeader.TableSchema(name: $0.name, keyColumns: $0.keyColumns, columns: $0.columns) }
+        let versions = try SchemaLineage.fetch(db)
+        if !versions.isEmpty {
+            let (conditions, arguments) = selection()
+            for row in try Row.fetchAll(
+                db,
+                sql: "SELECT replica, min(seq), schema FROM tidemark_transactions WHERE \(conditions) AND schema > 0 GROUP BY replica, schema",
+                arguments: arguments)
+            {
+                schemaRuns.append(.init(origin: Replica.ID(bytes: [UInt8](row[0] as Data))!, first: row[1], position: row[2]))
+            }
+        }
+        lineage = Array(versions.prefix(schemaRuns.map(\.position).max() ?? 0))
+        tables = SchemaLineage.tables(current, at: lineage.count, of: versions)
     }
 
-    /// Streams the transactions into the encoder; returns (transactions, changes).
-    func writeTransactions<S: ByteSink>(into encoder: inout BundleEncoder<S>) throws -> (Int, Int) {
+    /// The WHERE clause and arguments that select the transactions the export carries.
+    private func selection() -> (String, StatementArguments) {
         var conditions = "(replica <> ? OR seq <= ?)"
         var arguments: [any DatabaseValueConvertible] = [Data(store.replica.id.bytes), ownLast]
         if !since.sequences.isEmpty {
@@ -157,6 +176,12 @@ struct ExportPlan {
                 arguments.append(seq)
             }
         }
+        return (conditions, StatementArguments(arguments))
+    }
+
+    /// Streams the transactions into the encoder; returns (transactions, changes).
+    func writeTransactions<S: ByteSink>(into encoder: inout BundleEncoder<S>) throws -> (Int, Int) {
+        let (conditions, arguments) = selection()
         let valueColumns = try Bookkeeping.valueColumnCount(db)
         let changes = try RawStatement(
             db, sql: "SELECT \(ChangeDecoder.selectList(valueColumns: valueColumns)) FROM tidemark_changes WHERE id BETWEEN ? AND ? ORDER BY id")
@@ -167,7 +192,7 @@ struct ExportPlan {
                 SELECT replica, seq, hlc, author, context, pid, first_change, last_change FROM tidemark_transactions
                 WHERE \(conditions) ORDER BY id
                 """,
-            arguments: StatementArguments(arguments))
+            arguments: arguments)
         var counts = (0, 0)
         while let row = try transactions.next() {
             let first: Int64 = row[6]

@@ -60,6 +60,9 @@ extension Store {
         public var watermark: String
         /// The automatic prune that followed, if enabled.
         public var prune: PruneReport?
+        /// Schema versions that bundles held in the store (this pull's or earlier ones') wait for:
+        /// make the same migration, then pull again.
+        public var waiting: [SchemaWait] = []
         /// The user tables whose rows the pull changed (every import's `changedTables`).
         public var changedTables: Set<String> { imported.reduce(into: []) { $0.formUnion($1.changedTables) } }
     }
@@ -85,10 +88,14 @@ extension Store {
                         : "\(path): still being written by its sender"
             }
         }
+        // Bundles held for a schema version: they go with the folder's, and apply once the store has it.
+        let held = try HeldCopies(store: self)
+        defer { held.remove() }
+        pending = held.paths + pending
         var imported: [ImportSummary] = []
         var usedSnapshots = Set<String>()
         while true {
-            pending = try applyBundles(pending, imported: &imported, failures: &failures)
+            pending = try applyBundles(pending, imported: &imported, failures: &failures, held: held)
             // A peer whose bundles this store cannot follow (pruned away before it applied them):
             // catch up from that peer's snapshot, then apply the bundles again.
             guard let snapshot = try snapshotToCatchUp(in: exchange, excluding: usedSnapshots) else { break }
@@ -109,12 +116,14 @@ extension Store {
         let warnings = failures.keys.sorted().map { "skipped \(failures[$0]!) (will retry on the next pull)" }
         let watermark = try writeWatermark(in: exchange, key: key)
         let report = autoPrune ? try prune(key: key) : nil
-        return PullSummary(imported: imported, warnings: warnings, watermark: watermark, prune: report)
+        return PullSummary(imported: imported, warnings: warnings, watermark: watermark, prune: report, waiting: try schemaWaits())
     }
 
     /// Applies what it can of `paths`, repeating while progress is made; returns the bundles that
     /// still miss prerequisites.
-    private func applyBundles(_ paths: [String], imported: inout [ImportSummary], failures: inout [String: String]) throws -> [String] {
+    private func applyBundles(
+        _ paths: [String], imported: inout [ImportSummary], failures: inout [String: String], held: HeldCopies
+    ) throws -> [String] {
         var pending = paths
         var progress = true
         while progress && !pending.isEmpty {
@@ -130,9 +139,14 @@ extension Store {
                     }
                     if token.covers(header.through) {
                         failures[path] = nil
+                        try held.release(path)
                         continue
                     }
                     let summary = try importBundle(at: path)
+                    if summary.waitingFor != nil {
+                        failures[path] = nil
+                        continue
+                    }
                     if !summary.alreadyApplied { imported.append(summary) }
                     progress = true
                     failures[path] = nil
@@ -206,5 +220,54 @@ extension Store {
         let token = try currentToken()
         _ = try exportBundle(since: token, to: path, key: key, kind: .watermark)
         return path
+    }
+}
+
+/// Copies of the bundles held in a store, as files a pull imports like the folder's; removed
+/// when the pull ends. A held bundle leaves the store when it applies.
+struct HeldCopies {
+    let store: Store
+    let directory: String?
+    /// File path to digest.
+    private let digests: [String: [UInt8]]
+
+    init(store: Store) throws {
+        self.store = store
+        let bundles = try store.mappingErrors { try store.database.read { db in try HeldBundles.all(db) } }
+        guard !bundles.isEmpty else {
+            directory = nil
+            digests = [:]
+            return
+        }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tidemark-held-\(UUID().uuidString)").path
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw ExchangeError.cannotWrite(path: directory, reason: FileProblem.describe(path: directory))
+        }
+        var digests: [String: [UInt8]] = [:]
+        for (n, bundle) in bundles.enumerated() {
+            let path = directory + "/held-\(n + 1)-v\(bundle.position).tmb"
+            guard FileManager.default.createFile(atPath: path, contents: Data(bundle.bytes)) else {
+                throw ExchangeError.cannotWrite(path: path, reason: FileProblem.describe(path: path))
+            }
+            digests[path] = bundle.digest
+        }
+        self.directory = directory
+        self.digests = digests
+    }
+
+    /// The copies, in the order they were held.
+    var paths: [String] { digests.keys.sorted { $0.localizedStandardCompare($1) == .orderedAscending } }
+
+    /// Forgets the held bundle copied to `path`: the store already has everything it carries.
+    func release(_ path: String) throws {
+        guard let digest = digests[path] else { return }
+        try store.mappingErrors { try store.database.write { db in try HeldBundles.release(db, digest: digest) } }
+    }
+
+    /// Removes the copies.
+    func remove() {
+        if let directory { try? FileManager.default.removeItem(atPath: directory) }
     }
 }

@@ -23,22 +23,46 @@ extension Store {
         /// resolution, or a foreign-key action of those (tables that reference a changed table are
         /// counted whether or not an action removed a row of theirs). Empty when nothing changed.
         public var changedTables: Set<String> = []
+        /// When the bundle needs a schema version this store has not made: that version. The
+        /// bundle was verified and is held in the store, unapplied, until the store makes the same
+        /// migration; a later `pull` applies it.
+        public var waitingFor: Schema.Version?
+        /// Schema versions the store took on without a migration, because its tables already had
+        /// what they add (a store created from the app's newer schema).
+        public var adoptedVersions: [Schema.Version] = []
     }
 
     /// Verifies a bundle completely, then applies it in one SQLite transaction: all of it or
     /// nothing. Importing a bundle twice changes nothing. Imported transactions keep their origin,
     /// sequence number and metadata, so this store relays them onward.
+    ///
+    /// A bundle written under a schema version this store has not made yet is verified and held
+    /// in the store, unapplied (`ImportSummary.waitingFor`); one written after a different
+    /// migration from the same version is refused (`ExchangeError.schemaFork`).
     public func importBundle(at path: String) throws -> ImportSummary {
         let local = try mappingErrors { try database.read { db in try ImportContext(db: db, store: self) } }
-        let verified = try verify(path, against: local)
+        let (verified, plan) = try verify(path, against: local)
+        var bytes: [UInt8]?
+        if case .hold = plan { bytes = try heldBytes(path, verified) }
         try sealForeignWrites()
         let summary: ImportSummary = try mappingErrors {
             try database.writeWithoutTransaction { db in
                 var summary: ImportSummary!
                 try db.inTransaction(.immediate) {
                     _ = try sealForeign(db)
-                    // Recheck against the state under the write lock: another process may have imported meanwhile.
+                    // Recheck against the state under the write lock: another process may have imported,
+                    // or migrated, meanwhile.
                     let current = try ImportContext(db: db, store: self)
+                    let plan = try current.schemaPlan(verified.header, path: path)
+                    if case .hold(let version) = plan {
+                        let bytes = try bytes ?? heldBytes(path, verified)
+                        try HeldBundles.hold(db, digest: verified.digest, bytes: bytes, version: version, sender: verified.header.senderName)
+                        summary = ImportSummary(
+                            path: path, sender: verified.header.senderName, appliedTransactions: 0, appliedChanges: 0,
+                            skippedTransactions: 0, header: verified.header, waitingFor: version)
+                        return .commit
+                    }
+                    try HeldBundles.release(db, digest: verified.digest)
                     try current.checkPrerequisites(verified.header, path: path)
                     if current.token.covers(verified.header.through) && current.holdsAll(verified.header) {
                         summary = ImportSummary(
@@ -46,13 +70,19 @@ extension Store {
                             skippedTransactions: verified.transactionCount, header: verified.header)
                         return .commit
                     }
+                    var adopted: [Schema.Version] = []
+                    if case .adopt(let versions) = plan {
+                        for version in versions { adopted.append(try SchemaLineage.append(db, version.change)) }
+                    }
                     let applier = BundleApplier(db: db, store: self, context: current, path: path)
                     summary = verified.header.kind == .snapshot ? try applier.applySnapshot(expected: verified) : try applier.apply(expected: verified)
+                    summary.adoptedVersions = adopted
                     return .commit
                 }
                 return summary
             }
         }
+        if summary.waitingFor != nil { return summary }
         // The sender held everything up to the bundle's `through` token when it signed it.
         if verified.sender != replica.id {
             try noteWatermark(summary.header.through, of: verified.sender, signedAt: summary.header.created)
@@ -61,23 +91,41 @@ extension Store {
     }
 
     /// Reads a bundle end to end and checks signatures, chains, trust, schema and prerequisites
-    /// without touching the store.
-    func verify(_ path: String, against local: ImportContext) throws -> VerifiedBundle {
+    /// without touching the store. A bundle to hold is not checked against the tables or for
+    /// prerequisites: that waits until it can apply.
+    func verify(_ path: String, against local: ImportContext) throws -> (VerifiedBundle, SchemaPlan) {
         let source = try FileSource(path: path)
         defer { source.close() }
         do {
             let decoder = try BundleDecoder(source)
             guard decoder.header.kind != .watermark else { throw ExchangeError.notImportable(path: path, kind: "a watermark") }
             try local.checkTrust(decoder, path: path)
-            try local.checkSchema(decoder.header, path: path)
+            let plan = try local.schemaPlan(decoder.header, path: path)
+            if case .hold = plan {} else { try local.checkSchema(decoder.header, path: path) }
             try decoder.skipRecords()
             let verified = try decoder.finish()
             try local.checkOwnHistory(verified.header, path: path)
-            try local.checkPrerequisites(verified.header, path: path)
-            return verified
+            if case .hold = plan {} else { try local.checkPrerequisites(verified.header, path: path) }
+            return (verified, plan)
         } catch let error as BundleError {
             throw ExchangeError.badBundle(path: path, error)
         }
+    }
+
+    /// The bytes of a verified bundle to hold, checked to be the ones verified.
+    private func heldBytes(_ path: String, _ verified: VerifiedBundle) throws -> [UInt8] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ExchangeError.cannotRead(path: path, reason: FileProblem.describe(path: path))
+        }
+        let bytes = [UInt8](data)
+        do {
+            let decoder = try BundleDecoder(BufferSource(bytes))
+            try decoder.skipRecords()
+            guard try decoder.finish().digest == verified.digest else { throw BundleError.verification(.badSignature) }
+        } catch {
+            throw ExchangeError.cannotRead(path: path, reason: "the file changed while it was being imported")
+        }
+        return bytes
     }
 
     /// Decodes and verifies a bundle without any store (`sync inspect`).
@@ -101,6 +149,16 @@ extension Store {
     }
 }
 
+/// What an import does about the schema versions a bundle needs.
+enum SchemaPlan {
+    /// The store has them all.
+    case apply
+    /// The store lacks these, but its tables already have what they add: take them on, then apply.
+    case adopt([Schema.Version])
+    /// The store lacks this version (the newest needed): keep the bundle until it has it.
+    case hold(Schema.Version)
+}
+
 /// The local facts an import is checked against.
 struct ImportContext {
     let own: Replica.ID
@@ -109,9 +167,12 @@ struct ImportContext {
     let tables: [String: TrackedTable]
     /// Per origin: (max_seq, chain hash at max_seq if known).
     let heads: [Replica.ID: (Int64, [UInt8]?)]
+    /// The store's schema versions.
+    let lineage: [Schema.Version]
 
     init(db: Database, store: Store) throws {
         try store.registrations.refresh(db)
+        lineage = try SchemaLineage.fetch(db)
         own = store.replica.id
         token = try Store.currentToken(db)
         var trusted = [own: store.replica.name]
@@ -135,6 +196,21 @@ struct ImportContext {
         }
     }
 
+    /// Compares the bundle's schema lineage with the store's (Protocol/schema.md §5): the same
+    /// version at every position both have, or a fork; versions the store lacks are taken on
+    /// when its tables already have what they add, or else the bundle is held for them.
+    func schemaPlan(_ header: BundleHeader, path: String) throws -> SchemaPlan {
+        for (ours, theirs) in zip(lineage, header.lineage) where ours.id != theirs.id {
+            throw ExchangeError.schemaFork(path: path, ours: ours, theirs: theirs)
+        }
+        let needed = header.neededSchemaPosition
+        guard needed > lineage.count else { return .apply }
+        let missing = Array(header.lineage[lineage.count..<needed])
+        let current = Array(tables.values)
+        if missing.allSatisfy({ SchemaLineage.isSatisfied($0, by: current) }) { return .adopt(missing) }
+        return .hold(header.lineage[needed - 1])
+    }
+
     func checkSchema(_ header: BundleHeader, path: String) throws {
         for table in header.tables {
             guard let local = tables[table.name] else {
@@ -146,7 +222,8 @@ struct ImportContext {
                     detail: "has key (\(local.keyColumns.joined(separator: ", "))) here but (\(table.keyColumns.joined(separator: ", "))) in the bundle")
             }
             // Written under an older schema (fewer columns) applies: the columns it does not name
-            // keep their values. Columns this store does not have yet wait for its migration.
+            // keep their values. The lineage says when a bundle needs a newer one; columns unknown
+            // here without it mean a sender whose schema changed outside any migration.
             let unknown = table.columns.filter { local.index(of: $0) == nil }
             if !unknown.isEmpty {
                 throw ExchangeError.schemaMismatch(

@@ -35,6 +35,7 @@ struct HistoryReader {
         var processID: Int32?
         var firstChange: Int64
         var lastChange: Int64
+        var schema: Int
     }
 
     func fetch(_ request: HistoryRequest) throws -> [History.Transaction] {
@@ -66,7 +67,7 @@ struct HistoryReader {
         let headers = try Row.fetchAll(
             db,
             sql: """
-                SELECT id, replica, seq, hlc, author, context, pid, first_change, last_change
+                SELECT id, replica, seq, hlc, author, context, pid, first_change, last_change, schema
                 FROM tidemark_transactions \(whereClause) ORDER BY id
                 """,
             arguments: StatementArguments(arguments)
@@ -78,6 +79,7 @@ struct HistoryReader {
         let changes = try db.makeStatement(
             sql: "SELECT \(ChangeDecoder.selectList(valueColumns: valueColumns)) FROM tidemark_changes WHERE id BETWEEN ? AND ? ORDER BY id")
         let decoder = ChangeDecoder(tables: store.replicatedTables)
+        let versions = try SchemaLineage.fetch(db)
         var result: [History.Transaction] = []
         for header in headers {
             var list: [History.Change] = []
@@ -90,7 +92,8 @@ struct HistoryReader {
                 History.Transaction(
                     replica: header.replica, sequence: header.sequence, timestamp: header.timestamp, author: header.author,
                     contextName: header.contextName, processID: header.processID, changes: list,
-                    token: tokens[header.localID] ?? .zero))
+                    token: tokens[header.localID] ?? .zero,
+                    schemaVersion: header.schema > 0 && header.schema <= versions.count ? versions[header.schema - 1] : nil))
             if let limit = request.limit, result.count >= limit { break }
         }
         return result
@@ -100,7 +103,7 @@ struct HistoryReader {
         Header(
             localID: row[0], replica: Replica.ID(bytes: [UInt8](row[1] as Data))!, sequence: row[2],
             timestamp: HLCTimestamp(packed: row[3]), author: row[4], contextName: row[5], processID: row[6],
-            firstChange: row[7], lastChange: row[8])
+            firstChange: row[7], lastChange: row[8], schema: row[9])
     }
 
     /// The token after each transaction from local position `first` on, walking back from the

@@ -67,7 +67,7 @@ extension Store {
             kind: .snapshot, senderName: replica.name, created: HLCTimestamp.next(after: clock, now: options.clock.nowMilliseconds()),
             since: .zero, through: through,
             tables: replicatedTables.map { BundleHeader.TableSchema(name: $0.name, keyColumns: $0.keyColumns, columns: $0.columns) },
-            ranges: [])
+            ranges: [], lineage: try SchemaLineage.fetch(db))
         // A snapshot is rewritten whenever a prune removes bundles, and its size is the
         // state's, not the history's: the fastest DEFLATE level keeps that cheap.
         var encoder = try BundleEncoder(

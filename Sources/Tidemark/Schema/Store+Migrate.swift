@@ -29,6 +29,10 @@ extension Store {
         public var trackedTables: [String]
         /// Tables whose preserved columns changed.
         public var preserveChanged: [String]
+        /// The schema version the migration made, when it changed what replicates (added columns,
+        /// tracked tables); nil otherwise. Peers that receive changes written under it hold them
+        /// until they have made the same migration.
+        public var version: Schema.Version?
         /// Whether tracking changed at all (false for an index, a view, or an untracked table).
         public var changedTracking: Bool { !addedColumns.isEmpty || !trackedTables.isEmpty || !preserveChanged.isEmpty }
     }
@@ -86,7 +90,7 @@ struct SchemaMigrator {
         // What the SQL itself wrote is not history: every replica runs the same migration.
         try db.execute(sql: "DELETE FROM tidemark_changes WHERE id > ?", arguments: [lastChange])
         var after: [TrackedTable] = []
-        var summary = Store.MigrationSummary(addedColumns: [:], trackedTables: [], preserveChanged: [])
+        var summary = Store.MigrationSummary(addedColumns: [:], trackedTables: [], preserveChanged: [], version: nil)
         let preserve = try preservedByTable(migration.preserve, tracked: before.map(\.name) + migration.track)
         for old in before {
             var table = try followed(old)
@@ -119,6 +123,9 @@ struct SchemaMigrator {
             try CaptureTriggers.install(table, in: db)
             after.append(table)
             summary.trackedTables.append(name)
+        }
+        if let change = SchemaLineage.change(of: summary, tables: after) {
+            summary.version = try SchemaLineage.append(db, change)
         }
         for name in summary.trackedTables {
             try Store.adoptRows(of: after.first { $0.name == name }!, in: db)

@@ -69,6 +69,7 @@ enum Bookkeeping {
                     first_change INTEGER NOT NULL,
                     last_change INTEGER NOT NULL,
                     chain BLOB,                       -- origin's chain hash after this transaction, once known
+                    schema INTEGER NOT NULL DEFAULT 0, -- position of the schema version it was written under
                     UNIQUE(replica, seq)
                 );
                 CREATE INDEX tidemark_transactions_by_hlc ON tidemark_transactions(hlc);
@@ -113,6 +114,43 @@ enum Bookkeeping {
                 ) WITHOUT ROWID;
                 """)
         try createAuthorship(db)
+        try createSchemas(db)
+    }
+
+    /// Brings the bookkeeping of a store made by an earlier build up to date; each step is cheap
+    /// and does nothing once done.
+    static func upgrade(_ db: Database) throws {
+        try createAuthorship(db)
+        if try !db.columns(in: "tidemark_transactions").contains(where: { $0.name == "schema" }) {
+            try db.execute(sql: "ALTER TABLE tidemark_transactions ADD COLUMN schema INTEGER NOT NULL DEFAULT 0")
+        }
+        try createSchemas(db)
+    }
+
+    /// Whether `upgrade` has anything to do.
+    static func needsUpgrade(_ db: Database) throws -> Bool {
+        try !db.tableExists("tidemark_authorship") || !db.tableExists("tidemark_schemas") || !db.tableExists("tidemark_held")
+    }
+
+    /// The schema lineage (`SchemaLineage`) and the bundles held for a version not made here yet
+    /// (`HeldBundles`).
+    static func createSchemas(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE IF NOT EXISTS tidemark_schemas(
+                    position INTEGER PRIMARY KEY,     -- 1 for the first migration's version
+                    id BLOB NOT NULL UNIQUE,          -- SHA-256 of the parent's id and the change (Protocol/schema.md §2)
+                    change BLOB NOT NULL              -- the change, encoded as Protocol/schema.md §3
+                );
+                CREATE TABLE IF NOT EXISTS tidemark_held(
+                    digest BLOB PRIMARY KEY NOT NULL, -- the bundle's digest
+                    position INTEGER NOT NULL,        -- the newest schema version it needs
+                    waiting_for BLOB NOT NULL,        -- that version's id
+                    change BLOB NOT NULL,             -- that version's change
+                    sender TEXT NOT NULL,
+                    bundle BLOB NOT NULL              -- the whole verified file
+                ) WITHOUT ROWID;
+                """)
     }
 
     /// The author, context name and process of captured changes not yet sealed, for writes an app

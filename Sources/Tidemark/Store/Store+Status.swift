@@ -23,6 +23,11 @@ extension Store {
         public var oldest: HLCTimestamp?
         /// The newest transaction timestamp held, if any.
         public var newest: HLCTimestamp?
+        /// The schema versions this store has made, oldest first; the last is the current one.
+        /// Empty while it has its initial schema.
+        public var lineage: [Schema.Version] = []
+        /// The schema versions that held bundles wait for.
+        public var waiting: [SchemaWait] = []
     }
 
     /// Reads the store's status. Does not seal foreign writes; they show as pending.
@@ -40,7 +45,8 @@ extension Store {
                     replica: replica, token: try Self.currentToken(db), tables: trackedTables, transactionCount: counts[0],
                     changeCount: changes, pendingChangeCount: pending, historyBytes: bytes,
                     oldest: (counts[1] as Int64?).map(HLCTimestamp.init(packed:)),
-                    newest: (counts[2] as Int64?).map(HLCTimestamp.init(packed:)))
+                    newest: (counts[2] as Int64?).map(HLCTimestamp.init(packed:)),
+                    lineage: try SchemaLineage.fetch(db), waiting: try HeldBundles.waits(db))
             }
         }
     }

@@ -89,12 +89,12 @@ public final class Store: Sendable {
                 for table in tables where changed == nil {
                     do { try table.checkShape(in: db) } catch let error as StoreError { changed = error }
                 }
-                return (name, key, tables, try db.tableExists("tidemark_authorship"), changed)
+                return (name, key, tables, try Bookkeeping.needsUpgrade(db), changed)
             }
-            let (name, key, tables, hasAuthorship, changed) = loaded
-            if !hasAuthorship {
-                // Stores made before authorship marks: add the table (a read-only store never seals).
-                try? database.write { db in try Bookkeeping.createAuthorship(db) }
+            let (name, key, tables, needsUpgrade, changed) = loaded
+            if needsUpgrade {
+                // Stores made by an earlier build: add what they lack (a read-only store never writes).
+                try? database.write { db in try Bookkeeping.upgrade(db) }
             }
             let replica = Replica(name: name, id: Replica.ID(publicKey: Array(key)))
             let authorship = attached ? try WriterAuthorship.attach(to: database, replica: replica.id, options: options) : nil

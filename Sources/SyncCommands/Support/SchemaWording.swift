@@ -1,0 +1,32 @@
+import Tidemark
+import TidemarkCore
+
+/// How `status`, `pull`, `import`, `migrate` and `log` name schema versions.
+enum SchemaWording {
+    /// The current version: `v2 3f2a9c1b0d4e (add column items.note)`, or `initial`.
+    static func current(_ lineage: [Schema.Version]) -> String {
+        guard let version = lineage.last else { return "initial (no migration yet)" }
+        return "\(version) (\(version.change))"
+    }
+
+    /// A wait: `for schema v3 …: add column items.note (2 bundles held); migrate, then pull`.
+    static func waiting(_ wait: Store.SchemaWait) -> String {
+        "for schema \(wait.version) (\(wait.version.change)): \(wait.bundleCount) bundle\(wait.bundleCount == 1 ? "" : "s") held; "
+            + "make that migration (sync migrate), then pull"
+    }
+
+    /// One version as a JSON object.
+    static func json(_ version: Schema.Version) -> String {
+        "{\"position\":\(version.position),\"id\":\"\(version.hexID)\",\"change\":\(JSONText.quote(version.change.description))}"
+    }
+
+    /// The `"schema"` object of `status --json`: the current version (null for the initial
+    /// schema), the lineage, and what held bundles wait for.
+    static func json(_ status: Store.Status) -> String {
+        let waiting = status.waiting.map { wait in
+            "{\"version\":\(json(wait.version)),\"bundles\":\(wait.bundleCount)}"
+        }
+        return "{\"version\":\(status.lineage.last.map(json) ?? "null"),\"position\":\(status.lineage.count)"
+            + ",\"lineage\":[\(status.lineage.map(json).joined(separator: ","))],\"waiting_for\":[\(waiting.joined(separator: ","))]}"
+    }
+}

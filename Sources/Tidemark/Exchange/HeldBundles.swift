@@ -1,0 +1,59 @@
+import Foundation
+import GRDB
+import TidemarkCore
+
+extension Store {
+    /// A schema version this store lacks and bundles need: changes written under it are held,
+    /// verified and unapplied, until the store makes the same migration.
+    public struct SchemaWait: Sendable, Hashable {
+        /// The version the held bundles need (the newest, when they need several).
+        public var version: Schema.Version
+        /// How many held bundles need it.
+        public var bundleCount: Int
+    }
+
+    /// The schema versions held bundles wait for, oldest first.
+    public func schemaWaits() throws -> [SchemaWait] {
+        try mappingErrors { try database.read { db in try HeldBundles.waits(db) } }
+    }
+}
+
+/// Bundles written under a schema version this store has not made yet (Protocol/exchange.md
+/// §4.2): kept whole in the store, so nothing is lost if the folder is pruned meanwhile, and
+/// applied by the first pull after the migration. The owner of `tidemark_held`.
+enum HeldBundles {
+    /// Keeps a verified bundle until the store has `version`. Holding the same bundle again
+    /// changes nothing.
+    static func hold(_ db: Database, digest: [UInt8], bytes: [UInt8], version: Schema.Version, sender: String) throws {
+        try db.execute(
+            sql: """
+                INSERT OR IGNORE INTO tidemark_held(digest, position, waiting_for, change, sender, bundle)
+                VALUES (?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [Data(digest), version.position, Data(version.id), Data(version.change.encoded()), sender, Data(bytes)])
+    }
+
+    /// Forgets a held bundle once it is applied (or found already applied).
+    static func release(_ db: Database, digest: [UInt8]) throws {
+        try db.execute(sql: "DELETE FROM tidemark_held WHERE digest = ?", arguments: [Data(digest)])
+    }
+
+    /// The held bundles, with the position of the version each needs.
+    static func all(_ db: Database) throws -> [(digest: [UInt8], position: Int, bytes: [UInt8])] {
+        try Row.fetchAll(db, sql: "SELECT digest, position, bundle FROM tidemark_held ORDER BY position, sender, digest").map {
+            ([UInt8]($0[0] as Data), $0[1], [UInt8]($0[2] as Data))
+        }
+    }
+
+    /// What the held bundles wait for, one entry per version.
+    static func waits(_ db: Database) throws -> [Store.SchemaWait] {
+        var waits: [Store.SchemaWait] = []
+        for row in try Row.fetchAll(
+            db, sql: "SELECT position, waiting_for, change, count(*) FROM tidemark_held GROUP BY waiting_for ORDER BY position")
+        {
+            let change = try Schema.Change(encoded: [UInt8](row[2] as Data))
+            waits.append(Store.SchemaWait(version: Schema.Version(position: row[0], id: [UInt8](row[1] as Data), change: change), bundleCount: row[3]))
+        }
+        return waits
+    }
+}

@@ -1,0 +1,102 @@
+import Foundation
+import Testing
+import Tidemark
+import TidemarkCore
+import TidemarkTestSupport
+
+/// Schema versions (Protocol/schema.md): the same migration makes the same version everywhere,
+/// different migrations from one version are a fork refused on import with nothing changed, held
+/// bundles survive the folder, and a store created from the newer schema takes the version on.
+@Suite struct SchemaLineageTests {
+    static let v1 = "CREATE TABLE items(id TEXT PRIMARY KEY, name TEXT);"
+    static let addNote = Store.Migration(sql: "ALTER TABLE items ADD COLUMN note TEXT DEFAULT 'none';")
+    static let addMemo = Store.Migration(sql: "ALTER TABLE items ADD COLUMN memo TEXT;")
+
+    @Test func theSameMigrationMakesTheSameVersionOnEveryReplica() async throws {
+        let group = try ExchangeGroup(["a", "b"], schema: Self.v1, preserve: [])
+        let a = try #require(try group["a"].store.migrate(Self.addNote).version)
+        let b = try #require(try group["b"].store.migrate(Self.addNote).version)
+        #expect(a == b && a.position == 1)
+        #expect(a.change == Schema.Change([.addColumn(table: "items", column: "note")]))
+        #expect(a.id == Schema.versionID(parent: Schema.initialID, change: a.change))
+        // A migration that changes nothing that replicates makes no version.
+        #expect(try group["a"].store.migrate(Store.Migration(sql: "CREATE INDEX items_by_name ON items(name);")).version == nil)
+        #expect(try group["a"].store.status().lineage == [a])
+
+        _ = try group["a"].store.execute(sql: "INSERT INTO items(id, name, note) VALUES ('i1', 'one', 'n')")
+        _ = try group.round(prune: false)
+        #expect(try group.tableDifferences().isEmpty)
+        let history = try group["b"].store.fetchHistory()
+        #expect(history.map(\.schemaVersion) == [a], "the transaction records the version it was written under")
+    }
+
+    @Test func differentMigrationsFromOneVersionAreAForkAndNothingChanges() async throws {
+        let group = try ExchangeGroup(["a", "b"], schema: Self.v1, preserve: [])
+        let (a, b) = (group["a"], group["b"])
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('i1', 'one')")
+        _ = try group.round(prune: false)
+        let ours = try #require(try b.store.migrate(Self.addMemo).version)
+        let theirs = try #require(try a.store.migrate(Self.addNote).version)
+        _ = try a.store.execute(sql: "UPDATE items SET note = 'n' WHERE id = 'i1'")
+        let bundle = try #require(try group.push("a").path)
+
+        let before = try StoreSnapshot.everything(of: b.path)
+        let bytesBefore = try Self.files(of: b.path)
+        #expect(throws: ExchangeError.schemaFork(path: bundle, ours: ours, theirs: theirs)) { try b.store.importBundle(at: bundle) }
+        #expect(try StoreSnapshot.everything(of: b.path) == before)
+        #expect(try Self.files(of: b.path) == bytesBefore, "the store's files are unchanged, byte for byte")
+        let pulled = try group.pull("b", prune: false)
+        #expect(pulled.warnings.contains { $0.contains("schema lineage fork") }, "\(pulled.warnings)")
+        #expect(try b.store.status().waiting.isEmpty, "a fork is refused, not held")
+    }
+
+    @Test func aHeldBundleIsKeptInTheStoreAndAppliedOnceTheStoreMigrates() async throws {
+        let group = try ExchangeGroup(["a", "b"], schema: Self.v1, preserve: [])
+        let (a, b) = (group["a"], group["b"])
+        let version = try #require(try a.store.migrate(Self.addNote).version)
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name, note) VALUES ('i1', 'one', 'first')")
+        let bundle = try #require(try group.push("a").path)
+
+        let held = try b.store.importBundle(at: bundle)
+        #expect(held.waitingFor == version && held.appliedTransactions == 0)
+        #expect(try b.store.execute(sql: "SELECT count(*) FROM items").0[0].rows == [[.integer(0)]])
+        #expect(try b.store.importBundle(at: bundle).waitingFor == version, "holding again changes nothing")
+        #expect(try b.store.schemaWaits().map { [$0.version.position, $0.bundleCount] } == [[1, 1]])
+        #expect(try b.store.schemaWaits().map(\.version) == [version])
+        try FileManager.default.removeItem(atPath: bundle)
+
+        try b.store.migrate(Self.addNote)
+        let pulled = try group.pull("b", prune: false)
+        #expect(pulled.warnings.isEmpty && pulled.waiting.isEmpty, "\(pulled)")
+        #expect(pulled.imported.map(\.appliedTransactions) == [1])
+        #expect(try b.store.execute(sql: "SELECT note FROM items").0[0].rows == [[.text("first")]])
+        #expect(try b.store.schemaWaits().isEmpty)
+    }
+
+    @Test func aStoreCreatedFromTheNewerSchemaTakesTheVersionOn() async throws {
+        let group = try ExchangeGroup(["a"], schema: Self.v1, preserve: [])
+        let version = try #require(try group["a"].store.migrate(Self.addNote).version)
+        _ = try group["a"].store.execute(sql: "INSERT INTO items(id, name, note) VALUES ('i1', 'one', 'n')")
+        try group.push("a")
+        // A store on the initial schema holds the bundle.
+        _ = try group.add("d")
+        #expect(try group.pull("d", prune: false).waiting.map(\.version) == [version])
+
+        // A device that installs the new release creates its store from the migrated schema.
+        let e = try TestReplica("e", in: group.directory, schema: "CREATE TABLE items(id TEXT PRIMARY KEY, name TEXT, note TEXT DEFAULT 'none');", preserve: [])
+        try e.store.addPeer(name: "a", publicKeyBase64: Data(group["a"].store.publicKey).base64EncodedString())
+        let summary = try e.store.importBundle(at: try #require(group.bundles.first))
+        #expect(summary.adoptedVersions == [version] && summary.appliedTransactions == 1, "\(summary)")
+        #expect(try e.store.status().lineage == [version])
+        #expect(try e.store.execute(sql: "SELECT note FROM items").0[0].rows == [[.text("n")]])
+    }
+
+    /// The store file and its write-ahead log, as bytes.
+    static func files(of path: String) throws -> [String: Data] {
+        var files: [String: Data] = [:]
+        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: path + suffix) {
+            files[suffix] = try Data(contentsOf: URL(fileURLWithPath: path + suffix))
+        }
+        return files
+    }
+}

@@ -63,6 +63,8 @@ extension Store {
                         return .commit
                     }
                     try HeldBundles.release(db, digest: verified.digest)
+                    // A bundle first found to need holding skipped these in `verify`.
+                    try current.checkSchema(verified.header, path: path)
                     try current.checkPrerequisites(verified.header, path: path)
                     if current.token.covers(verified.header.through) && current.holdsAll(verified.header) {
                         summary = ImportSummary(

@@ -26,20 +26,45 @@ public enum Schema {
         case track(table: String, keyColumns: [String], columns: [String])
         /// A tracked table gains a column.
         case addColumn(table: String, column: String)
+        /// A tracked table is renamed; its rows keep their identity.
+        case renameTable(table: String, to: String)
+        /// A column of a tracked table is renamed; it keeps its identity (its values and clocks).
+        case renameColumn(table: String, column: String, to: String)
+        /// A non-key column of a tracked table is dropped.
+        case dropColumn(table: String, column: String)
+        /// A table stops being tracked; it had these key columns and columns.
+        case untrack(table: String, keyColumns: [String], columns: [String])
 
         public var description: String {
             switch self {
             case .track(let table, let keys, let columns):
                 return "track table \(table)(\(columns.joined(separator: ", "))) key(\(keys.joined(separator: ", ")))"
             case .addColumn(let table, let column): return "add column \(table).\(column)"
+            case .renameTable(let table, let to): return "rename table \(table) to \(to)"
+            case .renameColumn(let table, let column, let to): return "rename column \(table).\(column) to \(to)"
+            case .dropColumn(let table, let column): return "drop column \(table).\(column)"
+            case .untrack(let table, _, _): return "untrack table \(table)"
             }
         }
 
-        /// The table the operation is about.
+        /// The table the operation is about, as the parent version names it (a tracked table: its
+        /// new name).
         public var table: String {
             switch self {
-            case .track(let table, _, _), .addColumn(let table, _): return table
+            case .track(let table, _, _), .addColumn(let table, _), .renameTable(let table, _), .renameColumn(let table, _, _),
+                .dropColumn(let table, _), .untrack(let table, _, _):
+                return table
             }
+        }
+
+        /// A table's name, key columns in key order and columns in ascending bytewise order.
+        private static func encodeTable(_ table: String, keys: [String], columns: [String], _ out: inout [UInt8]) {
+            RecordEncoding.string(table, &out)
+            RecordEncoding.varint(UInt64(keys.count), &out)
+            for key in keys { RecordEncoding.string(key, &out) }
+            let sorted = columns.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+            RecordEncoding.varint(UInt64(sorted.count), &out)
+            for column in sorted { RecordEncoding.string(column, &out) }
         }
 
         func encoded() -> [UInt8] {
@@ -47,16 +72,27 @@ public enum Schema {
             switch self {
             case .track(let table, let keys, let columns):
                 out.append(1)
-                RecordEncoding.string(table, &out)
-                RecordEncoding.varint(UInt64(keys.count), &out)
-                for key in keys { RecordEncoding.string(key, &out) }
-                let sorted = columns.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-                RecordEncoding.varint(UInt64(sorted.count), &out)
-                for column in sorted { RecordEncoding.string(column, &out) }
+                Self.encodeTable(table, keys: keys, columns: columns, &out)
             case .addColumn(let table, let column):
                 out.append(2)
                 RecordEncoding.string(table, &out)
                 RecordEncoding.string(column, &out)
+            case .renameTable(let table, let to):
+                out.append(3)
+                RecordEncoding.string(table, &out)
+                RecordEncoding.string(to, &out)
+            case .renameColumn(let table, let column, let to):
+                out.append(4)
+                RecordEncoding.string(table, &out)
+                RecordEncoding.string(column, &out)
+                RecordEncoding.string(to, &out)
+            case .dropColumn(let table, let column):
+                out.append(5)
+                RecordEncoding.string(table, &out)
+                RecordEncoding.string(column, &out)
+            case .untrack(let table, let keys, let columns):
+                out.append(6)
+                Self.encodeTable(table, keys: keys, columns: columns, &out)
             }
             return out
         }
@@ -72,9 +108,13 @@ public enum Schema {
         /// too) and repeats dropped.
         public init(_ operations: [Operation]) {
             var seen = Set<[UInt8]>()
+            let sorted = { (columns: [String]) in columns.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) } }
             self.operations = operations.map { operation -> Operation in
-                guard case .track(let table, let keys, let columns) = operation else { return operation }
-                return .track(table: table, keyColumns: keys, columns: columns.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
+                switch operation {
+                case .track(let table, let keys, let columns): return .track(table: table, keyColumns: keys, columns: sorted(columns))
+                case .untrack(let table, let keys, let columns): return .untrack(table: table, keyColumns: keys, columns: sorted(columns))
+                default: return operation
+                }
             }
             .map { ($0.encoded(), $0) }
                 .sorted { $0.0.lexicographicallyPrecedes($1.0) }
@@ -107,25 +147,44 @@ public enum Schema {
             for _ in 0..<count {
                 let start = reader.position
                 let operation: Operation
-                switch try reader.byte() {
-                case 1:
-                    let table = try reader.string()
+                func name() throws -> String {
+                    let name = try reader.string()
+                    guard !name.isEmpty else { throw bad("empty name") }
+                    return name
+                }
+                func table() throws -> (String, [String], [String]) {
+                    let table = try name()
                     let keyCount = try reader.varint()
                     guard keyCount >= 1, keyCount <= UInt64(BundleFormat.maxColumns) else { throw bad("table \(table): bad key column count") }
                     let keys = try (0..<keyCount).map { _ in try reader.string() }
                     let columnCount = try reader.varint()
                     guard columnCount <= UInt64(BundleFormat.maxColumns) else { throw bad("table \(table): too many columns") }
                     let columns = try (0..<columnCount).map { _ in try reader.string() }
-                    guard !table.isEmpty, !columns.contains(""), zip(columns, columns.dropFirst()).allSatisfy({ $0.utf8.lexicographicallyPrecedes($1.utf8) }),
+                    guard !columns.contains(""), zip(columns, columns.dropFirst()).allSatisfy({ $0.utf8.lexicographicallyPrecedes($1.utf8) }),
                         Set(keys.map { Array($0.utf8) }).count == keys.count,
                         keys.allSatisfy({ k in columns.contains { Array($0.utf8) == Array(k.utf8) } })
                     else { throw bad("table \(table): columns not canonical") }
+                    return (table, keys, columns)
+                }
+                switch try reader.byte() {
+                case 1:
+                    let (table, keys, columns) = try table()
                     operation = .track(table: table, keyColumns: keys, columns: columns)
                 case 2:
-                    let table = try reader.string()
-                    let column = try reader.string()
-                    guard !table.isEmpty, !column.isEmpty else { throw bad("empty name") }
-                    operation = .addColumn(table: table, column: column)
+                    operation = .addColumn(table: try name(), column: try name())
+                case 3:
+                    let (from, to) = (try name(), try name())
+                    guard from != to else { throw bad("table \(from) renamed to itself") }
+                    operation = .renameTable(table: from, to: to)
+                case 4:
+                    let (table, from, to) = (try name(), try name(), try name())
+                    guard from != to else { throw bad("column \(table).\(from) renamed to itself") }
+                    operation = .renameColumn(table: table, column: from, to: to)
+                case 5:
+                    operation = .dropColumn(table: try name(), column: try name())
+                case 6:
+                    let (table, keys, columns) = try table()
+                    operation = .untrack(table: table, keyColumns: keys, columns: columns)
                 case let kind:
                     throw bad("unknown operation \(kind)")
                 }

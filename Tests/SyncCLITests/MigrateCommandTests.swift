@@ -34,7 +34,7 @@ import TidemarkTestSupport
         let refused = try await store.sync("migrate", store.directory.file("missing.sql"))
         expectFailure(refused, "cannot read")
         let keyChange = store.directory.file("key.sql")
-        try "ALTER TABLE items DROP COLUMN name;".write(toFile: keyChange, atomically: true, encoding: .utf8)
+        try "ALTER TABLE items RENAME COLUMN id TO ident;".write(toFile: keyChange, atomically: true, encoding: .utf8)
         let before = try await store.dump()
         expectFailure(try await store.sync("migrate", keyChange), "migration refused, nothing was changed: tracked table 'items'")
         #expect(try await store.dump() == before)

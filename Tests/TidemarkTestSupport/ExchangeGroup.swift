@@ -41,9 +41,12 @@ public final class ExchangeGroup {
     public var names: [String] { replicas.map(\.name) }
 
     /// Creates a replica that trusts every existing member; with `trustedByAll`, they trust it too.
+    /// `schema` replaces the group's (a replica created from an app's newer schema).
     @discardableResult
-    public func add(_ name: String, trustedByAll: Bool = true, options: Store.Options = Store.Options()) throws -> TestReplica {
-        let replica = try TestReplica(name, in: directory, schema: schema, preserve: preserve, options: options)
+    public func add(
+        _ name: String, trustedByAll: Bool = true, schema: String? = nil, options: Store.Options = Store.Options()
+    ) throws -> TestReplica {
+        let replica = try TestReplica(name, in: directory, schema: schema ?? self.schema, preserve: preserve, options: options)
         for other in replicas {
             try replica.trust(other)
             if trustedByAll { try other.trust(replica) }

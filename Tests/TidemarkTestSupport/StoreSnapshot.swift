@@ -60,10 +60,12 @@ public struct StoreSnapshot: Sendable, Equatable, CustomStringConvertible {
     }
 
     private static func trackedTables(_ db: Database) throws -> [Table] {
-        try Row.fetchAll(db, sql: "SELECT name, columns, key_columns FROM tidemark_tables ORDER BY name").map { row in
-            let name: String = row[0]
-            let columns = (row[1] as String).split(separator: "\n").map(String.init)
-            let keys = (row[2] as String).split(separator: ",").compactMap { Int($0) }
+        // The registrations of tracked tables; their columns and key as SQLite reports them.
+        let untracked = try db.columns(in: "tidemark_tables").contains { $0.name == "untracked" } ? "WHERE untracked IS NULL" : ""
+        return try String.fetchAll(db, sql: "SELECT name FROM tidemark_tables \(untracked) ORDER BY name").map { name in
+            let info = try Row.fetchAll(db, sql: "SELECT name, pk FROM pragma_table_xinfo(?) WHERE hidden = 0", arguments: [name])
+            let columns = info.map { $0[0] as String }
+            let keys = info.indices.filter { (info[$0][1] as Int) > 0 }.sorted { (info[$0][1] as Int) < (info[$1][1] as Int) }
             return try table(name, columns: columns, keyIndexes: keys, in: db)
         }
     }

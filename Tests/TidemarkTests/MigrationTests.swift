@@ -11,6 +11,7 @@ import TidemarkTestSupport
     static let v2 = Store.Migration(
         sql: """
             ALTER TABLE items ADD COLUMN color TEXT NOT NULL DEFAULT 'none';
+            ALTER TABLE items RENAME COLUMN name TO title;
             CREATE TABLE notes(id TEXT PRIMARY KEY, item TEXT, body TEXT);
             CREATE INDEX items_by_color ON items(color);
             """,
@@ -30,11 +31,14 @@ import TidemarkTestSupport
         // a migrates and writes with the new column and table; b stays on v1 and keeps writing.
         let summary = try a.store.migrate(Self.v2)
         #expect(summary.addedColumns == ["items": ["color"]])
+        #expect(summary.renamedColumns == ["items": ["name": "title"]])
         #expect(summary.trackedTables == ["notes"])
-        #expect(a.store.trackedTable(named: "items")?.columns == ["id", "name", "qty", "color"])
+        #expect(a.store.trackedTable(named: "items")?.columns == ["id", "title", "qty", "color"])
         _ = try a.store.execute(sql: "UPDATE items SET color = 'red' WHERE id = 'i1'; INSERT INTO notes VALUES ('n1', 'i1', 'hello')")
-        _ = try a.store.execute(sql: "INSERT INTO items(id, name, qty, color) VALUES ('i3', 'three', 3, 'blue')")
-        _ = try b.store.execute(sql: "UPDATE items SET qty = 20 WHERE id = 'i2'; INSERT INTO items(id, name, qty) VALUES ('b1', 'bee', 7)")
+        _ = try a.store.execute(sql: "INSERT INTO items(id, title, qty, color) VALUES ('i3', 'three', 3, 'blue')")
+        // b, still on v1, writes the column a renamed: the write lands in the renamed column.
+        _ = try b.store.execute(
+            sql: "UPDATE items SET qty = 20, name = 'two!' WHERE id = 'i2'; INSERT INTO items(id, name, qty) VALUES ('b1', 'bee', 7)")
         try group.push("a")
         try group.push("b")
 
@@ -74,12 +78,12 @@ import TidemarkTestSupport
         for _ in 0..<2 { _ = try group.round(prune: false) }
         let differences = try group.tableDifferences()
         #expect(differences.isEmpty, "\(differences)")
-        let items = try a.store.execute(sql: "SELECT id, name, qty, color FROM items ORDER BY id").0[0].rows
+        let items = try a.store.execute(sql: "SELECT id, title, qty, color FROM items ORDER BY id").0[0].rows
         #expect(items == [
             [.text("b1"), .text("bee"), .integer(7), .text("none")],
             [.text("c1"), .text("sea"), .integer(9), .text("none")],
             [.text("i1"), .text("one"), .integer(1), .text("red")],
-            [.text("i2"), .text("two"), .integer(20), .text("none")],
+            [.text("i2"), .text("two!"), .integer(20), .text("none")],
             [.text("i3"), .text("three"), .integer(3), .text("blue")],
         ])
         #expect(try b.store.execute(sql: "SELECT body FROM notes").0[0].rows == [[.text("hello")]])
@@ -92,13 +96,83 @@ import TidemarkTestSupport
         #expect(joined.isEmpty, "\(joined)")
     }
 
+    /// Renames keep identity, dropped columns and untracked tables stop merging, and every write
+    /// of every version survives in history: relayed byte for byte (its origin's signature still
+    /// verifies) by replicas that migrated, and by one created from the app's newer schema.
+    @Test func renamedTablesDroppedColumnsAndUntrackedTablesConvergeAcrossVersions() async throws {
+        let v1 = """
+            CREATE TABLE items(id TEXT PRIMARY KEY, name TEXT, qty INTEGER);
+            CREATE TABLE notes(id TEXT PRIMARY KEY, body TEXT, pinned INTEGER);
+            CREATE TABLE tags(id TEXT PRIMARY KEY, label TEXT);
+            """
+        let v2 = Store.Migration(
+            sql: "ALTER TABLE items RENAME TO things; ALTER TABLE notes DROP COLUMN body; DROP TABLE tags;", untrack: ["tags"])
+        let group = try ExchangeGroup(["a", "b", "c"], schema: v1, preserve: [])
+        let (a, b, c) = (group["a"], group["b"], group["c"])
+        _ = try a.store.execute(
+            sql: "INSERT INTO items VALUES ('i1', 'one', 1); INSERT INTO notes VALUES ('n1', 'text', 0); INSERT INTO tags VALUES ('t1', 'red')")
+        _ = try group.round(prune: false)
+
+        let summary = try a.store.migrate(v2)
+        #expect(summary.renamedTables == ["items": "things"])
+        #expect(summary.droppedColumns == ["notes": ["body"]])
+        #expect(summary.untrackedTables == ["tags"])
+        #expect(a.store.trackedTables.map(\.name).sorted() == ["notes", "things"])
+        _ = try a.store.execute(sql: "INSERT INTO things VALUES ('i2', 'two', 2); UPDATE notes SET pinned = 1 WHERE id = 'n1'")
+        // b, on v1, writes the renamed table, the dropped column and the untracked table.
+        _ = try b.store.execute(
+            sql: """
+                UPDATE items SET name = 'uno' WHERE id = 'i1'; UPDATE notes SET body = 'edited', pinned = 2 WHERE id = 'n1';
+                INSERT INTO tags VALUES ('t2', 'blue')
+                """)
+        try group.push("a")
+        try group.push("b")
+        let aPull = try group.pull("a", prune: false)
+        #expect(aPull.warnings.isEmpty, "\(aPull.warnings)")
+        #expect(try a.store.execute(sql: "SELECT name FROM things WHERE id = 'i1'").0[0].rows == [[.text("uno")]])
+        #expect(try a.store.execute(sql: "SELECT name FROM sqlite_master WHERE name = 'tags'").0[0].rows.isEmpty)
+        // b's transaction keeps the dropped column and the untracked table in a's history, as written.
+        let written = try #require(try a.store.fetchHistory().last { $0.replica == b.store.replica.id })
+        #expect(written.changes.map(\.table).sorted() == ["items", "notes", "tags"])
+        #expect(written.changes.first { $0.table == "notes" }?.values.map(\.name).sorted() == ["body", "pinned"])
+
+        // c holds a's v2 changes until it migrates; b migrates last.
+        let version = try #require(summary.version)
+        #expect(try group.pull("c", prune: false).waiting.map(\.version) == [version])
+        #expect(try c.store.migrate(v2).version == version)
+        #expect(try group.pull("c", prune: false).waiting.isEmpty)
+        try b.store.migrate(v2)
+        for _ in 0..<2 { _ = try group.round(prune: false) }
+        let differences = try group.tableDifferences()
+        #expect(differences.isEmpty, "\(differences)")
+        #expect(try b.store.execute(sql: "SELECT id, name, qty FROM things ORDER BY id").0[0].rows == [
+            [.text("i1"), .text("uno"), .integer(1)], [.text("i2"), .text("two"), .integer(2)],
+        ])
+        // pinned: a's 1 and b's 2 were concurrent; the merge picked one, the same everywhere.
+        #expect(try b.store.execute(sql: "SELECT count(*) FROM notes").0[0].rows == [[.integer(1)]])
+
+        // A replica created from the new schema takes the lineage on and relays all of it.
+        let d = try group.add("d", schema: "CREATE TABLE things(id TEXT PRIMARY KEY, name TEXT, qty INTEGER); CREATE TABLE notes(id TEXT PRIMARY KEY, pinned INTEGER);")
+        let everything = group.directory.file("everything.tmb")
+        _ = try a.store.exportBundle(since: .zero, to: everything, key: a.key)
+        let imported = try d.store.importBundle(at: everything)
+        #expect(imported.adoptedVersions == [version])
+        #expect(try group.tableDifferences(["a", "d"]).isEmpty)
+        let relayed = group.directory.file("relayed.tmb")
+        _ = try d.store.exportBundle(since: .zero, to: relayed, key: d.key)
+        let e = try group.add("e", schema: "CREATE TABLE things(id TEXT PRIMARY KEY, name TEXT, qty INTEGER); CREATE TABLE notes(id TEXT PRIMARY KEY, pinned INTEGER);")
+        try e.trust(d)
+        #expect(try e.store.importBundle(at: relayed).appliedTransactions == (try a.store.fetchHistory().count))
+        #expect(try group.tableDifferences(["a", "e"]).isEmpty)
+    }
+
     /// A row's shared clock (one write set every column) covers only the columns it had: a
     /// concurrent value for a column added later is not mistaken for older than that write.
     @Test func aSharedRowClockDoesNotCoverColumnsAddedAfterIt() async throws {
         let group = try Self.group(["a", "b"])
         let (a, b) = (group["a"], group["b"])
         try a.store.migrate(Self.v2)
-        _ = try a.store.execute(sql: "INSERT INTO items(id, name, qty, color) VALUES ('r', 'from a', 1, 'green')")
+        _ = try a.store.execute(sql: "INSERT INTO items(id, title, qty, color) VALUES ('r', 'from a', 1, 'green')")
         try await Task.sleep(nanoseconds: 20_000_000)
         _ = try b.store.execute(sql: "INSERT INTO items(id, name, qty) VALUES ('r', 'from b', 2)")
         try b.store.migrate(Self.v2)
@@ -106,7 +180,7 @@ import TidemarkTestSupport
         _ = try group.round(prune: false)
         let differences = try group.tableDifferences()
         #expect(differences.isEmpty, "\(differences)")
-        #expect(try b.store.execute(sql: "SELECT name, color FROM items").0[0].rows == [[.text("from b"), .text("green")]])
+        #expect(try b.store.execute(sql: "SELECT title, color FROM items").0[0].rows == [[.text("from b"), .text("green")]])
     }
 
     @Test func whatTheMigrationSQLWritesIsNotHistory() throws {
@@ -123,7 +197,7 @@ import TidemarkTestSupport
         #expect(try a.store.fetchHistory().last?.changes.first?.values.map(\.name) == ["color"], "the new column is captured")
     }
 
-    @Test func aMigrationThatChangesOrDropsAKeyOrAColumnIsRefusedAndChangesNothing() throws {
+    @Test func aMigrationThatChangesTheKeyOrThatTrackingCannotFollowIsRefusedAndChangesNothing() throws {
         let group = try Self.group(["a"])
         let a = group["a"]
         _ = try a.store.execute(sql: "INSERT INTO items(id, name, qty) VALUES ('i1', 'one', 1)")
@@ -133,9 +207,9 @@ import TidemarkTestSupport
                 "CREATE TABLE items2(id TEXT, name TEXT, qty INTEGER, PRIMARY KEY (id, name)); INSERT INTO items2 SELECT * FROM items; "
                     + "DROP TABLE items; ALTER TABLE items2 RENAME TO items;", "primary key changed"
             ),
-            ("ALTER TABLE items DROP COLUMN qty", "'qty' was dropped or renamed"),
-            ("ALTER TABLE items RENAME COLUMN name TO title", "'name' was dropped or renamed"),
-            ("DROP TABLE items", "dropped or renamed"),
+            ("ALTER TABLE items RENAME COLUMN id TO ident", "its key column 'id' was renamed"),
+            ("DROP TABLE items", "it was dropped; untrack a table to drop it"),
+            ("ALTER TABLE items DROP COLUMN qty; ALTER TABLE items RENAME COLUMN name TO title", "a rename cannot be told from a drop and an add"),
             ("ALTER TABLE items ADD COLUMN nope NOT NULL", "migration failed"),
         ]
         for (sql, expected) in refusals {
@@ -168,8 +242,18 @@ import TidemarkTestSupport
         _ = try reopened.execute(sql: "INSERT INTO items(id, name, color) VALUES ('i1', 'one', 'red')")
         #expect(try reopened.fetchHistory().last?.changes.first?.values.contains { $0.name == "color" && $0.value == .text("red") } == true)
 
-        // A rename made behind Tidemark's back is reported, naming what it found.
+        // A rename made behind Tidemark's back is adopted too: SQLite renamed the column in the
+        // capture triggers, which is how it is told from a drop and an add.
         try await other.write { db in try db.execute(sql: "ALTER TABLE items RENAME COLUMN qty TO quantity") }
-        #expect { try Store.open(a.path) } throws: { error in "\(error)".contains("'qty' was dropped or renamed") }
+        #expect(try Store.open(a.path).adoptedSchemaChange?.renamedColumns == ["items": ["qty": "quantity"]])
+        // A key change is reported, naming what it found.
+        try await other.write { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE items2(id TEXT, name TEXT, quantity INTEGER, color TEXT, PRIMARY KEY (id, name));
+                    DROP TABLE items; ALTER TABLE items2 RENAME TO items;
+                    """)
+        }
+        #expect { try Store.open(a.path) } throws: { error in "\(error)".contains("primary key changed") }
     }
 }

@@ -239,19 +239,38 @@ import TidemarkTestSupport
         #expect(try await SQLiteShell.dump(fixture.path) == before, "\(label)")
     }
 
-    @Test func aColumnAddedByAnotherClientIsAdoptedAndARenameRefused() async throws {
+    @Test func columnsAddedOrRenamedByAnotherClientAreAdoptedAndAKeyChangeRefused() async throws {
         let fixture = try StoreFixture()
+        _ = try fixture.store.execute(sql: "INSERT INTO tags(item, tag, weight) VALUES ('i', 't', 3)")
         try await SQLiteShell.execute(fixture.path, "ALTER TABLE tags ADD COLUMN extra")
         let adopted = try Store.open(fixture.path)
         #expect(adopted.adoptedSchemaChange?.addedColumns == ["tags": ["extra"]])
         #expect(adopted.trackedTable(named: "tags")?.columns.last == "extra")
 
+        // SQLite renames the column in the capture triggers too: the rename keeps its identity.
         try await SQLiteShell.execute(fixture.path, "ALTER TABLE tags RENAME COLUMN weight TO heft")
+        let renamed = try Store.open(fixture.path)
+        #expect(renamed.adoptedSchemaChange?.renamedColumns == ["tags": ["weight": "heft"]])
+        _ = try renamed.execute(sql: "UPDATE tags SET heft = 4")
+        #expect(try renamed.fetchHistory().last?.changes.first?.values.map(\.name) == ["heft"])
+
+        // The triggers name every column: SQLite itself refuses to drop one behind Tidemark's back.
+        let before = try await SQLiteShell.dump(fixture.path)
+        let dropped = try await SQLiteShell.run(fixture.path, "ALTER TABLE tags DROP COLUMN heft")
+        #expect(dropped.exitCode != 0 && dropped.stderr.contains("tidemark_"), "\(dropped.stderr)")
+        #expect(try await SQLiteShell.dump(fixture.path) == before)
+
+        try await SQLiteShell.execute(
+            fixture.path,
+            """
+            CREATE TABLE tags2(item TEXT NOT NULL, tag TEXT NOT NULL, heft, extra, PRIMARY KEY (item)) WITHOUT ROWID;
+            DROP TABLE tags; ALTER TABLE tags2 RENAME TO tags;
+            """)
         let error = #expect(throws: StoreError.self) { try Store.open(fixture.path) }
         guard case .trackedTableChanged("tags", let now) = error else {
             Issue.record("expected trackedTableChanged, got \(String(describing: error))")
             return
         }
-        #expect(now.contains("'weight' was dropped or renamed"), "\(now)")
+        #expect(now.contains("primary key changed"), "\(now)")
     }
 }

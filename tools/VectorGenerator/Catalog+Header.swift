@@ -91,8 +91,8 @@ extension Catalog {
             "table-empty-column-name", "A column with an empty name", flags: flags, error: "empty-name",
             table { $0.columns = ["", "body", "id", "pinned", "title"] })
         invalid(
-            "table-too-many-columns", "A table with 64 columns", flags: flags + ["Limits"], error: "bad-column-count",
-            table { $0.columns = (0..<60).map { "a\($0 + 10)" } + ["body", "id", "pinned", "title"] })
+            "table-too-many-columns", "A table with 32768 columns, one past the limit", flags: flags + ["Limits"], error: "bad-column-count",
+            table { $0.columns = (0..<32764).map { "a\($0 + 10000)" } + ["body", "id", "pinned", "title"] })
         var equivalent = Draft(
             world: w, sender: w.alice, created: World.time(60), since: .zero, through: .zero,
             tables: [Table(name: "menu", keyColumns: ["caf\u{e9}"], columns: ["cafe\u{301}", "drink"])], transactions: [])

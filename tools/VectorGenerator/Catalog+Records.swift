@@ -169,8 +169,8 @@ extension Catalog {
         invalid(
             "key-count-zero", "An update with no key columns", flags: flags, error: "bad-column-count", model { $0[1].changes[0].key = [] })
         invalid(
-            "too-many-columns", "An insert with 64 value columns", flags: flags + ["Limits"], error: "bad-column-count",
-            model { $0[0].changes[0].columns = (0..<64).map { Column("c\($0 + 10)", .null) } })
+            "too-many-columns", "An insert with 32768 value columns, one past the limit", flags: flags + ["Limits"], error: "bad-column-count",
+            model { $0[0].changes[0].columns = (0..<32768).map { Column("c\($0 + 10000)", .null) } })
         invalid(
             "column-not-in-header", "An insert of `notes` sets `color`, which the header does not list for it", flags: flags,
             error: "columns-not-canonical",

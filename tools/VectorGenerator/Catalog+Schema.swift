@@ -6,6 +6,14 @@ extension Catalog {
     static let trackLinks = [UInt8](
         Wire.varint(1) + [1] + Wire.name("links") + Wire.varint(1) + Wire.name("id") + Wire.varint(2) + Wire.name("id") + Wire.name("url"))
 
+    /// One version of each later kind: rename table `drafts` to `sketches`, rename column
+    /// `archive.note` to `remark`, drop column `archive.size`, untrack `old(id, v)` keyed by `id`.
+    static let renameDropUntrack = [UInt8](
+        Wire.varint(4) + [3] + Wire.name("drafts") + Wire.name("sketches")
+            + [4] + Wire.name("archive") + Wire.name("note") + Wire.name("remark")
+            + [5] + Wire.name("archive") + Wire.name("size")
+            + [6] + Wire.name("old") + Wire.varint(1) + Wire.name("id") + Wire.varint(2) + Wire.name("id") + Wire.name("v"))
+
     /// Alice's #1-#4: #1-#2 under the initial schema, #3 under version 1, #4 under version 2.
     func migrated() -> Draft {
         var d = alice(1...4, tables: [Table(name: "notes", keyColumns: ["id"], columns: ["body", "color", "id", "pinned", "title"]), World.tags, World.labels])
@@ -29,6 +37,16 @@ extension Catalog {
         valid(
             "schema-lineage-snapshot", "A snapshot whose row states are written under version 1 of its lineage",
             flags: ["Schema", "Snapshot"], snapshot)
+
+        var renames = migrated()
+        renames.schemaChanges[0] = Self.renameDropUntrack
+        let renamed = renames.schemaIDs
+        renames.transactions[2].attributes = [Attribute(id: 2, data: renamed[0])]
+        renames.transactions[3].attributes = [Attribute(id: 2, data: renamed[1])]
+        valid(
+            "schema-lineage-renames", "Version 1 renames a table and a column, drops a column and untracks a table, in canonical "
+                + "order (kinds 3, 4, 5, 6); #3 and #4 name the versions that follow from it",
+            flags: ["Schema"], renames)
 
         let flags = ["Schema", "Resigned"]
         var d = migrated()
@@ -64,9 +82,13 @@ extension Catalog {
             "schema-lineage-unneeded-version", "The lineage lists a third version that no transaction is written under",
             flags: flags, error: "bad-header", d)
         d = migrated()
-        d.schemaChanges[0] = Wire.varint(1) + [3] + Wire.name("notes") + Wire.name("color")
+        d.schemaChanges[0] = Wire.varint(1) + [4] + Wire.name("notes") + Wire.name("title") + Wire.name("title")
         invalid(
-            "schema-unknown-operation", "Version 1's change holds an operation of reserved kind 3", flags: flags, error: "bad-header", d)
+            "schema-rename-to-itself", "Version 1 renames column notes.title to its own name", flags: flags, error: "bad-header", d)
+        d = migrated()
+        d.schemaChanges[0] = Wire.varint(1) + [7] + Wire.name("notes") + Wire.name("color")
+        invalid(
+            "schema-unknown-operation", "Version 1's change holds an operation of reserved kind 7", flags: flags, error: "bad-header", d)
         d = migrated()
         d.schemaChanges[1] = Wire.varint(2) + Array(Self.addColor.dropFirst()) + Array(Self.trackLinks.dropFirst())
         invalid(

@@ -38,7 +38,7 @@ extension Catalog {
             tables: [World.wide], transactions: [w.tx(w.carol, 2)])
         limits.compressTransactions = { _ in true }
         valid(
-            "limits", "At the limits: a 63-column table, a change with 62 value columns, a 4096-byte author name, process id 2^31-1",
+            "limits", "Wide and long: a 63-column table, a change with 62 value columns, the longest author name (4096 bytes), the largest process id (2^31-1)",
             flags: ["Compressed", "Limits"], limits)
 
         // Frame boundaries inside records: first after each transaction's prefix (in changes, values,

@@ -24,7 +24,7 @@ struct World {
     static let samples = Table(
         name: "samples", keyColumns: ["id"],
         columns: (["id"] + Samples.columns.map(\.name)).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
-    /// 63 columns, the most a table may have.
+    /// 63 columns: more than one 64-bit mask would hold, were a reader to keep one per change.
     static let wide = Table(name: "wide", keyColumns: ["k"], columns: (1...62).map { String(format: "c%02d", $0) } + ["k"])
 
     // MARK: - Time

@@ -37,6 +37,37 @@ enum CaptureTriggers {
         return true  // NUMERIC affinity, and ANY.
     }
 
+    /// The column names the insert trigger's SQL gives `NEW`, in order: the table's columns in
+    /// slot order, as SQLite left them after renaming a column it names (it rewrites the
+    /// trigger with the new name, quoted).
+    static func insertedColumns(in sql: String) -> [String] {
+        var names: [String] = []
+        var rest = Substring(sql)
+        while let found = rest.range(of: "NEW.") {
+            rest = rest[found.upperBound...]
+            guard rest.first == "\"" else { continue }
+            var name = ""
+            var i = rest.index(after: rest.startIndex)
+            while i < rest.endIndex {
+                let c = rest[i]
+                i = rest.index(after: i)
+                if c == "\"" {
+                    if i < rest.endIndex && rest[i] == "\"" {
+                        name.append("\"")
+                        i = rest.index(after: i)
+                    } else {
+                        break
+                    }
+                } else {
+                    name.append(c)
+                }
+            }
+            names.append(name)
+            rest = rest[i...]
+        }
+        return names
+    }
+
     /// Removes the triggers for `table`.
     static func remove(_ table: TrackedTable, in db: Database) throws {
         for name in names(for: table) { try db.execute(sql: "DROP TRIGGER IF EXISTS \(name.quotedDatabaseIdentifier)") }
@@ -48,9 +79,13 @@ enum CaptureTriggers {
         let t = table.name.quotedDatabaseIdentifier
         let n = names(for: table).map(\.quotedDatabaseIdentifier)
         let cols = table.columns.map(\.quotedDatabaseIdentifier)
-        let valueColumns = table.columns.indices.map(Bookkeeping.valueColumn).joined(separator: ", ")
-        let target = "tidemark_changes(table_id, op, mask, \(valueColumns))"
-        let allMask = (Int64(1) << table.columns.count) - 1
+        let words = ColumnMask.wordCount(slots: table.slotCount)
+        let maskColumns = (0..<words).map(Bookkeeping.maskColumn).joined(separator: ", ")
+        let valueColumns = table.slots.map(Bookkeeping.valueColumn).joined(separator: ", ")
+        let target = "tidemark_changes(table_id, op, \(maskColumns), \(valueColumns))"
+        /// The mask words of a constant set of columns (indexes into `columns`), as SQL literals.
+        let constant = { (indexes: [Int]) in ColumnMask(slots: indexes.map { table.slots[$0] }).sql(words: words) }
+        let allMask = constant(Array(table.columns.indices))
         // `IS` compares numbers by value (1 IS 1.0), so where a column can keep both classes the
         // storage class is compared too: a change of class is a change of value for a replica that
         // keeps classes exactly.
@@ -71,7 +106,7 @@ enum CaptureTriggers {
 
         // Delete tombstone: key and preserved columns from OLD, other columns NULL with mask bit clear.
         let kept = Set(table.keyIndexes + table.preservedIndexes)
-        let tombstoneMask = kept.reduce(Int64(0)) { $0 | (1 << Int64($1)) }
+        let tombstoneMask = constant(Array(kept))
         let tombstoneValues = cols.indices.map { kept.contains($0) ? "OLD.\(cols[$0])" : "NULL" }.joined(separator: ", ")
         let insertValues = cols.map { "NEW.\($0)" }.joined(separator: ", ")
         let insertOp = Bookkeeping.Op.insert.rawValue
@@ -98,15 +133,20 @@ enum CaptureTriggers {
         ]
         if !nonKey.isEmpty {
             let anyChanged = nonKey.map(changed).joined(separator: " OR ")
-            let mask = nonKey.map { "((\(changed($0))) << \($0))" }.joined(separator: " | ")
-            let keyMask = table.keyIndexes.reduce(Int64(0)) { $0 | (1 << Int64($1)) }
+            // One word per 63 slots: each changed column sets its slot's bit in its word.
+            let mask = (0..<words).map { word -> String in
+                let bits = nonKey.filter { table.slots[$0] / ColumnMask.bitsPerWord == word }
+                    .map { "((\(changed($0))) << \(table.slots[$0] % ColumnMask.bitsPerWord))" }
+                let keyBits = ColumnMask(slots: table.keyIndexes.map { table.slots[$0] }).words(count: words)[word]
+                return ([String(keyBits)] + bits).joined(separator: " | ")
+            }.joined(separator: ", ")
             let values = cols.indices.map { i in
                 table.keyIndexes.contains(i) ? "NEW.\(cols[i])" : "CASE WHEN \(changed(i)) THEN NEW.\(cols[i]) END"
             }.joined(separator: ", ")
             statements.append(
                 """
                 CREATE TRIGGER \(n[1]) AFTER UPDATE ON \(t) WHEN \(keySame) AND (\(anyChanged)) BEGIN
-                  INSERT INTO \(target) VALUES (\(table.id), \(updateOp), \(keyMask) | \(mask), \(values));
+                  INSERT INTO \(target) VALUES (\(table.id), \(updateOp), \(mask), \(values));
                 END
                 """)
         }

@@ -10,9 +10,11 @@ struct BundleApplier {
     let store: Store
     let context: ImportContext
     let path: String
-    /// Per table: the statement that records one of its changes in history.
-    private let recordSQL: [String: String]
+    /// Per registration: the statement that records one of its changes in history, and its
+    /// number of mask words and slots.
+    private let recordSQL: [Int64: (sql: String, words: Int, slots: Int)]
     private let statements: RawStatementCache
+    private let translations: SchemaTranslations
 
     init(db: Database, store: Store, context: ImportContext, path: String) {
         self.db = db
@@ -20,10 +22,12 @@ struct BundleApplier {
         self.context = context
         self.path = path
         statements = RawStatementCache(db: db)
-        recordSQL = Dictionary(uniqueKeysWithValues: store.replicatedTables.map { table in
-            let columns = table.columns.indices.map(Bookkeeping.valueColumn).joined(separator: ", ")
-            let placeholders = Array(repeating: "?", count: table.columns.count + 4).joined(separator: ", ")
-            return (table.name, "INSERT INTO tidemark_changes(table_id, op, mask, gen, \(columns)) VALUES (\(placeholders))")
+        translations = SchemaTranslations(naming: context.naming, current: context.lineage.count, tables: store.replicatedTables)
+        recordSQL = Dictionary(uniqueKeysWithValues: store.registrations.all.map { table in
+            let words = ColumnMask.wordCount(slots: table.slotCount)
+            let columns = ((0..<words).map(Bookkeeping.maskColumn) + (0..<table.slotCount).map(Bookkeeping.valueColumn)).joined(separator: ", ")
+            let placeholders = Array(repeating: "?", count: words + table.slotCount + 3).joined(separator: ", ")
+            return (table.id, ("INSERT INTO tidemark_changes(table_id, op, gen, \(columns)) VALUES (\(placeholders))", words, table.slotCount))
         })
     }
 
@@ -64,12 +68,16 @@ struct BundleApplier {
                 let clock = MergeClock(timestamp: head.timestamp, origin: head.origin)
                 let isResolution = head.author == Self.systemAuthor && head.contextName == Self.systemContext
                 while let change = try decoder.nextChange() {
-                    try engine.apply(change, clock: clock)
-                    touched.insert(change.table)
-                    if isResolution && change.type == .delete {
-                        try engine.resolver.record(change, kind: .remote, detail: "resolved by replica \(head.origin.short)", origin: head.origin)
+                    // Named as the transaction's version names it; merged under today's names.
+                    let translation = try translations.translation(of: change.table, at: head.schemaPosition, path: path)
+                    if let current = try translation.current(change, path: path) {
+                        try engine.apply(current, clock: clock)
+                        touched.insert(current.table)
+                        if isResolution && current.type == .delete {
+                            try engine.resolver.record(current, kind: .remote, detail: "resolved by replica \(head.origin.short)", origin: head.origin)
+                        }
                     }
-                    last = try record(change)
+                    last = try record(change, as: translation)
                     if first == nil { first = last }
                     applied.changes += 1
                 }
@@ -155,7 +163,7 @@ struct BundleApplier {
     private func checkContinuity(_ header: BundleHeader) throws {
         for range in header.ranges where range.first > 1 && range.first - 1 <= context.token[range.origin] {
             let held = range.origin == store.replica.id
-                ? try OwnChain(db: db, replica: range.origin, tables: store.replicatedTables).hash(through: range.first - 1)
+                ? try OwnChain(db: db, store: store).hash(through: range.first - 1)
                 : try HeldChain.hash(db, origin: range.origin, after: range.first - 1)
             if let held, held != range.previous {
                 throw ExchangeError.historyFork(path: path, origin: range.origin.description, sequence: range.first - 1)
@@ -173,7 +181,10 @@ struct BundleApplier {
         var engine = MergeEngine(db: db, store: store) { startClock }
         var rows = 0
         let verified = try decode(expecting: expected) { decoder in
+            let position = decoder.header.lineage.count
             while let state = try decoder.nextRowState() {
+                // Row states are named as the sender's newest version names them.
+                guard let state = try translations.translation(of: state.table, at: position, path: path).current(state) else { continue }
                 try engine.apply(state)
                 touched.insert(state.table)
                 for cell in state.cells { if let clock = cell.clock { newestClock = max(newestClock, clock.timestamp) } }
@@ -199,28 +210,28 @@ struct BundleApplier {
             header: verified.header, changedTables: changed)
     }
 
-    /// Records one change in history, mapping column names to this store's column positions.
-    private func record(_ change: History.Change) throws -> Int64 {
-        let table = context.tables[change.table]!
-        var values = [SQLValue](repeating: .null, count: table.columns.count)
-        var mask: Int64 = 0
+    /// Records one change in history, in the slots `translation` gives its column names.
+    private func record(_ change: History.Change, as translation: SchemaTranslations.Translation) throws -> Int64 {
+        let (sql, words, slots) = recordSQL[translation.id]!
+        var values = [SQLValue](repeating: .null, count: slots)
+        var mask = ColumnMask()
         let carried: [History.Column]
         switch change.type {
         case .insert, .update: carried = change.key + change.values
         case .delete: carried = change.tombstone ?? change.key
         }
         for column in carried {
-            guard let i = table.index(of: column.name) else { continue }
-            values[i] = column.value
-            mask |= 1 << Int64(i)
+            guard let slot = translation.slots[column.name] else { continue }
+            values[slot] = column.value
+            mask.insert(slot)
         }
         let op: Bookkeeping.Op = change.type == .insert ? .insert : change.type == .update ? .update : .delete
-        let statement = try statements.statement(recordSQL[table.name]!)
-        try statement.bind(table.id, at: 1)
+        let statement = try statements.statement(sql)
+        try statement.bind(translation.id, at: 1)
         try statement.bind(op.rawValue, at: 2)
-        try statement.bind(mask, at: 3)
-        try statement.bind(change.generation, at: 4)
-        try statement.bind(values, from: 5)
+        try statement.bind(change.generation, at: 3)
+        for (i, word) in mask.words(count: words).enumerated() { try statement.bind(word, at: Int32(4 + i)) }
+        try statement.bind(values, from: Int32(4 + words))
         try statement.execute()
         return db.lastInsertedRowID
     }
@@ -235,7 +246,9 @@ struct BundleApplier {
         // Imported changes belong to their transactions already; what follows is this replica's own.
         try db.execute(sql: "UPDATE tidemark_state SET sealed_through = ? WHERE id = 1", arguments: [try Sealer.lastChangeID(db)])
         guard !deletes.isEmpty else { return }
-        for change in deletes { _ = try record(change) }
+        for change in deletes {
+            _ = try record(change, as: try translations.translation(of: change.table, at: context.lineage.count, path: path))
+        }
         let sealed = try Sealer.seal(
             db, replica: store.replica.id, clock: store.options.clock,
             as: .init(author: Self.systemAuthor, contextName: Self.systemContext, processID: store.options.processID))

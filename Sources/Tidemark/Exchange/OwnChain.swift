@@ -6,8 +6,9 @@ import TidemarkCore
 /// hash; our own are hashed lazily, when an export or a prune first needs them.
 struct OwnChain {
     let db: Database
-    let replica: Replica.ID
-    let tables: [TrackedTable]
+    let store: Store
+
+    private var replica: Replica.ID { store.replica.id }
 
     /// The chain hash after our transaction `sequence` (genesis for 0), computing and storing any
     /// missing hashes up to it. Returns nil if that point was pruned without its hash.
@@ -31,10 +32,9 @@ struct OwnChain {
             base = prunedThrough
             head = [UInt8](pruned)
         }
-        let valueColumns = try Bookkeeping.valueColumnCount(db)
+        let decoder = try ChangeDecoder(db, store: store)
         let changes = try db.makeStatement(
-            sql: "SELECT \(ChangeDecoder.selectList(valueColumns: valueColumns)) FROM tidemark_changes WHERE id BETWEEN ? AND ? ORDER BY id")
-        let decoder = ChangeDecoder(tables: tables)
+            sql: "SELECT \(decoder.selectList) FROM tidemark_changes WHERE id BETWEEN ? AND ? ORDER BY id")
         let rows = try Row.fetchAll(
             db,
             sql: """
@@ -45,7 +45,7 @@ struct OwnChain {
         let versions = rows.isEmpty ? [] : try SchemaLineage.fetch(db)
         for row in rows {
             let position: Int = row[7]
-            let list = try Row.fetchAll(changes, arguments: [row[5], row[6]]).compactMap(decoder.decode)
+            let list = try Row.fetchAll(changes, arguments: [row[5], row[6]]).compactMap { decoder.decode($0, position: position) }
             var hasher = ChainHasher(
                 previous: head, origin: replica, sequence: row[0], timestamp: HLCTimestamp(packed: row[1]), author: row[2],
                 contextName: row[3], processID: row[4], changeCount: list.count, schema: position == 0 ? nil : versions[position - 1].id)

@@ -39,7 +39,7 @@ extension Store {
             try database.write { db in
                 // Every own change needs its generation before it can be encoded.
                 try LocalFold(db: db, store: self).run()
-                return try OwnChain(db: db, replica: own, tables: replicatedTables).hash(through: since[own])
+                return try OwnChain(db: db, store: self).hash(through: since[own])
             }
         }
         let directory = (path as NSString).deletingLastPathComponent
@@ -149,7 +149,6 @@ struct ExportPlan {
             }
             ranges.append(BundleHeader.OriginRange(publicKey: key, first: first, last: maxSeq, previous: previous))
         }
-        let current = store.replicatedTables.map { BundleHeader.TableSchema(name: $0.name, keyColumns: $0.keyColumns, columns: $0.columns) }
         let versions = try SchemaLineage.fetch(db)
         if !versions.isEmpty {
             let (conditions, arguments) = selection()
@@ -162,7 +161,11 @@ struct ExportPlan {
             }
         }
         lineage = Array(versions.prefix(schemaRuns.map(\.position).max() ?? 0))
-        tables = SchemaLineage.tables(current, at: lineage.count, of: versions)
+        // Each transaction names tables and columns as its version did: the header lists every
+        // name the versions up to the newest needed use (the initial schema's too, for transactions
+        // written under it).
+        let naming = SchemaNaming(registrations: store.registrations.all, lineage: versions)
+        tables = naming.header(positions: 0...lineage.count)
     }
 
     /// The WHERE clause and arguments that select the transactions the export carries.
@@ -182,14 +185,12 @@ struct ExportPlan {
     /// Streams the transactions into the encoder; returns (transactions, changes).
     func writeTransactions<S: ByteSink>(into encoder: inout BundleEncoder<S>) throws -> (Int, Int) {
         let (conditions, arguments) = selection()
-        let valueColumns = try Bookkeeping.valueColumnCount(db)
-        let changes = try RawStatement(
-            db, sql: "SELECT \(ChangeDecoder.selectList(valueColumns: valueColumns)) FROM tidemark_changes WHERE id BETWEEN ? AND ? ORDER BY id")
-        let decoder = ChangeDecoder(tables: store.replicatedTables)
+        let decoder = try ChangeDecoder(db, store: store)
+        let changes = try RawStatement(db, sql: "SELECT \(decoder.selectList) FROM tidemark_changes WHERE id BETWEEN ? AND ? ORDER BY id")
         let transactions = try Row.fetchCursor(
             db,
             sql: """
-                SELECT replica, seq, hlc, author, context, pid, first_change, last_change FROM tidemark_transactions
+                SELECT replica, seq, hlc, author, context, pid, first_change, last_change, schema FROM tidemark_transactions
                 WHERE \(conditions) ORDER BY id
                 """,
             arguments: arguments)
@@ -204,7 +205,7 @@ struct ExportPlan {
             try changes.bind(first, at: 1)
             try changes.bind(last, at: 2)
             while try changes.step() {
-                guard let decoded = decoder.decode(changes) else { continue }
+                guard let decoded = decoder.decode(changes, position: row[8]) else { continue }
                 try encoder.add(decoded)
                 counts.1 += 1
             }

@@ -64,7 +64,7 @@ extension Store {
                     }
                     try HeldBundles.release(db, digest: verified.digest)
                     // A bundle first found to need holding skipped these in `verify`.
-                    try current.checkSchema(verified.header, path: path)
+                    try current.checkSchema(verified.header, plan: plan, path: path)
                     try current.checkPrerequisites(verified.header, path: path)
                     if current.token.covers(verified.header.through) && current.holdsAll(verified.header) {
                         summary = ImportSummary(
@@ -73,10 +73,12 @@ extension Store {
                         return .commit
                     }
                     var adopted: [Schema.Version] = []
-                    if case .adopt(let versions) = plan {
-                        for version in versions { adopted.append(try SchemaLineage.append(db, version.change)) }
+                    var context = current
+                    if case .adopt(let versions, let registrations) = plan {
+                        adopted = try SchemaLineage.adopt(db, versions, registrations: registrations, store: self)
+                        context = try ImportContext(db: db, store: self)
                     }
-                    let applier = BundleApplier(db: db, store: self, context: current, path: path)
+                    let applier = BundleApplier(db: db, store: self, context: context, path: path)
                     summary = verified.header.kind == .snapshot ? try applier.applySnapshot(expected: verified) : try applier.apply(expected: verified)
                     summary.adoptedVersions = adopted
                     return .commit
@@ -103,7 +105,7 @@ extension Store {
             guard decoder.header.kind != .watermark else { throw ExchangeError.notImportable(path: path, kind: "a watermark") }
             try local.checkTrust(decoder, path: path)
             let plan = try local.schemaPlan(decoder.header, path: path)
-            if case .hold = plan {} else { try local.checkSchema(decoder.header, path: path) }
+            if case .hold = plan {} else { try local.checkSchema(decoder.header, plan: plan, path: path) }
             try decoder.skipRecords()
             let verified = try decoder.finish()
             try local.checkOwnHistory(verified.header, path: path)
@@ -155,8 +157,9 @@ extension Store {
 enum SchemaPlan {
     /// The store has them all.
     case apply
-    /// The store lacks these, but its tables already have what they add: take them on, then apply.
-    case adopt([Schema.Version])
+    /// The store lacks these, but its tables already have what they change: take them on, with
+    /// these registrations (which know the columns and tables the versions dropped), then apply.
+    case adopt([Schema.Version], registrations: [TrackedTable])
     /// The store lacks this version (the newest needed): keep the bundle until it has it.
     case hold(Schema.Version)
 }
@@ -166,7 +169,10 @@ struct ImportContext {
     let own: Replica.ID
     let token: History.Token
     let trusted: [Replica.ID: String]
-    let tables: [String: TrackedTable]
+    /// Every registration, untracked tables included.
+    let registrations: [TrackedTable]
+    /// What the registrations were called at each position of the lineage.
+    let naming: SchemaNaming
     /// Per origin: (max_seq, chain hash at max_seq if known).
     let heads: [Replica.ID: (Int64, [UInt8]?)]
     /// The store's schema versions.
@@ -180,7 +186,8 @@ struct ImportContext {
         var trusted = [own: store.replica.name]
         for peer in try Store.peers(db) { trusted[peer.id] = peer.name }
         self.trusted = trusted
-        tables = Dictionary(uniqueKeysWithValues: store.replicatedTables.map { ($0.name, $0) })
+        registrations = store.registrations.all
+        naming = SchemaNaming(registrations: registrations, lineage: lineage)
         var heads: [Replica.ID: (Int64, [UInt8]?)] = [:]
         for row in try Row.fetchAll(db, sql: "SELECT replica, max_seq, head FROM tidemark_replicas") {
             heads[Replica.ID(bytes: [UInt8](row[0] as Data))!] = (row[1], (row[2] as Data?).map { [UInt8]($0) })
@@ -208,14 +215,25 @@ struct ImportContext {
         let needed = header.neededSchemaPosition
         guard needed > lineage.count else { return .apply }
         let missing = Array(header.lineage[lineage.count..<needed])
-        let current = Array(tables.values)
-        if missing.allSatisfy({ SchemaLineage.isSatisfied($0, by: current) }) { return .adopt(missing) }
+        if let registrations = SchemaNaming.adopting(missing, by: registrations) { return .adopt(missing, registrations: registrations) }
         return .hold(header.lineage[needed - 1])
     }
 
-    func checkSchema(_ header: BundleHeader, path: String) throws {
+    /// Checks the bundle's tables against the names this store's lineage gives them: each table
+    /// and column must be one some version of it names (each change is checked against its own
+    /// version as it applies). Columns unknown here under any version mean a sender whose schema
+    /// changed outside any migration.
+    func checkSchema(_ header: BundleHeader, plan: SchemaPlan, path: String) throws {
+        var naming = naming
+        var positions = lineage.count
+        if case .adopt(let versions, let registrations) = plan {
+            // As the store will name them once it has taken the versions on.
+            naming = SchemaNaming(registrations: registrations, lineage: lineage + versions)
+            positions += versions.count
+        }
+        let known = Dictionary(naming.header(positions: 0...positions).map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         for table in header.tables {
-            guard let local = tables[table.name] else {
+            guard let local = known[table.name] else {
                 throw ExchangeError.schemaMismatch(path: path, table: table.name, detail: "is not tracked here")
             }
             if local.keyColumns != table.keyColumns {
@@ -223,10 +241,7 @@ struct ImportContext {
                     path: path, table: table.name,
                     detail: "has key (\(local.keyColumns.joined(separator: ", "))) here but (\(table.keyColumns.joined(separator: ", "))) in the bundle")
             }
-            // Written under an older schema (fewer columns) applies: the columns it does not name
-            // keep their values. The lineage says when a bundle needs a newer one; columns unknown
-            // here without it mean a sender whose schema changed outside any migration.
-            let unknown = table.columns.filter { local.index(of: $0) == nil }
+            let unknown = table.columns.filter { !local.columns.contains($0) }
             if !unknown.isEmpty {
                 throw ExchangeError.schemaMismatch(
                     path: path, table: table.name,

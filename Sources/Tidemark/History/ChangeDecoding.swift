@@ -1,47 +1,77 @@
 import GRDB
 import TidemarkCore
 
-/// Turns rows of `tidemark_changes` into `History.Change` values.
+/// The columns of `tidemark_changes` a change is read with: `table_id, op, gen`, the mask words,
+/// then the value columns `c0, c1, …`.
+struct ChangeLayout {
+    let maskWords: Int
+    let valueColumns: Int
+
+    init(_ db: Database) throws {
+        maskWords = try Bookkeeping.maskColumnCount(db)
+        valueColumns = try Bookkeeping.valueColumnCount(db)
+    }
+
+    /// The SELECT list, in the order above.
+    var selectList: String {
+        (["table_id", "op", "gen"] + (0..<maskWords).map(Bookkeeping.maskColumn) + (0..<valueColumns).map(Bookkeeping.valueColumn))
+            .joined(separator: ", ")
+    }
+    /// The number of selected columns.
+    var count: Int { 3 + maskWords + valueColumns }
+    /// The result index of a slot's value.
+    func valueIndex(_ slot: Int) -> Int { 3 + maskWords + slot }
+    /// The mask of the current row of a statement selected with `selectList`.
+    func mask(_ statement: RawStatement) -> ColumnMask { ColumnMask(words: (0..<maskWords).map { statement.int64(Int32(3 + $0)) }) }
+}
+
+/// Turns rows of `tidemark_changes` into `History.Change` values, naming tables and columns as the
+/// schema version the transaction was written under did (`SchemaNaming`).
 struct ChangeDecoder {
-    let tables: [Int64: TrackedTable]
+    let naming: SchemaNaming
+    let layout: ChangeLayout
 
-    init(tables: [TrackedTable]) {
-        self.tables = Dictionary(uniqueKeysWithValues: tables.map { ($0.id, $0) })
+    init(_ db: Database, store: Store) throws {
+        naming = SchemaNaming(registrations: store.registrations.all, lineage: try SchemaLineage.fetch(db))
+        layout = try ChangeLayout(db)
     }
 
-    /// Decodes one row selected as `table_id, op, mask, gen, c0, c1, …`.
-    func decode(_ row: Row) throws -> History.Change? {
-        decode(tableID: row[0], opCode: row[1], mask: row[2], generation: row[3] ?? 0) { SQLValue(row[4 + $0] as DatabaseValue) }
-    }
+    /// The SELECT list for change rows.
+    var selectList: String { layout.selectList }
 
-    /// Decodes the current row of a raw statement selected as `table_id, op, mask, gen, c0, c1, …`.
-    func decode(_ statement: RawStatement) -> History.Change? {
-        decode(tableID: statement.int64(0), opCode: statement.int64(1), mask: statement.int64(2), generation: statement.int64(3)) {
-            statement.value(Int32(4 + $0))
+    /// Decodes one row selected with `selectList`, of a transaction written under `position`.
+    func decode(_ row: Row, position: Int) -> History.Change? {
+        let mask = ColumnMask(words: (0..<layout.maskWords).map { (row[3 + $0] as Int64?) ?? 0 })
+        return decode(tableID: row[0], opCode: row[1], mask: mask, generation: row[2] ?? 0, position: position) {
+            SQLValue(row[layout.valueIndex($0)] as DatabaseValue)
         }
     }
 
-    private func decode(tableID: Int64, opCode: Int64, mask: Int64, generation: Int64, value: (Int) -> SQLValue) -> History.Change? {
-        guard let table = tables[tableID], let op = Bookkeeping.Op(rawValue: opCode), op != .marker else { return nil }
-        func column(_ i: Int) -> History.Column { History.Column(table.columns[i], value(i)) }
-        let key = table.keyIndexes.map(column)
-        let carried = table.columns.indices.filter { mask & (1 << Int64($0)) != 0 }
+    /// Decodes the current row of a raw statement selected with `selectList`.
+    func decode(_ statement: RawStatement, position: Int) -> History.Change? {
+        decode(tableID: statement.int64(0), opCode: statement.int64(1), mask: layout.mask(statement), generation: statement.int64(2), position: position) {
+            statement.value(Int32(layout.valueIndex($0)))
+        }
+    }
+
+    private func decode(tableID: Int64, opCode: Int64, mask: ColumnMask, generation: Int64, position: Int, value: (Int) -> SQLValue)
+        -> History.Change?
+    {
+        guard let table = naming.tables(at: position)[tableID], let op = Bookkeeping.Op(rawValue: opCode), op != .marker else { return nil }
+        let key = table.keySlots.map { History.Column(table.columns[$0] ?? "", value($0)) }
+        // Every column the change carries, the key included, in slot order.
+        let carried = table.columns.filter { mask.contains($0.key) }.sorted { $0.key < $1.key }
+        let column = { (slot: Int, name: String) in History.Column(name, value(slot)) }
         switch op {
         case .insert:
             return History.Change(type: .insert, table: table.name, key: key, values: carried.map(column), generation: generation)
         case .update:
-            let updated = carried.filter { !table.keyIndexes.contains($0) }
+            let updated = carried.filter { !table.keySlots.contains($0.key) }
             return History.Change(type: .update, table: table.name, key: key, values: updated.map(column), generation: generation)
         case .delete:
-            return History.Change(
-                type: .delete, table: table.name, key: key, values: [], tombstone: carried.map(column), generation: generation)
+            return History.Change(type: .delete, table: table.name, key: key, values: [], tombstone: carried.map(column), generation: generation)
         case .marker:
             return nil
         }
-    }
-
-    /// The SELECT list for change rows.
-    static func selectList(valueColumns: Int) -> String {
-        (["table_id", "op", "mask", "gen"] + (0..<valueColumns).map(Bookkeeping.valueColumn)).joined(separator: ", ")
     }
 }

@@ -64,7 +64,7 @@ struct HistoryPruner {
     /// metadata first: history is never deleted before merge state has what it needs.
     func delete(through token: History.Token) throws -> Int {
         try LocalFold(db: db, store: store).run()
-        _ = try OwnChain(db: db, replica: store.replica.id, tables: store.replicatedTables).hash(through: token[store.replica.id])
+        _ = try OwnChain(db: db, store: store).hash(through: token[store.replica.id])
         var deleted = 0
         for (replica, bound) in token.sequences {
             let key = Data(replica.bytes)

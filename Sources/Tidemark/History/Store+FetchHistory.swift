@@ -75,17 +75,15 @@ struct HistoryReader {
         guard !headers.isEmpty else { return [] }
 
         let tokens = try tokensAfter(from: headers[0].localID)
-        let valueColumns = try Bookkeeping.valueColumnCount(db)
-        let changes = try db.makeStatement(
-            sql: "SELECT \(ChangeDecoder.selectList(valueColumns: valueColumns)) FROM tidemark_changes WHERE id BETWEEN ? AND ? ORDER BY id")
-        let decoder = ChangeDecoder(tables: store.replicatedTables)
+        let decoder = try ChangeDecoder(db, store: store)
+        let changes = try db.makeStatement(sql: "SELECT \(decoder.selectList) FROM tidemark_changes WHERE id BETWEEN ? AND ? ORDER BY id")
         let versions = try SchemaLineage.fetch(db)
         var result: [History.Transaction] = []
         for header in headers {
             var list: [History.Change] = []
             let rows = try Row.fetchCursor(changes, arguments: [header.firstChange, header.lastChange])
             while let row = try rows.next() {
-                if let change = try decoder.decode(row), request.matches(change) { list.append(change) }
+                if let change = decoder.decode(row, position: header.schema), request.matches(change) { list.append(change) }
             }
             if request.filtersChanges && list.isEmpty { continue }
             result.append(

@@ -21,11 +21,10 @@ struct LocalFold {
         guard let last = transactions.last else { return }
         let origins = OriginNumbers(db: db)
         let stores = Dictionary(uniqueKeysWithValues: store.replicatedTables.map { ($0.id, RowMetadataStore(table: $0, origins: origins)) })
-        let valueColumns = try Bookkeeping.valueColumnCount(db)
+        let layout = try ChangeLayout(db)
         // Only the key values and the column mask matter here: which row, and which columns the
         // change wrote.
-        let changes = try RawStatement(
-            db, sql: "SELECT \(ChangeDecoder.selectList(valueColumns: valueColumns)), id FROM tidemark_changes WHERE id BETWEEN ? AND ? ORDER BY id")
+        let changes = try RawStatement(db, sql: "SELECT \(layout.selectList), id FROM tidemark_changes WHERE id BETWEEN ? AND ? ORDER BY id")
         let setGeneration = try RawStatement(db, sql: "UPDATE tidemark_changes SET gen = ? WHERE id = ?")
         for transaction in transactions {
             let clock = MergeClock(timestamp: HLCTimestamp(packed: transaction[1]), origin: store.replica.id)
@@ -36,11 +35,11 @@ struct LocalFold {
                 guard let metadataStore = stores[changes.int64(0)], let op = Bookkeeping.Op(rawValue: changes.int64(1)), op != .marker
                 else { continue }
                 let table = metadataStore.table
-                let mask = changes.int64(2)
-                let id = changes.int64(Int32(4 + valueColumns))
-                let key = table.keyIndexes.map { changes.value(Int32(4 + $0)) }
+                let mask = layout.mask(changes)
+                let id = changes.int64(Int32(layout.count))
+                let key = table.keyIndexes.map { changes.value(Int32(layout.valueIndex(table.slots[$0]))) }
                 var metadata = try metadataStore.fetch(db, key: key)
-                let written = { (i: Int) in mask & (1 << Int64(i)) != 0 && !table.keyIndexes.contains(i) }
+                let written = { (i: Int) in mask.contains(table.slots[i]) && !table.keyIndexes.contains(i) }
                 switch op {
                 case .insert:
                     if !metadata.isAlive { metadata = RowMetadata(generation: metadata.afterInsert, clocks: .init(repeating: nil, count: metadata.clocks.count)) }

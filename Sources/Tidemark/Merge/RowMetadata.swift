@@ -75,7 +75,7 @@ final class RowMetadataStore {
         let keyMatch = table.keyIndexes.indices.map { "k\($0) = ?" }.joined(separator: " AND ")
         // After a migration added columns, `w` says how many columns a row's shared clock covers.
         let width = table.sharedClockWidth == nil ? [] : ["w"]
-        let clocks = ["t", "o"] + nonKey.flatMap { ["t\($0)", "o\($0)"] }
+        let clocks = ["t", "o"] + nonKey.flatMap { ["t\(table.slots[$0])", "o\(table.slots[$0])"] }
         fetchSQL = "SELECT \((["cl"] + clocks + width).joined(separator: ", ")) FROM \(name) WHERE \(keyMatch)"
         let columns = table.keyIndexes.indices.map { "k\($0)" } + ["cl"] + clocks + width
         saveSQL = "INSERT OR REPLACE INTO \(name)(\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
@@ -90,7 +90,7 @@ final class RowMetadataStore {
         if let shared = try clock(statement, 1) {
             // A row saved before a migration added columns: its shared clock covers the old ones.
             let width = table.sharedClockWidth.map { Int(statement.optionalInt64(Int32(3 + 2 * nonKey.count)) ?? Int64($0)) }
-            for column in nonKey where column < width ?? table.columns.count { clocks[column] = shared }
+            for column in nonKey where table.slots[column] < width ?? Int.max { clocks[column] = shared }
         } else {
             for (n, column) in nonKey.enumerated() { clocks[column] = try clock(statement, Int32(3 + 2 * n)) }
         }
@@ -118,7 +118,7 @@ final class RowMetadataStore {
                 index += 2
             }
         }
-        if table.sharedClockWidth != nil { try statement.bind(Int64(table.columns.count), at: Int32(key.count) + 4 + 2 * Int32(nonKey.count)) }
+        if table.sharedClockWidth != nil { try statement.bind(Int64(table.slotCount), at: Int32(key.count) + 4 + 2 * Int32(nonKey.count)) }
         try statement.execute()
     }
 

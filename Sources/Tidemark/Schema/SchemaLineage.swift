@@ -34,52 +34,17 @@ enum SchemaLineage {
         return version
     }
 
-    /// What a migration changed in what replicates, as a version's change; nil when nothing that
-    /// replicates changed (an index, a view, preserved columns).
-    static func change(of summary: Store.MigrationSummary, tables: [TrackedTable]) -> Schema.Change? {
-        var operations: [Schema.Operation] = []
-        for (table, columns) in summary.addedColumns {
-            operations += columns.map { Schema.Operation.addColumn(table: table, column: $0) }
+    /// Takes `versions` on without a migration, for a store whose tables already have what they
+    /// change: records the registrations `SchemaNaming.adopting` made (dropped columns and
+    /// untracked tables the versions name, so history written before them can be relayed), then
+    /// the versions. Returns the versions as recorded.
+    static func adopt(_ db: Database, _ versions: [Schema.Version], registrations: [TrackedTable], store: Store) throws -> [Schema.Version] {
+        let known = Dictionary(uniqueKeysWithValues: store.registrations.all.map { ($0.id, $0) })
+        for registration in registrations where registration != known[registration.id] {
+            if known[registration.id] == nil { try registration.insert(db) } else { try registration.update(db) }
         }
-        for name in summary.trackedTables {
-            guard let table = tables.first(where: { $0.name == name }) else { continue }
-            operations.append(.track(table: name, keyColumns: table.keyColumns, columns: table.columns))
-        }
-        return operations.isEmpty ? nil : Schema.Change(operations)
-    }
-
-    /// The tables as they were at `position` of `lineage`: `current` with every later version
-    /// undone (a table tracked later is left out, a column added later dropped).
-    static func tables(_ current: [BundleHeader.TableSchema], at position: Int, of lineage: [Schema.Version])
-        -> [BundleHeader.TableSchema]
-    {
-        var tables = current
-        for version in lineage.dropFirst(position).reversed() {
-            for operation in version.change.operations {
-                switch operation {
-                case .track(let table, _, _):
-                    tables.removeAll { $0.name == table }
-                case .addColumn(let table, let column):
-                    guard let i = tables.firstIndex(where: { $0.name == table }) else { continue }
-                    tables[i].columns.removeAll { $0 == column }
-                }
-            }
-        }
-        return tables
-    }
-
-    /// Whether `tables` already have what `version` adds, so a store that has them can take the
-    /// version on without running anything (a store created after the migration, from the new
-    /// schema).
-    static func isSatisfied(_ version: Schema.Version, by tables: [TrackedTable]) -> Bool {
-        version.change.operations.allSatisfy { operation in
-            switch operation {
-            case .track(let name, let keys, let columns):
-                guard let table = tables.first(where: { $0.name == name }) else { return false }
-                return table.keyColumns == keys && Set(columns).isSubset(of: table.columns)
-            case .addColumn(let name, let column):
-                return tables.first { $0.name == name }?.columns.contains(column) ?? false
-            }
-        }
+        let adopted = try versions.map { try append(db, $0.change) }
+        try store.registrations.reload(db)
+        return adopted
     }
 }

@@ -10,44 +10,60 @@ extension Store {
         /// Tables to start tracking (created by `sql` or already there); their rows are recorded
         /// as inserts, so peers receive them.
         public var track: [String]
+        /// Tables to stop tracking (`sql` may drop them): their changes stop replicating, their
+        /// history stays.
+        public var untrack: [String]
         /// `TABLE.COLUMN` pairs: for each table named, exactly these columns are kept in tombstones.
         public var preserve: [String]
 
         /// Creates a migration.
-        public init(sql: String? = nil, track: [String] = [], preserve: [String] = []) {
+        public init(sql: String? = nil, track: [String] = [], untrack: [String] = [], preserve: [String] = []) {
             self.sql = sql
             self.track = track
+            self.untrack = untrack
             self.preserve = preserve
         }
     }
 
     /// What a migration changed in tracking.
     public struct MigrationSummary: Sendable, Hashable {
-        /// Per tracked table, the columns it gained.
-        public var addedColumns: [String: [String]]
+        /// Per tracked table (by its name after the migration), the columns it gained.
+        public var addedColumns: [String: [String]] = [:]
+        /// Per tracked table (by its name after the migration), its renamed columns: old name to new.
+        public var renamedColumns: [String: [String: String]] = [:]
+        /// Per tracked table (by its name after the migration), the columns it lost.
+        public var droppedColumns: [String: [String]] = [:]
+        /// Renamed tracked tables: old name to new.
+        public var renamedTables: [String: String] = [:]
         /// Tables tracked from now on.
-        public var trackedTables: [String]
+        public var trackedTables: [String] = []
+        /// Tables no longer tracked.
+        public var untrackedTables: [String] = []
         /// Tables whose preserved columns changed.
-        public var preserveChanged: [String]
-        /// The schema version the migration made, when it changed what replicates (added columns,
-        /// tracked tables); nil otherwise. Peers that receive changes written under it hold them
-        /// until they have made the same migration.
+        public var preserveChanged: [String] = []
+        /// The schema version the migration made, when it changed what replicates; nil otherwise.
+        /// Peers that receive changes written under it hold them until they have made the same
+        /// migration.
         public var version: Schema.Version?
         /// Whether tracking changed at all (false for an index, a view, or an untracked table).
-        public var changedTracking: Bool { !addedColumns.isEmpty || !trackedTables.isEmpty || !preserveChanged.isEmpty }
+        public var changedTracking: Bool { version != nil || !preserveChanged.isEmpty }
     }
 
     /// Runs a migration and adapts tracking in the same SQLite transaction: a failure, or a change
     /// tracking cannot follow, leaves the store exactly as it was.
     ///
-    /// Supported: new tracked tables, columns added to tracked tables (nullable or with a DEFAULT),
-    /// changed preserved columns, and any change that leaves tracked tables' columns as they are
-    /// (indexes, views, triggers, untracked tables). Refused with `StoreError.unsupportedMigration`:
-    /// changing or dropping a primary-key column, and dropping or renaming a tracked table or column.
-    /// Existing history and row metadata are not rewritten.
+    /// Supported: new tracked tables, added columns (nullable or with a DEFAULT), dropped columns,
+    /// renamed columns and tables (they keep their identity: a peer's write under the old name
+    /// lands in the renamed column), changed preserved columns, untracked tables, and any change
+    /// that leaves tracked tables as they are (indexes, views, triggers, untracked tables).
+    /// Refused with `StoreError.unsupportedMigration`: changing, renaming or dropping a key
+    /// column, dropping a tracked table without untracking it, and what cannot be told apart from
+    /// a rename: columns both dropped and added or renamed in one table in one migration, or a
+    /// table rebuilt (created anew and renamed into place) with other column names. Make such
+    /// changes in separate migrations. Existing history and row metadata are not rewritten.
     ///
-    /// Peers that have not migrated refuse bundles that carry the new columns, and apply them once
-    /// they migrate too; this replica applies their bundles meanwhile.
+    /// Peers that have not migrated hold bundles written under the new version, and apply them
+    /// once they migrate too; this replica applies their bundles meanwhile.
     @discardableResult
     public func migrate(_ migration: Migration) throws -> MigrationSummary {
         try mappingErrors {
@@ -72,61 +88,60 @@ struct SchemaMigrator {
     func run(_ migration: Store.Migration) throws -> Store.MigrationSummary {
         _ = try store.sealForeign(db)
         try LocalFold(db: db, store: store).run()
-        let before = try TrackedTable.fetchAll(db)
+        let registrations = try TrackedTable.fetchAll(db, includingUntracked: true)
+        let before = registrations.filter { $0.untrackedAt == nil }
         let lastChange = try Sealer.lastChangeID(db)
-        var lifted = false
-        do {
-            try db.inSavepoint {
-                try runSQL(migration.sql)
-                return .commit
-            }
-        } catch {
-            // The triggers name every column, and SQLite refuses to drop what they name: run the SQL
-            // again without them, so that what it does is judged below, or its own error reported.
-            for table in before { try CaptureTriggers.remove(table, in: db) }
-            lifted = true
-            try runSQL(migration.sql)
-        }
+        let lifted = try runSQL(migration.sql, tracked: before)
         // What the SQL itself wrote is not history: every replica runs the same migration.
         try db.execute(sql: "DELETE FROM tidemark_changes WHERE id > ?", arguments: [lastChange])
+        for name in migration.untrack where !before.contains(where: { $0.name == name && !$0.isInternal }) {
+            throw StoreError.notTracked(name)
+        }
+        let position = try SchemaLineage.position(db) + 1
+        var summary = Store.MigrationSummary()
+        var operations: [Schema.Operation] = []
         var after: [TrackedTable] = []
-        var summary = Store.MigrationSummary(addedColumns: [:], trackedTables: [], preserveChanged: [], version: nil)
-        let preserve = try preservedByTable(migration.preserve, tracked: before.map(\.name) + migration.track)
+        let preserve = try preservedByTable(migration.preserve, tracked: before.map(\.name) + migration.track, untracked: migration.untrack)
         for old in before {
-            var table = try followed(old)
-            if let columns = preserve[table.name] {
+            if migration.untrack.contains(old.name) {
+                try untrack(old, at: position)
+                summary.untrackedTables.append(old.name)
+                operations.append(.untrack(table: old.name, keyColumns: old.keyColumns, columns: old.columns))
+                continue
+            }
+            var table = try followed(old, lifted: lifted.contains(old.id), at: position)
+            if let columns = preserve[table.name] ?? preserve[old.name] {
                 let described = try TrackedTable.describe(table.name, id: table.id, preserving: columns, in: db, allowReserved: table.isInternal)
-                if described.preservedIndexes != table.preservedIndexes { summary.preserveChanged.append(table.name) }
-                table.preservedIndexes = described.preservedIndexes
+                let indexes = described.preservedIndexes.map { described.columns[$0] }.compactMap(table.index(of:)).sorted()
+                if indexes.map({ table.slots[$0] }) != old.preservedIndexes.map({ old.slots[$0] }) { summary.preserveChanged.append(table.name) }
+                table.preservedIndexes = indexes
             }
-            if table.columns.count > old.columns.count {
-                summary.addedColumns[table.name] = Array(table.columns[old.columns.count...])
-                try addRowMetadataColumns(old: old, new: &table)
-            }
+            operations += note(old: old, new: table, in: &summary)
+            if table.slotCount > old.slotCount { try addRowMetadataColumns(old: old, new: &table) }
             if table != old {
                 try table.update(db)
-                if !lifted { try CaptureTriggers.remove(old, in: db) }
+                try CaptureTriggers.remove(old, in: db)
             }
-            if table != old || lifted {
-                try Bookkeeping.ensureValueColumns(db, count: table.columns.count)
+            if table != old || lifted.contains(old.id) {
+                try Bookkeeping.ensureChangeColumns(db, for: table)
                 try CaptureTriggers.install(table, in: db)
             }
             after.append(table)
         }
-        var nextID = (before.map(\.id).max() ?? 0) + 1
-        for name in migration.track where !before.contains(where: { $0.name == name }) && !summary.trackedTables.contains(name) {
+        var nextID = (registrations.map(\.id).max() ?? 0) + 1
+        for name in migration.track where !after.contains(where: { $0.name == name }) && !summary.trackedTables.contains(name) {
             let table = try TrackedTable.describe(name, id: nextID, preserving: preserve[name] ?? [], in: db)
             nextID += 1
             try table.insert(db)
             try Bookkeeping.createRowMetadata(db, for: table)
-            try Bookkeeping.ensureValueColumns(db, count: table.columns.count)
+            try Bookkeeping.ensureChangeColumns(db, for: table)
             try CaptureTriggers.install(table, in: db)
             after.append(table)
             summary.trackedTables.append(name)
+            operations.append(.track(table: name, keyColumns: table.keyColumns, columns: table.columns))
         }
-        if let change = SchemaLineage.change(of: summary, tables: after) {
-            summary.version = try SchemaLineage.append(db, change)
-        }
+        if !operations.isEmpty { summary.version = try SchemaLineage.append(db, Schema.Change(operations)) }
+        try store.registrations.reload(db)
         for name in summary.trackedTables {
             try Store.adoptRows(of: after.first { $0.name == name }!, in: db)
         }
@@ -138,9 +153,38 @@ struct SchemaMigrator {
         return summary
     }
 
-    /// Runs the migration's SQL, naming the statement that failed.
-    private func runSQL(_ sql: String?) throws {
-        guard let sql else { return }
+    /// Runs the migration's SQL with the capture triggers in place, so that SQLite carries a
+    /// rename of a tracked table or column into them: that is how a rename is told from a drop
+    /// and an add. SQLite refuses to drop a column the triggers name: then that table's triggers
+    /// are lifted and the SQL runs again. Returns the tables whose triggers were lifted.
+    private func runSQL(_ sql: String?, tracked: [TrackedTable]) throws -> Set<Int64> {
+        guard let sql else { return [] }
+        var lifted = Set<Int64>()
+        while true {
+            do {
+                try db.inSavepoint {
+                    try runStatements(sql)
+                    return .commit
+                }
+                return lifted
+            } catch let error as StoreError {
+                guard case .migrationFailed(_, let message) = error else { throw error }
+                let blocking = tracked.first { !lifted.contains($0.id) && message.contains("error in trigger \(Bookkeeping.prefix)\($0.id)_") }
+                if let blocking {
+                    try CaptureTriggers.remove(blocking, in: db)
+                    lifted.insert(blocking.id)
+                } else if lifted.count < tracked.count && message.contains("error in trigger \(Bookkeeping.prefix)") {
+                    for table in tracked where !lifted.contains(table.id) { try CaptureTriggers.remove(table, in: db) }
+                    lifted.formUnion(tracked.map(\.id))
+                } else {
+                    throw error
+                }
+            }
+        }
+    }
+
+    /// Runs SQL statements, naming the statement that failed.
+    private func runStatements(_ sql: String) throws {
         let statements = try db.allStatements(sql: sql)
         while let statement = try statements.next() {
             if statement.isTransactionControl { throw StoreError.transactionControlNotAllowed(statement: statement.sql) }
@@ -152,55 +196,131 @@ struct SchemaMigrator {
         }
     }
 
+    /// Stops tracking `table`: its triggers and row metadata go, its registration stays for the
+    /// history written before.
+    private func untrack(_ table: TrackedTable, at position: Int) throws {
+        try CaptureTriggers.remove(table, in: db)
+        try db.execute(sql: "DROP TABLE IF EXISTS \(Bookkeeping.rowMetadataTable(table))")
+        var untracked = table
+        untracked.untrackedAt = position
+        try untracked.update(db)
+    }
+
     /// The registration of `old` after the SQL ran, or a refusal naming what tracking cannot follow.
-    private func followed(_ old: TrackedTable) throws -> TrackedTable {
-        guard try db.tableExists(old.name) else {
-            throw StoreError.unsupportedMigration(
-                table: old.name, change: "it was dropped or renamed; dropping, renaming or untracking a tracked table is not supported")
+    ///
+    /// Where its triggers stayed, SQLite renamed the table and columns in them as it renamed them
+    /// in the table: the insert trigger names every column in slot order. Where they were lifted,
+    /// or the table was rebuilt (its triggers dropped with it), columns are matched by name.
+    private func followed(_ old: TrackedTable, lifted: Bool, at position: Int) throws -> TrackedTable {
+        let trigger = lifted ? nil : try Row.fetchOne(
+            db, sql: "SELECT tbl_name, sql FROM sqlite_master WHERE type = 'trigger' AND name = ?",
+            arguments: [CaptureTriggers.names(for: old)[0]])
+        var names = Dictionary(uniqueKeysWithValues: zip(old.slots, old.columns))
+        var tableName = old.name
+        if let trigger {
+            tableName = trigger[0]
+            let renamed = CaptureTriggers.insertedColumns(in: trigger[1])
+            if renamed.count == old.columns.count { names = Dictionary(uniqueKeysWithValues: zip(old.slots, renamed)) }
         }
-        let shape = try TrackedTable.shape(of: old.name, in: db)
+        guard try db.tableExists(tableName) else {
+            throw StoreError.unsupportedMigration(
+                table: old.name, change: "it was dropped\(lifted ? " or renamed" : ""); untrack a table to drop it (--untrack \(old.name))")
+        }
+        let shape = try TrackedTable.shape(of: tableName, in: db)
+        let renamedKeys = old.keyIndexes.map { names[old.slots[$0]]! }
+        if renamedKeys != old.keyColumns {
+            throw StoreError.unsupportedMigration(
+                table: old.name, change: "its key column '\(old.keyColumns.joined(separator: ", "))' was renamed; the key is each row's identity on every replica")
+        }
         if shape.keyColumns != old.keyColumns {
             throw StoreError.unsupportedMigration(
                 table: old.name,
                 change: "its primary key changed from (\(old.keyColumns.joined(separator: ", "))) to (\(shape.keyColumns.joined(separator: ", "))); "
                     + "the key is each row's identity on every replica")
         }
-        let missing = old.columns.filter { !shape.columns.contains($0) }
-        guard missing.isEmpty, Array(shape.columns.prefix(old.columns.count)) == old.columns else {
+        let gone = old.slots.filter { !shape.columns.contains(names[$0]!) }
+        let added = shape.columns.filter { !names.values.contains($0) }
+        if trigger == nil && !gone.isEmpty && !added.isEmpty {
             throw StoreError.unsupportedMigration(
                 table: old.name,
-                change: "column \(missing.map { "'\($0)'" }.joined(separator: ", ")) was dropped or renamed; only added columns are supported")
+                change: "column(s) \(gone.map { "'\(names[$0]!)'" }.joined(separator: ", ")) went and \(added.map { "'\($0)'" }.joined(separator: ", ")) "
+                    + "came in a migration that also dropped or rebuilt the table, so a rename cannot be told from a drop and an add; "
+                    + "rename in a migration of its own")
         }
         var table = old
+        table.name = tableName
+        var next = old.slotCount
+        let slotByName = Dictionary(uniqueKeysWithValues: names.map { ($0.value, $0.key) })
         table.columns = shape.columns
+        table.slots = shape.columns.map { name in
+            if let slot = slotByName[name], !gone.contains(slot) { return slot }
+            next += 1
+            return next - 1
+        }
+        table.keyIndexes = shape.keyColumns.map { shape.columns.firstIndex(of: $0)! }
+        table.preservedIndexes = old.preservedIndexes.compactMap { table.slots.firstIndex(of: old.slots[$0]) }.sorted()
+        table.retired += gone.map { TrackedTable.Retired(slot: $0, name: names[$0]!, droppedAt: position) }
+        let limit = Bookkeeping.maxTrackedColumns(db)
+        if table.slotCount > limit {
+            throw StoreError.unsupportedMigration(
+                table: old.name, change: "it would have \(table.slotCount) column slots (dropped columns keep theirs); at most \(limit) can be tracked")
+        }
         return table
     }
 
-    /// Adds row-metadata clock columns for the columns `new` gained. Rows saved before keep a shared
-    /// clock that covers only the columns they had (`w`, or the registration's width); nothing is
+    /// The schema operations that turn `old` into `new`, noted in `summary` too. Operations name
+    /// the table as before the migration (Protocol/schema.md §3).
+    private func note(old: TrackedTable, new: TrackedTable, in summary: inout Store.MigrationSummary) -> [Schema.Operation] {
+        var operations: [Schema.Operation] = []
+        let oldNames = Dictionary(uniqueKeysWithValues: zip(old.slots, old.columns))
+        for (slot, name) in zip(new.slots, new.columns) {
+            if let was = oldNames[slot] {
+                guard was != name else { continue }
+                operations.append(.renameColumn(table: old.name, column: was, to: name))
+                summary.renamedColumns[new.name, default: [:]][was] = name
+            } else {
+                operations.append(.addColumn(table: old.name, column: name))
+                summary.addedColumns[new.name, default: []].append(name)
+            }
+        }
+        for column in new.retired where !old.retired.contains(column) {
+            operations.append(.dropColumn(table: old.name, column: column.name))
+            summary.droppedColumns[new.name, default: []].append(column.name)
+        }
+        if new.name != old.name {
+            operations.append(.renameTable(table: old.name, to: new.name))
+            summary.renamedTables[old.name] = new.name
+        }
+        return operations
+    }
+
+    /// Adds row-metadata clock columns for the slots `new` gained. Rows saved before keep a shared
+    /// clock that covers only the slots they had (`w`, or the registration's width); nothing is
     /// rewritten.
     private func addRowMetadataColumns(old: TrackedTable, new table: inout TrackedTable) throws {
         try Bookkeeping.addSharedClockWidth(db)
         let name = Bookkeeping.rowMetadataTable(table)
         if table.sharedClockWidth == nil {
-            table.sharedClockWidth = old.columns.count
+            table.sharedClockWidth = old.slotCount
             try db.execute(sql: "ALTER TABLE \(name) ADD COLUMN w INTEGER")
         }
-        for i in old.columns.count..<table.columns.count {
-            try db.execute(sql: "ALTER TABLE \(name) ADD COLUMN t\(i) INTEGER")
-            try db.execute(sql: "ALTER TABLE \(name) ADD COLUMN o\(i) INTEGER")
+        for slot in table.slots where slot >= old.slotCount {
+            try db.execute(sql: "ALTER TABLE \(name) ADD COLUMN t\(slot) INTEGER")
+            try db.execute(sql: "ALTER TABLE \(name) ADD COLUMN o\(slot) INTEGER")
         }
     }
 
     /// The `preserve` arguments grouped by table, checked against the tables tracked after.
-    private func preservedByTable(_ arguments: [String], tracked: [String]) throws -> [String: [String]] {
+    private func preservedByTable(_ arguments: [String], tracked: [String], untracked: [String]) throws -> [String: [String]] {
         var preserve: [String: [String]] = [:]
         for argument in arguments {
             let parts = argument.split(separator: ".", maxSplits: 1).map(String.init)
             guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
                 throw StoreError.invalidPreserve(argument, reason: "expected TABLE.COLUMN")
             }
-            guard tracked.contains(parts[0]) else { throw StoreError.invalidPreserve(argument, reason: "table '\(parts[0])' is not tracked") }
+            guard tracked.contains(parts[0]), !untracked.contains(parts[0]) else {
+                throw StoreError.invalidPreserve(argument, reason: "table '\(parts[0])' is not tracked")
+            }
             preserve[parts[0], default: []].append(parts[1])
         }
         return preserve

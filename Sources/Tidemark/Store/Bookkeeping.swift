@@ -25,8 +25,29 @@ enum Bookkeeping {
     /// is stored in `c<i>`. They have no declared type, so SQLite keeps each value's storage class.
     static func valueColumn(_ index: Int) -> String { "c\(index)" }
 
-    /// The largest number of columns a tracked table may have: the update mask is one 64-bit integer.
-    static let maxTrackedColumns = 63
+    /// Mask columns of `tidemark_changes` (`ColumnMask`): `mask` holds slots 0 … 62, `mask1`
+    /// slots 63 … 125, and so on; the ones past `mask` are added as a table needs them.
+    static func maskColumn(_ word: Int) -> String { word == 0 ? "mask" : "mask\(word)" }
+
+    /// The number of mask columns currently in `tidemark_changes`.
+    static func maskColumnCount(_ db: Database) throws -> Int {
+        try db.columns(in: "tidemark_changes").filter { $0.name.hasPrefix("mask") }.count
+    }
+
+    /// Adds value and mask columns until `tidemark_changes` can hold a change of `table`.
+    static func ensureChangeColumns(_ db: Database, for table: TrackedTable) throws {
+        try ensureValueColumns(db, count: table.slotCount)
+        let existing = try maskColumnCount(db)
+        for word in existing..<max(existing, ColumnMask.wordCount(slots: table.slotCount)) {
+            try db.execute(sql: "ALTER TABLE tidemark_changes ADD COLUMN \(maskColumn(word)) INTEGER")
+        }
+    }
+
+    /// The most slots a tracked table may have: its row metadata holds two columns per slot, and
+    /// SQLite limits a table's columns (2000 unless built otherwise).
+    static func maxTrackedColumns(_ db: Database) -> Int {
+        (db.columnLimit - 8) / 2
+    }
 
     /// Creates the bookkeeping tables in an empty store.
     static func create(_ db: Database, valueColumns: Int) throws {
@@ -42,14 +63,7 @@ enum Bookkeeping {
                     folded_seq INTEGER NOT NULL       -- last own transaction folded into row metadata
                 );
                 INSERT INTO tidemark_state VALUES (1, 0, 0, 0, 0);
-                CREATE TABLE tidemark_tables(
-                    id INTEGER PRIMARY KEY,
-                    name TEXT NOT NULL UNIQUE,
-                    columns TEXT NOT NULL,            -- column names, one per line, in table order
-                    key_columns TEXT NOT NULL,        -- indexes into columns, comma-separated, key order
-                    preserved TEXT NOT NULL,          -- indexes of columns kept in tombstones
-                    shared_width INTEGER              -- see TrackedTable.sharedClockWidth
-                );
+                \(tablesDDL)
                 CREATE TABLE tidemark_changes(
                     id INTEGER PRIMARY KEY,
                     table_id INTEGER NOT NULL,
@@ -117,10 +131,43 @@ enum Bookkeeping {
         try createSchemas(db)
     }
 
+    /// The registrations of tracked tables (`TrackedTable`), untracked ones included.
+    static let tablesDDL = """
+        CREATE TABLE tidemark_tables(
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL,
+            columns TEXT NOT NULL,            -- column names by slot, one per line (TrackedTable)
+            key_columns TEXT NOT NULL,        -- slots of the key columns, comma-separated, key order
+            preserved TEXT NOT NULL,          -- slots of the columns kept in tombstones
+            shared_width INTEGER,             -- see TrackedTable.sharedClockWidth
+            layout TEXT,                      -- slots of the live columns in table order; NULL: every slot, in order
+            retired TEXT NOT NULL DEFAULT '', -- dropped columns, `slot:position`, comma-separated
+            untracked INTEGER                 -- position of the schema version that untracked the table
+        );
+        CREATE UNIQUE INDEX tidemark_tables_by_name ON tidemark_tables(name) WHERE untracked IS NULL;
+        """
+
+    /// Whether `tidemark_tables` has slots (stores made before renames and drops lack them).
+    static func hasSlots(_ db: Database) throws -> Bool {
+        try db.columns(in: "tidemark_tables").contains { $0.name == "layout" }
+    }
+
     /// Brings the bookkeeping of a store made by an earlier build up to date; each step is cheap
     /// and does nothing once done.
     static func upgrade(_ db: Database) throws {
         try createAuthorship(db)
+        if try !hasSlots(db) {
+            // The registrations gain slots, and an untracked table's name may be tracked again.
+            try addSharedClockWidth(db)
+            try db.execute(sql: "ALTER TABLE tidemark_tables RENAME TO tidemark_tables_old")
+            try db.execute(sql: tablesDDL)
+            try db.execute(
+                sql: """
+                    INSERT INTO tidemark_tables(id, name, columns, key_columns, preserved, shared_width)
+                    SELECT id, name, columns, key_columns, preserved, shared_width FROM tidemark_tables_old;
+                    DROP TABLE tidemark_tables_old;
+                    """)
+        }
         if try !db.columns(in: "tidemark_transactions").contains(where: { $0.name == "schema" }) {
             try db.execute(sql: "ALTER TABLE tidemark_transactions ADD COLUMN schema INTEGER NOT NULL DEFAULT 0")
         }
@@ -130,6 +177,7 @@ enum Bookkeeping {
     /// Whether `upgrade` has anything to do.
     static func needsUpgrade(_ db: Database) throws -> Bool {
         try !db.tableExists("tidemark_authorship") || !db.tableExists("tidemark_schemas") || !db.tableExists("tidemark_held")
+            || !hasSlots(db)
     }
 
     /// The schema lineage (`SchemaLineage`) and the bundles held for a version not made here yet
@@ -196,7 +244,7 @@ enum Bookkeeping {
     static func createRowMetadata(_ db: Database, for table: TrackedTable) throws {
         let keys = table.keyIndexes.indices.map { "k\($0)" }
         let clocks = ["t INTEGER, o INTEGER"]
-            + table.columns.indices.filter { !table.keyIndexes.contains($0) }.map { "t\($0) INTEGER, o\($0) INTEGER" }
+            + table.columns.indices.filter { !table.keyIndexes.contains($0) }.map { "t\(table.slots[$0]) INTEGER, o\(table.slots[$0]) INTEGER" }
         try db.execute(
             sql: "CREATE TABLE \(rowMetadataTable(table))(\((keys + ["cl INTEGER NOT NULL"] + clocks).joined(separator: ", ")), "
                 + "PRIMARY KEY(\(keys.joined(separator: ", ")))) WITHOUT ROWID")

@@ -134,6 +134,7 @@ extension Store {
         for table in tables {
             try table.insert(db)
             try Bookkeeping.createRowMetadata(db, for: table)
+            try Bookkeeping.ensureChangeColumns(db, for: table)
             try CaptureTriggers.install(table, in: db)
             try adoptRows(of: table, in: db)
         }
@@ -194,12 +195,14 @@ extension Store {
 
     /// Records the rows already in a newly tracked table as inserts.
     static func adoptRows(of table: TrackedTable, in db: Database) throws {
-        let valueColumns = table.columns.indices.map(Bookkeeping.valueColumn).joined(separator: ", ")
+        let valueColumns = table.slots.map(Bookkeeping.valueColumn).joined(separator: ", ")
         let columns = table.columns.map(\.quotedDatabaseIdentifier).joined(separator: ", ")
-        let allMask = (Int64(1) << table.columns.count) - 1
+        let words = ColumnMask.wordCount(slots: table.slotCount)
+        let masks = (0..<words).map(Bookkeeping.maskColumn).joined(separator: ", ")
+        let allMask = ColumnMask(slots: table.slots).sql(words: words)
         try db.execute(
             sql: """
-                INSERT INTO tidemark_changes(table_id, op, mask, \(valueColumns))
+                INSERT INTO tidemark_changes(table_id, op, \(masks), \(valueColumns))
                 SELECT \(table.id), \(Bookkeeping.Op.insert.rawValue), \(allMask), \(columns)
                 FROM \(table.name.quotedDatabaseIdentifier)
                 """)

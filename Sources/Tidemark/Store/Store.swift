@@ -49,12 +49,12 @@ public final class Store: Sendable {
     /// Marks and seals the writes of an attached app writer; nil when the store owns its connection.
     let authorship: WriterAuthorship?
 
-    init(path: String, database: any DatabaseWriter, authorship: WriterAuthorship? = nil, replica: Replica, publicKey: [UInt8], replicatedTables: [TrackedTable], options: Options) {
+    init(path: String, database: any DatabaseWriter, authorship: WriterAuthorship? = nil, replica: Replica, publicKey: [UInt8], registrations: [TrackedTable], options: Options) {
         self.path = path
         self.publicKey = publicKey
         self.database = database
         self.replica = replica
-        self.registrations = TrackedTable.Registrations(replicatedTables)
+        self.registrations = TrackedTable.Registrations(registrations)
         self.options = options
         self.authorship = authorship
     }
@@ -84,9 +84,9 @@ public final class Store: Sendable {
                 }
                 let name = String.fromDatabaseValue(try Bookkeeping.meta(db, Bookkeeping.Meta.replicaName)) ?? ""
                 let key = Data.fromDatabaseValue(try Bookkeeping.meta(db, Bookkeeping.Meta.publicKey)) ?? Data()
-                let tables = try TrackedTable.fetchAll(db)
+                let tables = try TrackedTable.fetchAll(db, includingUntracked: true)
                 var changed: StoreError?
-                for table in tables where changed == nil {
+                for table in tables where changed == nil && table.untrackedAt == nil {
                     do { try table.checkShape(in: db) } catch let error as StoreError { changed = error }
                 }
                 return (name, key, tables, try Bookkeeping.needsUpgrade(db), changed)
@@ -100,7 +100,7 @@ public final class Store: Sendable {
             let authorship = attached ? try WriterAuthorship.attach(to: database, replica: replica.id, options: options) : nil
             let store = Store(
                 path: path, database: database, authorship: authorship, replica: replica, publicKey: Array(key),
-                replicatedTables: tables, options: options)
+                registrations: tables, options: options)
             if let changed { try store.adoptSchemaChange(refusedAs: changed) }
             return store
         } catch let error as StoreError {

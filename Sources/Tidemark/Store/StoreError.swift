@@ -74,6 +74,8 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case migrationFailed(statement: String, message: String)
     /// A migration changed a tracked table in a way tracking cannot follow; nothing was changed.
     case unsupportedMigration(table: String, change: String)
+    /// A migration asked to untrack a table that is not tracked.
+    case notTracked(String)
     /// SQL run as tracked writes changes the schema of a tracked table; nothing was changed.
     case schemaChangeNeedsMigration(statement: String)
 
@@ -114,6 +116,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unsupportedMigration(let t, let change): return "migration refused, nothing was changed: tracked table '\(t)': \(change)"
         case .schemaChangeNeedsMigration(let statement):
             return "'\(statement)' changes the schema of a tracked table; nothing was changed"
+        case .notTracked(let t): return "table '\(t)' is not tracked, so it cannot be untracked; nothing was changed"
         }
     }
 
@@ -125,7 +128,8 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .newerFormat: return "upgrade Tidemark to open this store"
         case .alreadyInitialized: return "open it with Store.open; Store.trackedTables says what it tracks"
         case .untrackableTable(_, _, let hint): return hint
-        case .trackedTableChanged: return "restore the table's key and columns (renamed or dropped ones under their old names); only added columns and new tables can be adopted"
+        case .trackedTableChanged:
+            return "restore the table's key; make other changes with Store.migrate, which adapts tracking (untrack a table before dropping it)"
         case .nothingToTrack: return "create a table first (Setup.schema or the app's own migrations), or name one in Setup.tables"
         case .transactionControlNotAllowed: return "remove BEGIN/COMMIT/ROLLBACK/SAVEPOINT from the SQL"
         case .historyTokenExpired: return "fetch without a token to read the history that remains"
@@ -139,7 +143,8 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .notAttached:
             return "open the store with Store.open(writer) or Store.initialize(in: writer, setup:) and pass a Database of that writer"
         case .authorOutsideTransaction: return "call setTransactionAuthor inside writer.write { db in … }"
-        case .unsupportedMigration: return "keep the key and the existing columns; add columns or new tables instead"
+        case .unsupportedMigration:
+            return "keep each table's key; rename a table or column in a migration of its own; untrack a table to drop it"
         case .schemaChangeNeedsMigration: return "run it as a migration (Store.migrate), which adapts tracking in the same transaction"
         case .storeIOError(let p, _): return "check the disk holding \(p) (system log, free space), then run `sqlite3 \(p) 'PRAGMA integrity_check'`"
         default: return nil

@@ -1,6 +1,10 @@
 import GRDB
 
 /// A user table whose writes are captured, as registered in `tidemark_tables`.
+///
+/// Each column has a storage **slot**, its number in history (`tidemark_changes.c<slot>`) and in
+/// row metadata: slots are given in order as columns are tracked and never reused, so a renamed
+/// column keeps its slot and a dropped one leaves its slot behind for the history written before.
 public struct TrackedTable: Sendable, Hashable {
     /// The registration number used in `tidemark_changes.table_id`.
     public var id: Int64
@@ -14,9 +18,33 @@ public struct TrackedTable: Sendable, Hashable {
     /// the key (Core Data's "Preserve After Deletion").
     public var preservedIndexes: [Int]
 
-    /// How many columns a row-metadata row's shared clock covers when its `w` is NULL: the column
+    /// The storage slot of each of `columns`.
+    var slots: [Int]
+    /// Columns a migration dropped: their slots still hold the history written before.
+    var retired: [Retired] = []
+    /// The position of the schema version that stopped tracking the table; nil while tracked.
+    var untrackedAt: Int?
+
+    /// How many slots a row-metadata row's shared clock covers when its `w` is NULL: the slot
     /// count before the first migration that added columns; nil while none has (it covers all).
     var sharedClockWidth: Int?
+
+    /// A dropped column.
+    struct Retired: Sendable, Hashable {
+        var slot: Int
+        var name: String
+        /// The position of the schema version that dropped it.
+        var droppedAt: Int
+    }
+
+    init(id: Int64, name: String, columns: [String], keyIndexes: [Int], preservedIndexes: [Int], slots: [Int]? = nil) {
+        self.id = id
+        self.name = name
+        self.columns = columns
+        self.keyIndexes = keyIndexes
+        self.preservedIndexes = preservedIndexes
+        self.slots = slots ?? Array(columns.indices)
+    }
 
     /// Whether this is Tidemark's own replicated table (membership), not the user's.
     var isInternal: Bool { name.hasPrefix(Bookkeeping.prefix) }
@@ -27,19 +55,46 @@ public struct TrackedTable: Sendable, Hashable {
     public var preservedColumns: [String] { preservedIndexes.map { columns[$0] } }
     /// The index of a column by name.
     public func index(of column: String) -> Int? { columns.firstIndex(of: column) }
+
+    /// The number of slots given so far: the next column tracked gets this one.
+    var slotCount: Int { max(slots.max() ?? -1, retired.map(\.slot).max() ?? -1) + 1 }
+    /// Column names by slot, live and retired; nil for no column.
+    var namesBySlot: [String?] {
+        var names = [String?](repeating: nil, count: slotCount)
+        for column in retired { names[column.slot] = column.name }
+        for (i, slot) in slots.enumerated() { names[slot] = columns[i] }
+        return names
+    }
 }
 
 extension TrackedTable {
-    /// Loads every registration.
-    static func fetchAll(_ db: Database) throws -> [TrackedTable] {
+    /// Loads every registration, untracked ones included (their history is still relayed).
+    static func fetchAll(_ db: Database, includingUntracked: Bool = false) throws -> [TrackedTable] {
         let width = try Bookkeeping.hasSharedClockWidth(db) ? "shared_width" : "NULL"
-        return try Row.fetchAll(db, sql: "SELECT id, name, columns, key_columns, preserved, \(width) FROM tidemark_tables ORDER BY id").map {
-            row in
-            func indexes(_ text: String) -> [Int] { text.split(separator: ",").compactMap { Int($0) } }
-            return TrackedTable(
-                id: row[0], name: row[1], columns: (row[2] as String).split(separator: "\n").map(String.init),
-                keyIndexes: indexes(row[3]), preservedIndexes: indexes(row[4]), sharedClockWidth: row[5])
+        let slotted = try Bookkeeping.hasSlots(db)
+        let extra = slotted ? "layout, retired, untracked" : "NULL, '', NULL"
+        let tables = try Row.fetchAll(
+            db, sql: "SELECT id, name, columns, key_columns, preserved, \(width), \(extra) FROM tidemark_tables ORDER BY id"
+        ).map { row in
+            func numbers(_ text: String) -> [Int] { text.split(separator: ",").compactMap { Int($0) } }
+            let names = (row[2] as String).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            let retired = (row[7] as String? ?? "").split(separator: ",").compactMap { entry -> Retired? in
+                let parts = entry.split(separator: ":").compactMap { Int($0) }
+                guard parts.count == 2, parts[0] < names.count else { return nil }
+                return Retired(slot: parts[0], name: names[parts[0]], droppedAt: parts[1])
+            }
+            let retiredSlots = Set(retired.map(\.slot))
+            let slots = (row[6] as String?).map(numbers) ?? names.indices.filter { !retiredSlots.contains($0) }
+            func indexes(_ text: String) -> [Int] { numbers(text).compactMap { slots.firstIndex(of: $0) } }
+            var table = TrackedTable(
+                id: row[0], name: row[1], columns: slots.map { names[$0] }, keyIndexes: indexes(row[3]),
+                preservedIndexes: indexes(row[4]), slots: slots)
+            table.sharedClockWidth = row[5]
+            table.retired = retired
+            table.untrackedAt = row[8]
+            return table
         }
+        return includingUntracked ? tables : tables.filter { $0.untrackedAt == nil }
     }
 
     /// A store's registrations as last read, shared by every operation of one `Store`, and read
@@ -49,32 +104,58 @@ extension TrackedTable {
 
         init(_ tables: [TrackedTable]) { state = Locked((tables, nil)) }
 
-        var tables: [TrackedTable] { state.withLock { $0.tables } }
+        /// The tracked tables.
+        var tables: [TrackedTable] { state.withLock { $0.tables.filter { $0.untrackedAt == nil } } }
+        /// Every registration, untracked tables included.
+        var all: [TrackedTable] { state.withLock { $0.tables } }
 
         /// Reads the registrations again if the schema changed since they were read.
         func refresh(_ db: Database) throws {
             let version = try Int.fetchOne(db, sql: "PRAGMA schema_version")
             guard state.withLock({ $0.schemaVersion != version }) else { return }
-            let tables = try TrackedTable.fetchAll(db)
+            let tables = try TrackedTable.fetchAll(db, includingUntracked: true)
+            state.withLock { $0 = (tables, version) }
+        }
+
+        /// Reads the registrations again: they changed without a schema change.
+        func reload(_ db: Database) throws {
+            let version = try Int.fetchOne(db, sql: "PRAGMA schema_version")
+            let tables = try TrackedTable.fetchAll(db, includingUntracked: true)
             state.withLock { $0 = (tables, version) }
         }
     }
 
-    /// Rewrites this registration's columns, preserved columns and shared-clock width.
+    /// The registration's columns as stored: names by slot, one per line; key and preserved
+    /// columns and the table order as slots; retired slots as `slot:position`.
+    private var stored: (names: String, keys: String, preserved: String, layout: String, retired: String) {
+        let numbers = { (values: [Int]) in values.map(String.init).joined(separator: ",") }
+        return (
+            namesBySlot.map { $0 ?? "" }.joined(separator: "\n"), numbers(keyIndexes.map { slots[$0] }),
+            numbers(preservedIndexes.map { slots[$0] }), numbers(slots),
+            retired.map { "\($0.slot):\($0.droppedAt)" }.joined(separator: ",")
+        )
+    }
+
+    /// Rewrites this registration.
     func update(_ db: Database) throws {
+        let stored = stored
         try db.execute(
-            sql: "UPDATE tidemark_tables SET columns = ?, preserved = ?, shared_width = ? WHERE id = ?",
-            arguments: [columns.joined(separator: "\n"), preservedIndexes.map(String.init).joined(separator: ","), sharedClockWidth, id])
+            sql: """
+                UPDATE tidemark_tables SET name = ?, columns = ?, key_columns = ?, preserved = ?, shared_width = ?, layout = ?,
+                    retired = ?, untracked = ? WHERE id = ?
+                """,
+            arguments: [name, stored.names, stored.keys, stored.preserved, sharedClockWidth, stored.layout, stored.retired, untrackedAt, id])
     }
 
     /// Writes this registration.
     func insert(_ db: Database) throws {
+        let stored = stored
         try db.execute(
-            sql: "INSERT INTO tidemark_tables(id, name, columns, key_columns, preserved) VALUES (?, ?, ?, ?, ?)",
-            arguments: [
-                id, name, columns.joined(separator: "\n"), keyIndexes.map(String.init).joined(separator: ","),
-                preservedIndexes.map(String.init).joined(separator: ","),
-            ])
+            sql: """
+                INSERT INTO tidemark_tables(id, name, columns, key_columns, preserved, shared_width, layout, retired, untracked)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [id, name, stored.names, stored.keys, stored.preserved, sharedClockWidth, stored.layout, stored.retired, untrackedAt])
     }
 }
 
@@ -134,9 +215,10 @@ extension TrackedTable {
                 reason: "its key '\(shape.keyColumns[0])' is an INTEGER PRIMARY KEY, which SQLite assigns itself (two replicas would both create row 1)",
                 hint: "use a key the application chooses, e.g. `id TEXT PRIMARY KEY` holding a UUID")
         }
-        guard shape.columns.count <= Bookkeeping.maxTrackedColumns else {
+        let limit = Bookkeeping.maxTrackedColumns(db)
+        guard shape.columns.count <= limit else {
             throw StoreError.untrackableTable(
-                table, reason: "it has \(shape.columns.count) columns; at most \(Bookkeeping.maxTrackedColumns) can be tracked",
+                table, reason: "it has \(shape.columns.count) columns; at most \(limit) can be tracked (row metadata keeps two per column)",
                 hint: "split the table")
         }
         var preserved: [Int] = []

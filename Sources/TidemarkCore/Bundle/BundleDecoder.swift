@@ -33,18 +33,21 @@ public final class BundleDecoder {
         let schema: BundleHeader.TableSchema
         let name: [UInt8]
         let keys: [[UInt8]]
-        let columns: [[UInt8]]
+        /// A set: a wide table's changes are checked column by column.
+        let columns: Set<[UInt8]>
         init(_ schema: BundleHeader.TableSchema) {
             self.schema = schema
             name = Array(schema.name.utf8)
             keys = schema.keyColumns.map { Array($0.utf8) }
-            columns = schema.columns.map { Array($0.utf8) }
+            columns = Set(schema.columns.map { Array($0.utf8) })
         }
 
         /// Whether `name` is one of `names`, byte for byte (not by Unicode equivalence).
         static func contains(_ names: [[UInt8]], _ name: String) -> Bool {
             names.contains { $0.elementsEqual(name.utf8) }
         }
+
+        static func contains(_ names: Set<[UInt8]>, _ name: String) -> Bool { names.contains(Array(name.utf8)) }
     }
     private var tables: [TableLookup] = []
     private var open: History.TransactionHeader?
@@ -284,7 +287,7 @@ public final class BundleDecoder {
         let generation = try varint()
         guard generation >= 1, generation <= UInt64(Int64.max) else { throw fail(.badGeneration(generation)) }
         let keyCount = try varint()
-        guard keyCount >= 1, keyCount <= UInt64(BundleFormat.maxColumns) else { throw fail(.tooManyColumns(Int(min(keyCount, 999)))) }
+        guard keyCount >= 1, keyCount <= UInt64(BundleFormat.maxColumns) else { throw fail(.tooManyColumns(Int(min(keyCount, 1_000_000)))) }
         recordValueBytes = 0
         var key: [History.Column] = []
         for _ in 0..<keyCount { key.append(History.Column(try name(), try value())) }
@@ -292,7 +295,7 @@ public final class BundleDecoder {
             throw fail(.columnsNotCanonical("key columns of '\(table)' do not match its header entry"))
         }
         let cellCount = try varint()
-        guard cellCount <= UInt64(BundleFormat.maxColumns) else { throw fail(.tooManyColumns(Int(min(cellCount, 999)))) }
+        guard cellCount <= UInt64(BundleFormat.maxColumns) else { throw fail(.tooManyColumns(Int(min(cellCount, 1_000_000)))) }
         guard generation % 2 == 1 || cellCount == 0 else { throw fail(.columnsNotCanonical("a tombstone carries no columns")) }
         var cells: [RowState.Cell] = []
         for _ in 0..<cellCount {
@@ -396,7 +399,7 @@ public final class BundleDecoder {
         let table = try name()
         guard let lookup = tables.first(where: { $0.name.elementsEqual(table.utf8) }) else { throw fail(.columnsNotCanonical("table '\(table)' is not in the header")) }
         let keyCount = try varint()
-        guard keyCount >= 1, keyCount <= UInt64(BundleFormat.maxColumns) else { throw fail(.tooManyColumns(Int(min(keyCount, 999)))) }
+        guard keyCount >= 1, keyCount <= UInt64(BundleFormat.maxColumns) else { throw fail(.tooManyColumns(Int(min(keyCount, 1_000_000)))) }
         recordValueBytes = 0
         var key: [History.Column] = []
         key.reserveCapacity(Int(keyCount))
@@ -405,7 +408,7 @@ public final class BundleDecoder {
             throw fail(.columnsNotCanonical("key columns of '\(table)' do not match its header entry"))
         }
         let columnCount = try varint()
-        guard columnCount <= UInt64(BundleFormat.maxColumns) else { throw fail(.tooManyColumns(Int(min(columnCount, 999)))) }
+        guard columnCount <= UInt64(BundleFormat.maxColumns) else { throw fail(.tooManyColumns(Int(min(columnCount, 1_000_000)))) }
         var columns: [History.Column] = []
         columns.reserveCapacity(Int(columnCount))
         for _ in 0..<columnCount {

@@ -23,13 +23,15 @@ public enum BundleFormat {
     /// §4.1: the largest TEXT or BLOB value.
     public static let maxValueLength = 64 * 1024 * 1024
     /// §4.1, R36: the most bytes of TEXT and BLOB values, key values included, that one change or
-    /// row state may carry together. Without it a record of 63 values of `maxValueLength` each
-    /// would make a reader hold about 4 GiB before it could check any signature.
+    /// row state may carry together. Without it a record of many values of `maxValueLength` each
+    /// would make a reader hold gigabytes before it could check any signature.
     public static let maxRecordValueBytes = 64 * 1024 * 1024
     /// §4.1: the longest name (table, column, author, context, replica name), in bytes.
     public static let maxNameLength = 4096
-    /// §4.3: the most key columns or value columns in one change.
-    public static let maxColumns = 63
+    /// §4.3: the most key columns or value columns in one change, and columns of a header table:
+    /// the largest column limit SQLite can be built with (SQLITE_MAX_COLUMN), so any table SQLite
+    /// allows fits.
+    public static let maxColumns = 32767
     /// §3.4: the most origin ranges and tables a header may list.
     public static let maxHeaderEntries = 4096
 

@@ -1,0 +1,83 @@
+import TidemarkCore
+
+/// For an import: how the names a transaction's version gives a table and its columns map to the
+/// slots they are recorded in, and to the names the table has today (Protocol/schema.md §6). A
+/// column renamed since keeps its identity; a column dropped since is not merged; a table
+/// untracked since is not merged at all. History records every change as it was written.
+final class SchemaTranslations {
+    /// One table's names at one version.
+    struct Translation {
+        /// The registration.
+        let id: Int64
+        /// The table's name at the version.
+        let name: String
+        /// Slot of each column name at the version.
+        let slots: [String: Int]
+        /// Today's registration; nil when the table is no longer tracked.
+        let table: TrackedTable?
+        /// Today's name of each live slot.
+        let names: [Int: String]
+        /// Whether the version names everything as today does.
+        let identity: Bool
+
+        /// The change under today's names, without the columns dropped since; nil when the table
+        /// is no longer tracked. Throws if it names a column its version does not have.
+        func current(_ change: History.Change, path: String) throws -> History.Change? {
+            for column in change.key + change.values + (change.tombstone ?? []) where slots[column.name] == nil {
+                throw ExchangeError.schemaMismatch(
+                    path: path, table: name, detail: "has no column '\(column.name)' under the schema version the change was written under")
+            }
+            guard let table else { return nil }
+            if identity { return change }
+            var current = change
+            current.table = table.name
+            current.key = rename(change.key)
+            current.values = rename(change.values)
+            current.tombstone = change.tombstone.map(rename)
+            return current
+        }
+
+        /// A snapshot's row state under today's names; nil when the table is no longer tracked.
+        func current(_ state: RowState) -> RowState? {
+            guard let table else { return nil }
+            if identity { return state }
+            return RowState(
+                table: table.name, key: rename(state.key), generation: state.generation,
+                cells: state.cells.compactMap { cell in names[slots[cell.name] ?? -1].map { RowState.Cell(name: $0, value: cell.value, clock: cell.clock) } })
+        }
+
+        private func rename(_ columns: [History.Column]) -> [History.Column] {
+            columns.compactMap { column in names[slots[column.name] ?? -1].map { History.Column($0, column.value) } }
+        }
+    }
+
+    private let naming: SchemaNaming
+    private let current: Int
+    private let tables: [Int64: TrackedTable]
+    private var cache: [String: Translation] = [:]
+
+    /// Translations into `tables` (the tracked tables), which `naming` names at position `current`.
+    init(naming: SchemaNaming, current: Int, tables: [TrackedTable]) {
+        self.naming = naming
+        self.current = current
+        self.tables = Dictionary(uniqueKeysWithValues: tables.map { ($0.id, $0) })
+    }
+
+    /// The translation of `table` as named at `position`; throws `schemaMismatch` if no table had
+    /// that name there.
+    func translation(of table: String, at position: Int, path: String) throws -> Translation {
+        let key = "\(position)\u{0}\(table)"
+        if let known = cache[key] { return known }
+        guard let named = naming.table(named: table, at: position) else {
+            throw ExchangeError.schemaMismatch(
+                path: path, table: table, detail: position == 0 ? "is not tracked here" : "is not tracked here under schema version \(position)")
+        }
+        let today = tables[named.id]
+        let names = today.map { Dictionary(uniqueKeysWithValues: zip($0.slots, $0.columns)) } ?? [:]
+        let translation = Translation(
+            id: named.id, name: named.name, slots: Dictionary(uniqueKeysWithValues: named.columns.map { ($0.value, $0.key) }),
+            table: today, names: names, identity: today?.name == named.name && names == named.columns)
+        cache[key] = translation
+        return translation
+    }
+}

@@ -7,7 +7,9 @@ import TidemarkTestSupport
 
 /// Protocol/merge.md as a property: replicas that receive the same transactions — in random order,
 /// by random routes, with duplicates and replays — hold the same rows, and those rows are what the
-/// reference model computes from the set of transactions alone.
+/// reference model computes from the set of transactions alone. Each replica makes the workload's
+/// migrations (a column and a table renamed, columns added) at moments of its own, and writes with
+/// the schema it has: the model reads every transaction through the versions made since.
 ///
 /// Each case prints its seed; `TIDEMARK_SEED=<seed> swift test --filter Convergence` replays it.
 @Suite struct ConvergencePropertyTests {
@@ -38,11 +40,15 @@ struct ConvergenceScenario {
     /// Overrides for shrinking a failure by hand: replica count, steps.
     var replicas: Int?
     var steps: Int?
+    /// Whether replicas migrate. Migration moments and writes to added columns come from a stream
+    /// of their own, so a seed's writes and exchanges are the same either way.
+    var migrations: Bool
 
-    init(seed: UInt64, replicas: Int? = nil, steps: Int? = nil) {
+    init(seed: UInt64, replicas: Int? = nil, steps: Int? = nil, migrations: Bool = true) {
         self.seed = seed
         self.replicas = replicas
         self.steps = steps
+        self.migrations = migrations
     }
 
     func run() async throws {
@@ -62,6 +68,19 @@ struct ConvergenceScenario {
         var workloads = (0..<n).map { RandomWorkload(space: .tiny, tag: "r\($0)") }
         var held = [[History.Token]](repeating: [.zero], count: n)
         var rounds = 0
+        var evolution = SeededGenerator(seed: seed ^ 0x5C4E_3A00_0000_0011)
+        var levels = [Int](repeating: 0, count: n)
+        let versions = migrations ? RandomWorkload.migrations.count : 0
+        /// The step at which each replica makes each migration; past the end, at quiescence.
+        let moments = (0..<n).map { _ in (0..<versions).map { _ in Int.random(in: 0..<500, using: &evolution) }.sorted() }
+
+        var migratedDuringRun = 0
+
+        func migrate(_ r: Int) throws {
+            let summary = try cluster.replicas[r].store.migrate(Store.Migration(sql: RandomWorkload.migrations[levels[r]]))
+            levels[r] += 1
+            trace.add("migrate r\(r) to \(summary.version.map(String.init(describing:)) ?? "?")")
+        }
 
         func deliver(_ sender: Int, _ receiver: Int, since: History.Token, label: String) throws {
             let (_, summary) = try cluster.exchange(from: sender, to: receiver, since: since)
@@ -71,12 +90,19 @@ struct ConvergenceScenario {
 
         /// The random steps, then gossip until quiescent.
         func play(steps: Int) async throws {
-            for _ in 0..<steps {
+            for step in 0..<steps {
+                for r in 0..<n where levels[r] < versions && moments[r][levels[r]] <= step {
+                    try migrate(r)
+                    migratedDuringRun += 1
+                }
                 cluster.time.advance(by: Int64.random(in: 0...2, using: &rng))
                 switch Int.random(in: 0..<100, using: &rng) {
                 case 0..<55:
                     let r = Int.random(in: 0..<n, using: &rng)
-                    let statements = workloads[r].transaction(using: &rng)
+                    var statements = RandomWorkload.adapt(workloads[r].transaction(using: &rng), level: levels[r])
+                    if levels[r] > 0 && Int.random(in: 0..<6, using: &evolution) == 0 {
+                        statements.append(workloads[r].moodUpdate(level: levels[r], using: &evolution))
+                    }
                     try await write(statements, on: cluster.replicas[r], path: Int.random(in: 0..<10, using: &rng), trace: &trace)
                 case 55..<75:
                     let (sender, receiver) = edges.randomElement(using: &rng)!
@@ -122,6 +148,8 @@ struct ConvergenceScenario {
                 }
             }
 
+            // Replicas still behind make the rest of the migrations now, at their own pace.
+            for r in (0..<n).shuffled(using: &evolution) { while levels[r] < versions { try migrate(r) } }
             rounds = try cluster.quiesce(edges: edges.shuffled(using: &rng))
             trace.add("quiescent after \(rounds) gossip rounds")
         }
@@ -133,9 +161,10 @@ struct ConvergenceScenario {
             Issue.record(error, "seed \(seed) (trace: \(trace.save()))")
             return
         }
-        let (problems, summary) = try ConvergenceChecks(cluster: cluster).run()
+        let (problems, summary) = try ConvergenceChecks(cluster: cluster, migrated: versions > 0).run()
         print("seed=\(seed) \(problems.isEmpty ? "converged" : "FAILED"): \(n) replicas (\(chain ? "chain" : "mesh")), \(steps) steps, "
-            + "\(cluster.exported.count) bundles, quiescent after \(rounds) rounds; \(summary)")
+            + "\(cluster.exported.count) bundles, quiescent after \(rounds) rounds, \(migratedDuringRun) of \(n * versions) migrations "
+            + "during the run; \(summary)")
         if !problems.isEmpty {
             let file = trace.save()
             let report = "seed \(seed): \(problems.count) problems (trace: \(file)):\n" + problems.prefix(40).joined(separator: "\n")
@@ -184,6 +213,11 @@ struct Trace {
 /// The checks at quiescence; each returns what it found wrong.
 struct ConvergenceChecks {
     let cluster: ConvergenceCluster
+    /// Whether every replica made the workload's migrations.
+    var migrated = false
+
+    var tables: [ReferenceModel.Table] { migrated ? RandomWorkload.migratedTables : RandomWorkload.tables }
+    var posts: String { migrated ? "notes" : "posts" }
 
     func run() throws -> (problems: [String], summary: String) {
         // Exports fold every local change, so every change in history has its generation.
@@ -191,7 +225,10 @@ struct ConvergenceChecks {
             try replica.export(since: try replica.store.currentToken(), to: cluster.directory.file("fold-\(replica.name).tmb"))
         }
         var problems: [String] = []
-        var model = ReferenceModel(tables: RandomWorkload.tables)
+        var model =
+            migrated
+            ? ReferenceModel(tables: tables, renames: RandomWorkload.renames, defaults: RandomWorkload.addedDefaults)
+            : ReferenceModel(tables: tables)
         var histories: [[History.Transaction]] = []
         for replica in cluster.replicas {
             let history = try replica.store.fetchHistory()
@@ -205,16 +242,16 @@ struct ConvergenceChecks {
         problems += model.unfolded.map { "transaction \($0.0) carries an unfolded change of \($0.1.compact)" }
 
         let expected = model.rows()
-        let states = try cluster.replicas.map { try Self.rows(of: $0) }
+        let states = try cluster.replicas.map { try Self.rows(of: $0, tables: tables) }
         for (replica, actual) in zip(cluster.replicas, states) {
             problems += Self.differences(actual, expected, model: model).map { "\(replica.name) vs model: \($0)" }
-            problems += WorkloadConstraints.violations(in: actual).map { "\(replica.name): \($0)" }
+            problems += WorkloadConstraints.violations(in: actual, posts: posts).map { "\(replica.name): \($0)" }
         }
         let first = try cluster.replicas[0].tables()
         for replica in cluster.replicas.dropFirst() {
             problems += try replica.tables().differences(from: first, mine: replica.name, theirs: "r0")
         }
-        problems += WorkloadConstraints.violations(in: expected).map { "model: \($0)" }
+        problems += WorkloadConstraints.violations(in: expected, posts: posts).map { "model: \($0)" }
         problems += lostWrites(model, states) + resurrections(model, states)
         var listed: [Replica.ID: [Store.Conflict]] = [:]
         for replica in cluster.replicas { listed[replica.id] = try replica.store.conflicts() }
@@ -274,10 +311,10 @@ struct ConvergenceChecks {
     }
 
     /// A replica's tracked tables as table → key → row.
-    static func rows(of replica: TestReplica) throws -> [String: [[SQLValue]: [SQLValue]]] {
+    static func rows(of replica: TestReplica, tables: [ReferenceModel.Table] = RandomWorkload.tables) throws -> [String: [[SQLValue]: [SQLValue]]] {
         var result: [String: [[SQLValue]: [SQLValue]]] = [:]
         let snapshot = try replica.tables()
-        for shape in RandomWorkload.tables {
+        for shape in tables {
             guard let table = snapshot[shape.name], table.columns == shape.columns else {
                 throw MissingTable(description: "\(replica.name) lacks table \(shape.name)(\(shape.columns))")
             }

@@ -39,6 +39,7 @@ import TidemarkTestSupport
     /// score) and through `write` (insert if missing, then bump).
     @Test("seeds that diverged", arguments: [UInt64(14_557_517_757_725_224_132), 17_484_592_495_841_087_078])
     func divergedSeed(_ seed: UInt64) async throws {
-        try await ConvergenceScenario(seed: seed).run()
+        // As found: before the scenario made migrations.
+        try await ConvergenceScenario(seed: seed, migrations: false).run()
     }
 }

@@ -27,6 +27,51 @@ public struct RandomWorkload: Sendable {
         ReferenceModel.Table(name: "users", columns: ["id", "email", "name", "score"], keyColumns: ["id"]),
     ]
 
+    /// The schema's later versions, in order: each replica makes them at moments of its own
+    /// (Protocol/schema.md). The first renames a column and adds one; the second renames a table
+    /// and adds a column.
+    public static let migrations = [
+        "ALTER TABLE users RENAME COLUMN name TO nick; ALTER TABLE posts ADD COLUMN mood TEXT DEFAULT 'calm';",
+        "ALTER TABLE posts RENAME TO notes; ALTER TABLE users ADD COLUMN level INTEGER NOT NULL DEFAULT 0;",
+    ]
+
+    /// The tracked tables after every migration, for the reference model.
+    public static let migratedTables = [
+        ReferenceModel.Table(name: "notes", columns: ["id", "user", "body", "mood"], keyColumns: ["id"]),
+        ReferenceModel.Table(name: "users", columns: ["id", "email", "nick", "score", "level"], keyColumns: ["id"]),
+    ]
+
+    /// What the migrations rename, for the reference model.
+    public static let renames = [
+        ReferenceModel.Rename(position: 1, table: "users", columns: ["name": "nick"]),
+        ReferenceModel.Rename(position: 2, table: "posts", newTable: "notes"),
+    ]
+
+    /// The defaults of the columns the migrations add: what a row reads there when no write of its
+    /// life set it.
+    public static let addedDefaults: [String: [String: SQLValue]] = ["notes": ["mood": .text("calm")], "users": ["level": .integer(0)]]
+
+    /// `statements` as a replica that made the first `level` migrations writes them.
+    public static func adapt(_ statements: [String], level: Int) -> [String] {
+        guard level > 0 else { return statements }
+        return statements.map { statement in
+            // Outside string literals only: values never change.
+            statement.split(separator: "'", omittingEmptySubsequences: false).enumerated().map { index, part in
+                guard index % 2 == 0 else { return String(part) }
+                var text = String(part)
+                text = text.replacingWord("name", with: "nick")
+                if level > 1 { text = text.replacingWord("posts", with: "notes") }
+                return text
+            }.joined(separator: "'")
+        }
+    }
+
+    /// A write to the column the first migration adds, as a replica at `level` (at least 1) writes it.
+    public mutating func moodUpdate<G: RandomNumberGenerator>(level: Int, using rng: inout G) -> String {
+        counter += 1
+        return "UPDATE \(level > 1 ? "notes" : "posts") SET mood = 'm\(tag)-\(counter)' WHERE id = 'p\(Int.random(in: 0..<space.posts, using: &rng))'"
+    }
+
     /// Sizes of the key and value spaces.
     public struct Space: Sendable {
         public var users: Int
@@ -130,7 +175,7 @@ public struct RandomWorkload: Sendable {
 /// The constraints of `RandomWorkload.schema`, checked on rows (table → key → values in table order).
 public enum WorkloadConstraints {
     /// Every violation in `rows`, described; empty when the state is valid.
-    public static func violations(in rows: [String: [[SQLValue]: [SQLValue]]]) -> [String] {
+    public static func violations(in rows: [String: [[SQLValue]: [SQLValue]]], posts: String = "posts") -> [String] {
         var problems: [String] = []
         let users = rows["users"] ?? [:]
         var emails: [SQLValue: [SQLValue]] = [:]
@@ -143,9 +188,27 @@ public enum WorkloadConstraints {
             if case .integer(let s) = score, s < 0 { problems.append("users \(key) has negative score \(s)") }
             if name == .text("vip"), case .integer(let s) = score, s < 3 { problems.append("users \(key) is vip with score \(s)") }
         }
-        for (key, row) in (rows["posts"] ?? [:]).sorted(by: { $0.key.description < $1.key.description }) {
-            if row[1] != .null, users[[row[1]]] == nil { problems.append("posts \(key) is an orphan of user \(row[1])") }
+        for (key, row) in (rows[posts] ?? [:]).sorted(by: { $0.key.description < $1.key.description }) {
+            if row[1] != .null, users[[row[1]]] == nil { problems.append("\(posts) \(key) is an orphan of user \(row[1])") }
         }
         return problems
+    }
+}
+
+extension String {
+    /// This text with every whole-word `word` (letters, digits and `_` around it do not continue it)
+    /// replaced.
+    func replacingWord(_ word: String, with replacement: String) -> String {
+        var result = ""
+        var rest = Substring(self)
+        let isWordCharacter = { (c: Character) in c.isLetter || c.isNumber || c == "_" }
+        while let range = rest.range(of: word) {
+            let before = range.lowerBound == rest.startIndex ? (result.last.map(isWordCharacter) ?? false) : isWordCharacter(rest[rest.index(before: range.lowerBound)])
+            let after = range.upperBound < rest.endIndex && isWordCharacter(rest[range.upperBound])
+            result += rest[..<range.lowerBound]
+            result += before || after ? word : replacement
+            rest = rest[range.upperBound...]
+        }
+        return result + rest
     }
 }

@@ -29,6 +29,25 @@ public struct ReferenceModel: Sendable {
         }
     }
 
+    /// What a schema version renamed: transactions written before it name `table` and its
+    /// `columns` by their old names (Protocol/schema.md §6).
+    public struct Rename: Sendable, Hashable {
+        /// The version's position.
+        public var position: Int
+        /// The table's name before the version.
+        public var table: String
+        /// Its name after, when the version renamed it.
+        public var newTable: String?
+        /// Old column name to new.
+        public var columns: [String: String]
+        public init(position: Int, table: String, newTable: String? = nil, columns: [String: String] = [:]) {
+            self.position = position
+            self.table = table
+            self.newTable = newTable
+            self.columns = columns
+        }
+    }
+
     /// A transaction's identity: (origin, sequence).
     public struct TransactionID: Hashable, Sendable, Comparable, CustomStringConvertible {
         public var origin: Replica.ID
@@ -105,9 +124,31 @@ public struct ReferenceModel: Sendable {
     /// Changes without a generation (a local change never folded; must stay empty).
     public private(set) var unfolded: [(TransactionID, RowID)] = []
 
-    /// An empty model over `tables`.
-    public init(tables: [Table]) {
+    /// The renames of later schema versions, oldest first.
+    public let renames: [Rename]
+    /// Per table, the defaults of columns added by a migration: what a row reads there when no
+    /// write of its life set it.
+    public let defaults: [String: [String: SQLValue]]
+
+    /// An empty model over `tables` (their newest shape); transactions written under older schema
+    /// versions are read through `renames`.
+    public init(tables: [Table], renames: [Rename] = [], defaults: [String: [String: SQLValue]] = [:]) {
         self.tables = Dictionary(uniqueKeysWithValues: tables.map { ($0.name, $0) })
+        self.renames = renames.sorted { $0.position < $1.position }
+        self.defaults = defaults
+    }
+
+    /// A change as the newest version names it.
+    func renamed(_ change: History.Change, writtenAt position: Int) -> History.Change {
+        var change = change
+        for rename in renames where rename.position > position && rename.table == change.table {
+            let column = { (c: History.Column) in History.Column(rename.columns[c.name] ?? c.name, c.value) }
+            change.key = change.key.map(column)
+            change.values = change.values.map(column)
+            change.tombstone = change.tombstone?.map(column)
+            change.table = rename.newTable ?? change.table
+        }
+        return change
     }
 
     /// Adds transactions, deduplicated by (origin, sequence).
@@ -124,7 +165,8 @@ public struct ReferenceModel: Sendable {
         }
         transactions[id] = transaction
         let isResolution = transaction.author == "tidemark" && transaction.contextName == "conflict"
-        for (position, change) in transaction.changes.enumerated() {
+        for (position, written) in transaction.changes.enumerated() {
+            let change = renamed(written, writtenAt: transaction.schemaVersion?.position ?? 0)
             guard let table = tables[change.table] else { continue }
             let row = RowID(table: change.table, key: change.key.map(\.value))
             if change.generation == 0 { unfolded.append((id, row)) }
@@ -166,7 +208,7 @@ public struct ReferenceModel: Sendable {
     }
 
     /// Every live row of every table: table → key → all columns in table order (a column no write of
-    /// the row's life carries reads NULL).
+    /// the row's life carries reads its default when a migration added it, NULL otherwise).
     public func rows() -> [String: [[SQLValue]: [SQLValue]]] {
         var result: [String: [[SQLValue]: [SQLValue]]] = [:]
         for table in tables.keys { result[table] = [:] }
@@ -177,7 +219,7 @@ public struct ReferenceModel: Sendable {
                 if let k = table.keyColumns.firstIndex(of: column) {
                     full.append(row.key[k])
                 } else {
-                    full.append(values[column] ?? .null)
+                    full.append(values[column] ?? defaults[row.table]?[column] ?? .null)
                 }
             }
             result[row.table]![row.key] = full

@@ -45,6 +45,17 @@ enum HeldBundles {
         }
     }
 
+    /// What the store will hold once every held bundle applies: `token` merged with each held
+    /// bundle's `through`.
+    static func reach(from token: History.Token, _ db: Database) throws -> History.Token {
+        var reach = token
+        for bundle in try all(db) {
+            guard let header = try? BundleDecoder(BufferSource(bundle.bytes)).header else { continue }
+            reach = reach.merged(with: header.through)
+        }
+        return reach
+    }
+
     /// What the held bundles wait for, one entry per version.
     static func waits(_ db: Database) throws -> [Store.SchemaWait] {
         var waits: [Store.SchemaWait] = []

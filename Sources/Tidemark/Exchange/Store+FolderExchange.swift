@@ -108,6 +108,25 @@ extension Store {
                 failures[snapshot] = error.description
             }
         }
+        // A bundle that builds on held changes (directly, or through other such bundles) waits for
+        // the same migration as they do: that is what `waiting` reports, not a problem with it.
+        if !pending.isEmpty {
+            var reach = try mappingErrors { try database.read { db in try HeldBundles.reach(from: Store.currentToken(db), db) } }
+            var left = pending.compactMap { path in (try? ExchangeFolder.header(of: path)).map { (path, $0.1) } }
+            var progress = true
+            while progress {
+                progress = false
+                for (path, header) in left {
+                    var needed = header.since
+                    for range in header.ranges { needed[range.origin] = max(needed[range.origin], range.first - 1) }
+                    guard reach.covers(needed) else { continue }
+                    failures[path] = nil
+                    reach = reach.merged(with: header.through)
+                    left.removeAll { $0.0 == path }
+                    progress = true
+                }
+            }
+        }
         for replica in try exchange.replicaFolders(except: self.replica.id) {
             let path = exchange.folder(of: replica) + "/" + ExchangeFolder.watermarkName
             do { try readWatermark(at: path) } catch let error as ExchangeError { failures[path] = error.description }

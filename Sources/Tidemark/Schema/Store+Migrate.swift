@@ -122,6 +122,10 @@ struct SchemaMigrator {
                 try table.update(db)
                 try CaptureTriggers.remove(old, in: db)
             }
+            if table.name != old.name {
+                // The conflicts listed for the table follow it.
+                try db.execute(sql: "UPDATE tidemark_conflicts SET table_name = ? WHERE table_name = ?", arguments: [table.name, old.name])
+            }
             if table != old || lifted.contains(old.id) {
                 try Bookkeeping.ensureChangeColumns(db, for: table)
                 try CaptureTriggers.install(table, in: db)

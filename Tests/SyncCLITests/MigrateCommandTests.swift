@@ -61,4 +61,34 @@ import TidemarkTestSupport
         #expect(again.exitCode == 0 && again.stderr.isEmpty, "\(again)")
         #expect(again.stdout.contains("c='see'"), "\(again)")
     }
+
+    @Test func migrateRenamesDropsAndUntracksAndSaysSo() async throws {
+        let store = try await CLIStore()
+        try await store.exec("INSERT INTO items(id, name, qty, note) VALUES ('i1', 'one', 1, 'n'); INSERT INTO tags VALUES ('i1', 't', 2)")
+        let file = store.directory.file("v2.sql")
+        try "ALTER TABLE items RENAME COLUMN qty TO quantity; ALTER TABLE items RENAME TO things; DROP TABLE tags;"
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let migrated = try await store.sync("migrate", "--untrack", "tags", file)
+        #expect(migrated.exitCode == 0 && migrated.stderr.isEmpty, "\(migrated)")
+        #expect(migrated.stdoutLines.dropLast() == ["renamed table items to things", "renamed things.qty to quantity", "no longer tracking tags"])
+        let status = try await store.sync("status")
+        #expect(status.stdoutLines.contains { $0.hasPrefix("schema   v1 ") && $0.contains("rename column items.qty to quantity") }, "\(status)")
+        #expect(!status.stdout.contains("table    tags"), "\(status)")
+        try await store.exec("UPDATE things SET quantity = 5")
+        let log = try await store.sync("log")
+        #expect(log.stdout.contains("update things [id='i1'] quantity=5"), "\(log)")
+        #expect(log.stdout.contains("insert items [id='i1']"), "history keeps the names it was written with: \(log)")
+
+        let dropFile = store.directory.file("v3.sql")
+        try "ALTER TABLE things DROP COLUMN note;".write(toFile: dropFile, atomically: true, encoding: .utf8)
+        let dropped = try await store.sync("migrate", dropFile)
+        #expect(dropped.exitCode == 0, "\(dropped)")
+        #expect(dropped.stdoutLines.first == "dropped things: note", "\(dropped)")
+
+        let before = try await store.dump()
+        expectFailure(try await store.sync("migrate", "--untrack", "tags"), "table 'tags' is not tracked, so it cannot be untracked")
+        #expect(try await store.dump() == before)
+        let both = try await store.sync("migrate", "--track", "things", "--untrack", "things")
+        #expect(both.exitCode != 0 && both.stderr.contains("both in --track and --untrack"), "\(both)")
+    }
 }

@@ -91,7 +91,9 @@ struct SchemaMigrator {
         let registrations = try TrackedTable.fetchAll(db, includingUntracked: true)
         let before = registrations.filter { $0.untrackedAt == nil }
         let lastChange = try Sealer.lastChangeID(db)
+        let schemaBefore = try Self.schemaText(db)
         let lifted = try runSQL(migration.sql, tracked: before)
+        let schemaAfter = try Self.schemaText(db)
         // What the SQL itself wrote is not history: every replica runs the same migration.
         try db.execute(sql: "DELETE FROM tidemark_changes WHERE id > ?", arguments: [lastChange])
         for name in migration.untrack where !before.contains(where: { $0.name == name && !$0.isInternal }) {
@@ -109,7 +111,12 @@ struct SchemaMigrator {
                 operations.append(.untrack(table: old.name, keyColumns: old.keyColumns, columns: old.columns))
                 continue
             }
-            var table = try followed(old, lifted: lifted.contains(old.id), at: position)
+            // A table whose definition and triggers the SQL left alone needs no reading (without
+            // SQL, the change to adopt was made before: every table is read).
+            let untouched =
+                migration.sql != nil && !lifted.contains(old.id)
+                && ([old.name] + CaptureTriggers.names(for: old)).allSatisfy { schemaBefore[$0] == schemaAfter[$0] }
+            var table = untouched ? old : try followed(old, lifted: lifted.contains(old.id), at: position)
             if let columns = preserve[table.name] ?? preserve[old.name] {
                 let described = try TrackedTable.describe(table.name, id: table.id, preserving: columns, in: db, allowReserved: table.isInternal)
                 let indexes = described.preservedIndexes.map { described.columns[$0] }.compactMap(table.index(of:)).sorted()
@@ -155,6 +162,15 @@ struct SchemaMigrator {
                 as: .init(author: nil, contextName: "adopt", processID: store.options.processID))
         }
         return summary
+    }
+
+    /// Every table's and trigger's SQL, by name.
+    private static func schemaText(_ db: Database) throws -> [String: String] {
+        var text: [String: String] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT name, sql FROM sqlite_master WHERE type IN ('table', 'trigger')") {
+            text[row[0]] = row[1] ?? ""
+        }
+        return text
     }
 
     /// Runs the migration's SQL with the capture triggers in place, so that SQLite carries a

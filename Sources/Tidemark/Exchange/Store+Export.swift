@@ -133,7 +133,7 @@ struct ExportPlan {
         for row in try Row.fetchAll(
             db, sql: "SELECT replica, max_seq, pruned_through, public_key, head, head_signature FROM tidemark_replicas")
         {
-            let origin = Replica.ID(bytes: [UInt8](row[0] as Data))!
+            let origin = try row.decode(Replica.ID.self, atIndex: 0)
             let maxSeq: Int64 = origin == own ? min(row[1], ownLast) : row[1]
             let pruned: Int64 = row[2]
             if let head = row[4] as Data?, let signature = row[5] as Data? { heads[origin] = ([UInt8](head), [UInt8](signature)) }
@@ -157,7 +157,7 @@ struct ExportPlan {
                 sql: "SELECT replica, min(seq), schema FROM tidemark_transactions WHERE \(conditions) AND schema > 0 GROUP BY replica, schema",
                 arguments: arguments)
             {
-                schemaRuns.append(.init(origin: Replica.ID(bytes: [UInt8](row[0] as Data))!, first: row[1], position: row[2]))
+                schemaRuns.append(.init(origin: try row.decode(Replica.ID.self, atIndex: 0), first: row[1], position: row[2]))
             }
         }
         lineage = Array(versions.prefix(schemaRuns.map(\.position).max() ?? 0))
@@ -199,7 +199,7 @@ struct ExportPlan {
             let first: Int64 = row[6]
             let last: Int64 = row[7]
             try encoder.beginTransaction(
-                origin: Replica.ID(bytes: [UInt8](row[0] as Data))!, sequence: row[1], timestamp: HLCTimestamp(packed: row[2]),
+                origin: try row.decode(Replica.ID.self, atIndex: 0), sequence: row[1], timestamp: HLCTimestamp(packed: row[2]),
                 author: row[3], contextName: row[4], processID: row[5], changeCount: Int(max(0, last - first + 1)))
             changes.reset()
             try changes.bind(first, at: 1)

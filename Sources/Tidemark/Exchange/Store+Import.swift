@@ -190,7 +190,7 @@ struct ImportContext {
         naming = SchemaNaming(registrations: registrations, lineage: lineage)
         var heads: [Replica.ID: (Int64, [UInt8]?)] = [:]
         for row in try Row.fetchAll(db, sql: "SELECT replica, max_seq, head FROM tidemark_replicas") {
-            heads[Replica.ID(bytes: [UInt8](row[0] as Data))!] = (row[1], (row[2] as Data?).map { [UInt8]($0) })
+            heads[try row.decode(Replica.ID.self, atIndex: 0)] = (row[1], (row[2] as Data?).map { [UInt8]($0) })
         }
         self.heads = heads
     }

@@ -37,7 +37,7 @@ extension Store {
                     for row in try Row.fetchAll(
                         db, sql: "SELECT replica, max(seq) FROM tidemark_transactions WHERE hlc < ? GROUP BY replica", arguments: [bound])
                     {
-                        token[Replica.ID(bytes: [UInt8](row[0] as Data))!] = row[1]
+                        token[try row.decode(Replica.ID.self, atIndex: 0)] = row[1]
                     }
                     deleted = try HistoryPruner(db: db, store: self).delete(through: token)
                     return .commit

@@ -97,9 +97,9 @@ struct HistoryReader {
         return result
     }
 
-    static func header(_ row: Row) -> Header {
+    static func header(_ row: Row) throws -> Header {
         Header(
-            localID: row[0], replica: Replica.ID(bytes: [UInt8](row[1] as Data))!, sequence: row[2],
+            localID: row[0], replica: try row.decode(Replica.ID.self, atIndex: 1), sequence: row[2],
             timestamp: HLCTimestamp(packed: row[3]), author: row[4], contextName: row[5], processID: row[6],
             firstChange: row[7], lastChange: row[8], schema: row[9])
     }
@@ -113,7 +113,7 @@ struct HistoryReader {
             db, sql: "SELECT id, replica, seq FROM tidemark_transactions WHERE id >= ? ORDER BY id DESC", arguments: [first])
         while let row = try rows.next() {
             tokens[row[0]] = token
-            token[Replica.ID(bytes: [UInt8](row[1] as Data))!] = (row[2] as Int64) - 1
+            token[try row.decode(Replica.ID.self, atIndex: 1)] = (row[2] as Int64) - 1
         }
         return tokens
     }
@@ -122,7 +122,7 @@ struct HistoryReader {
     func checkUsable(_ token: History.Token) throws {
         let own = store.replica.id
         for row in try Row.fetchAll(db, sql: "SELECT replica, max_seq, pruned_through FROM tidemark_replicas") {
-            let replica = Replica.ID(bytes: [UInt8](row[0] as Data))!
+            let replica = try row.decode(Replica.ID.self, atIndex: 0)
             let maxSeq: Int64 = row[1]
             let pruned: Int64 = row[2]
             if replica == own && token[replica] > maxSeq { throw StoreError.foreignToken(token: token.description) }

@@ -33,7 +33,7 @@ extension Store {
                 ).map {
                     Conflict(
                         table: $0[0], key: $0[1], generation: $0[2], kind: $0[3], detail: $0[4], row: $0[5],
-                        detected: HLCTimestamp(packed: $0[6]), resolvedBy: Replica.ID(bytes: [UInt8]($0[7] as Data))!)
+                        detected: HLCTimestamp(packed: $0[6]), resolvedBy: try $0.decode(Replica.ID.self, atIndex: 7))
                 }
             }
         }

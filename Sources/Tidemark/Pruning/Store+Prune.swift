@@ -57,7 +57,7 @@ extension Store {
                 try database.read { db in
                     var count = 0
                     for row in try Row.fetchAll(db, sql: "SELECT replica, pruned_through FROM tidemark_replicas") {
-                        let origin = Replica.ID(bytes: [UInt8](row[0] as Data))!
+                        let origin = try row.decode(Replica.ID.self, atIndex: 0)
                         count += try Int.fetchOne(
                             db, sql: "SELECT count(*) FROM tidemark_transactions WHERE replica = ? AND seq <= ?",
                             arguments: [row[0], horizon[origin]]) ?? 0

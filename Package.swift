@@ -27,7 +27,8 @@ let package = Package(
         // zlib, for raw DEFLATE compression of bundle chunks.
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // SQLite's C API, for the statements the store runs per change (Sources/Tidemark/Store/SQLite).
-        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(
+            name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // Pure values and rules: no file or database I/O.
         .target(
             name: "TidemarkCore",
@@ -37,7 +38,8 @@ let package = Package(
         .target(
             name: "Tidemark",
             dependencies: [
-                "TidemarkCore", "CSQLite", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
+                "TidemarkCore", "CSQLite", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict),
         // The `sync` subcommands, as a library so tests and the executable share them.
@@ -47,11 +49,14 @@ let package = Package(
             swiftSettings: strict),
         .executableTarget(name: "sync", dependencies: ["SyncCommands"], swiftSettings: strict),
         // The SQLite session extension, the baseline of the bundle benchmarks (tools/ only).
-        .systemLibrary(name: "CSQLiteSession", path: "tools/CSQLiteSession", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(
+            name: "CSQLiteSession", path: "tools/CSQLiteSession", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
         .executableTarget(
             name: "TidemarkBench",
             dependencies: [
-                "Tidemark", "TidemarkTestSupport", "CSQLiteSession", "CZlib", .product(name: "GRDB", package: "GRDB.swift"),
+                "Tidemark", "TidemarkTestSupport", "CSQLiteSession", "CZlib",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "tools/TidemarkBench",
@@ -64,17 +69,20 @@ let package = Package(
             swiftSettings: strict),
         // The merge rules as a pure function of a set of transactions, and the random workload that
         // convergence tests and the simulation check against them.
-        .target(name: "ReferenceModel", dependencies: ["TidemarkCore"], path: "tools/ReferenceModel", swiftSettings: strict),
+        .target(
+            name: "ReferenceModel", dependencies: ["TidemarkCore"], path: "tools/ReferenceModel", swiftSettings: strict),
         // Many replicas, many random writes, random gossip: time and rounds to converge.
         .executableTarget(
             name: "Simulation",
             dependencies: [
-                "Tidemark", "ReferenceModel", "TidemarkTestSupport", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "Tidemark", "ReferenceModel", "TidemarkTestSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "tools/Simulation",
             swiftSettings: strict),
         // libFuzzer target over the bundle decoder and verifier; `tools/fuzz.sh` builds and runs it.
-        .executableTarget(name: "BundleFuzzer", dependencies: ["TidemarkCore"], path: "tools/BundleFuzzer", swiftSettings: strict),
+        .executableTarget(
+            name: "BundleFuzzer", dependencies: ["TidemarkCore"], path: "tools/BundleFuzzer", swiftSettings: strict),
         // SIGKILLs `sync` commands at random moments, checks stores and the exchange folder after
         // each kill, and that the replicas still converge.
         .executableTarget(
@@ -87,25 +95,34 @@ let package = Package(
             swiftSettings: strict),
         // The README's "Using Tidemark in a GRDB app", compiled and run by AppStoreCommandTests.
         .executableTarget(
-            name: "GRDBAppExample", dependencies: ["Tidemark", .product(name: "GRDB", package: "GRDB.swift")], path: "Examples/GRDBApp",
+            name: "GRDBAppExample", dependencies: ["Tidemark", .product(name: "GRDB", package: "GRDB.swift")],
+            path: "Examples/GRDBApp",
             swiftSettings: strict),
         .target(
             name: "TidemarkTestSupport",
             dependencies: [
-                "Tidemark", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
+                "Tidemark", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "Tests/TidemarkTestSupport",
             swiftSettings: strict),
         .testTarget(
-            name: "TidemarkCoreTests", dependencies: ["TidemarkCore", "TidemarkTestSupport", .product(name: "Crypto", package: "swift-crypto")],
+            name: "TidemarkCoreTests",
+            dependencies: ["TidemarkCore", "TidemarkTestSupport", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict),
         .testTarget(
             name: "TidemarkTests",
-            dependencies: ["Tidemark", "TidemarkTestSupport", "ReferenceModel", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "Tidemark", "TidemarkTestSupport", "ReferenceModel", .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             swiftSettings: strict),
         .testTarget(
             name: "SyncCLITests",
-            dependencies: ["TidemarkTestSupport", "sync", "CrashHarness", "GRDBAppExample", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "TidemarkTestSupport", "sync", "SyncCommands", "CrashHarness", "GRDBAppExample",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             swiftSettings: strict),
     ]
 )

@@ -21,7 +21,9 @@ import TidemarkTestSupport
         func run(_ who: String) async throws -> CommandResult {
             try await CommandRunner.run(
                 "/bin/sh", ["-c", Self.loop],
-                environment: SyncProcess.environment(["SYNC": SyncProcess.path, "STORE": store.path, "WHO": who, "COUNT": "\(perProcess)"]))
+                environment: SyncProcess.environment([
+                    "SYNC": SyncProcess.path, "STORE": store.path, "WHO": who, "COUNT": "\(perProcess)",
+                ]))
         }
         let started = ContinuousClock.now
         async let first = run("p1")
@@ -52,7 +54,8 @@ import TidemarkTestSupport
 
         let status = try await store.status()
         #expect((status["history"] as? [String: Any])?["transactions"] as? Int == 2 * perProcess)
-        #expect(try await SQLiteShell.execute(store.path, "SELECT count(*), count(DISTINCT id) FROM items") == "400|400\n")
+        #expect(
+            try await SQLiteShell.execute(store.path, "SELECT count(*), count(DISTINCT id) FROM items") == "400|400\n")
     }
 }
 
@@ -88,7 +91,9 @@ import TidemarkTestSupport
         exit "$fails"
         """
 
-    @Test(.timeLimit(.minutes(2)))
+    // A hang guard, not a timing check: alone this takes seconds, but the whole suite runs beside
+    // it on two cores.
+    @Test(.timeLimit(.minutes(5)))
     func fourWritersAndAPushPullPruneLoopNeverSurfaceLockedAndLoseNoCapture() async throws {
         let a = try await CLIStore(replica: "a")
         let b = try await CLIStore(replica: "b")
@@ -105,33 +110,47 @@ import TidemarkTestSupport
             try await CommandRunner.run("/bin/sh", ["-c", script], environment: SyncProcess.environment(variables))
         }
         let started = ContinuousClock.now
-        async let loop = sh(Self.syncLoop, ["SYNC": SyncProcess.path, "A": a.path, "B": b.path, "FOLDER": exchange.path + "/shared", "DONE": done])
+        async let loop = sh(
+            Self.syncLoop,
+            ["SYNC": SyncProcess.path, "A": a.path, "B": b.path, "FOLDER": exchange.path + "/shared", "DONE": done])
         // The exchange folder must exist before the first push.
         try FileManager.default.createDirectory(atPath: exchange.path + "/shared", withIntermediateDirectories: true)
-        async let e1 = sh(ConcurrencyTests.loop, ["SYNC": SyncProcess.path, "STORE": a.path, "WHO": "e1", "COUNT": "\(execWrites)"])
-        async let e2 = sh(ConcurrencyTests.loop, ["SYNC": SyncProcess.path, "STORE": a.path, "WHO": "e2", "COUNT": "\(execWrites)"])
-        async let s1 = sh(Self.shellLoop, ["SQLITE": SQLiteShell.path, "STORE": a.path, "WHO": "s1", "COUNT": "\(shellWrites)"])
-        async let s2 = sh(Self.shellLoop, ["SQLITE": SQLiteShell.path, "STORE": a.path, "WHO": "s2", "COUNT": "\(shellWrites)"])
+        async let e1 = sh(
+            ConcurrencyTests.loop, ["SYNC": SyncProcess.path, "STORE": a.path, "WHO": "e1", "COUNT": "\(execWrites)"])
+        async let e2 = sh(
+            ConcurrencyTests.loop, ["SYNC": SyncProcess.path, "STORE": a.path, "WHO": "e2", "COUNT": "\(execWrites)"])
+        async let s1 = sh(
+            Self.shellLoop, ["SQLITE": SQLiteShell.path, "STORE": a.path, "WHO": "s1", "COUNT": "\(shellWrites)"])
+        async let s2 = sh(
+            Self.shellLoop, ["SQLITE": SQLiteShell.path, "STORE": a.path, "WHO": "s2", "COUNT": "\(shellWrites)"])
         let writers = try await [e1, e2, s1, s2]
         _ = FileManager.default.createFile(atPath: done, contents: nil)
         let syncLoop = try await loop
-        print("WritersAndSyncLoopConcurrencyTests: 4 writers and \(syncLoop.stdoutLines.last ?? "?") of push/pull/prune took \(ContinuousClock.now - started)")
+        print(
+            "WritersAndSyncLoopConcurrencyTests: 4 writers and \(syncLoop.stdoutLines.last ?? "?") of push/pull/prune took \(ContinuousClock.now - started)"
+        )
 
         // No busy or locked error reached anyone; every command succeeded.
         for (who, result) in zip(execWriters + shellWriters, writers) {
             #expect(result.exitCode == 0, "\(who) had \(result.exitCode) failed write(s): \(result)")
-            #expect(!result.stderr.lowercased().contains("locked") && !result.stderr.lowercased().contains("busy"), "\(who): \(result)")
+            #expect(
+                !result.stderr.lowercased().contains("locked") && !result.stderr.lowercased().contains("busy"),
+                "\(who): \(result)")
             #expect(result.stderr.isEmpty, "\(who): \(result)")
         }
         #expect(syncLoop.exitCode == 0, "the sync loop had \(syncLoop.exitCode) failed command(s): \(syncLoop)")
-        #expect(!syncLoop.stderr.lowercased().contains("locked") && !syncLoop.stderr.lowercased().contains("busy"), "\(syncLoop)")
+        #expect(
+            !syncLoop.stderr.lowercased().contains("locked") && !syncLoop.stderr.lowercased().contains("busy"),
+            "\(syncLoop)")
         #expect(syncLoop.stderr.isEmpty, "\(syncLoop)")
         let rounds = Int(syncLoop.stdoutLines.last?.split(separator: " ").last ?? "") ?? 0
         #expect(rounds >= 2, "\(syncLoop)")
 
         // Final exchange: B receives what A wrote after the loop's last push.
         try #require(try await a.sync("push", "--to", exchange.path + "/shared").exitCode == 0)
-        let finalPull = try await SyncProcess.run(["pull", "--store", b.path, "--from", exchange.path + "/shared", "--no-prune"])
+        let finalPull = try await SyncProcess.run([
+            "pull", "--store", b.path, "--from", exchange.path + "/shared", "--no-prune",
+        ])
         try #require(finalPull.exitCode == 0 && finalPull.stderr.isEmpty, "\(finalPull)")
 
         // No capture lost or duplicated: B never pruned, so its history holds every transaction A
@@ -146,16 +165,21 @@ import TidemarkTestSupport
                 insertedBy[id, default: []].append(transaction)
             }
         }
-        let expectedIDs = execWriters.flatMap { who in (1...execWrites).map { "\(who)-\($0)" } }
+        let expectedIDs =
+            execWriters.flatMap { who in (1...execWrites).map { "\(who)-\($0)" } }
             + shellWriters.flatMap { who in (1...shellWrites).map { "\(who)-\($0)" } }
-        #expect(Set(insertedBy.keys) == Set(expectedIDs), "missing: \(Set(expectedIDs).subtracting(insertedBy.keys).sorted())")
+        #expect(
+            Set(insertedBy.keys) == Set(expectedIDs),
+            "missing: \(Set(expectedIDs).subtracting(insertedBy.keys).sorted())")
         for id in expectedIDs {
             let transactions = insertedBy[id] ?? []
             #expect(transactions.count == 1, "\(id) is inserted by \(transactions.count) transactions")
             let who = String(id.prefix(2))
             if execWriters.contains(who) {
                 // `sync exec` writes are their own transaction, with their author.
-                #expect(transactions.first?.author == who && transactions.first?.changes.count == 1, "\(id): \(transactions)")
+                #expect(
+                    transactions.first?.author == who && transactions.first?.changes.count == 1,
+                    "\(id): \(transactions)")
             } else {
                 // Shell writes are sealed as external transactions (several may share one).
                 #expect(transactions.first.map { $0.author == nil && $0.pid == nil } == true, "\(id): \(transactions)")

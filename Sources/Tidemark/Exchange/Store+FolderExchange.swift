@@ -82,7 +82,8 @@ extension Store {
             for path in exchange.strayFiles(of: replica) {
                 let temporary = URL(fileURLWithPath: path).lastPathComponent.hasPrefix(ExchangeFolder.temporaryPrefix)
                 failures[path] =
-                    !temporary ? "\(path): not a Tidemark exchange file"
+                    !temporary
+                    ? "\(path): not a Tidemark exchange file"
                     : ExchangeFolder.isAbandonedTemporary(path)
                         ? "\(path): left by an interrupted write of its sender, which removes it on its next push or pull"
                         : "\(path): still being written by its sender"
@@ -111,7 +112,9 @@ extension Store {
         // A bundle that builds on held changes (directly, or through other such bundles) waits for
         // the same migration as they do: that is what `waiting` reports, not a problem with it.
         if !pending.isEmpty {
-            var reach = try mappingErrors { try database.read { db in try HeldBundles.reach(from: Store.currentToken(db), db) } }
+            var reach = try mappingErrors {
+                try database.read { db in try HeldBundles.reach(from: Store.currentToken(db), db) }
+            }
             var left = pending.compactMap { path in (try? ExchangeFolder.header(of: path)).map { (path, $0.1) } }
             var progress = true
             while progress {
@@ -135,7 +138,8 @@ extension Store {
         let warnings = failures.keys.sorted().map { "skipped \(failures[$0]!) (will retry on the next pull)" }
         let watermark = try writeWatermark(in: exchange, key: key)
         let report = autoPrune ? try prune(key: key) : nil
-        return PullSummary(imported: imported, warnings: warnings, watermark: watermark, prune: report, waiting: try schemaWaits())
+        return PullSummary(
+            imported: imported, warnings: warnings, watermark: watermark, prune: report, waiting: try schemaWaits())
     }
 
     /// Applies what it can of `paths`, repeating while progress is made; returns the bundles that
@@ -187,7 +191,8 @@ extension Store {
         for replica in try exchange.replicaFolders(except: self.replica.id) {
             let path = exchange.folder(of: replica) + "/" + ExchangeFolder.snapshotName
             guard !used.contains(path), FileManager.default.fileExists(atPath: path),
-                let (_, header) = try? ExchangeFolder.header(of: path), header.kind == .snapshot, !token.covers(header.through)
+                let (_, header) = try? ExchangeFolder.header(of: path), header.kind == .snapshot,
+                !token.covers(header.through)
             else { continue }
             let first = exchange.bundles(of: replica).first.flatMap { try? ExchangeFolder.header(of: $0.path).header }
             if let first, token.covers(first.since) { continue }
@@ -200,7 +205,8 @@ extension Store {
         let absolute = URL(fileURLWithPath: directory).standardizedFileURL.path
         return try mappingErrors {
             try database.read { db in
-                try String.fetchOne(db, sql: "SELECT pushed_through FROM tidemark_folders WHERE path = ?", arguments: [absolute])
+                try String.fetchOne(
+                    db, sql: "SELECT pushed_through FROM tidemark_folders WHERE path = ?", arguments: [absolute])
             }
         }.flatMap { try? History.Token(parsing: $0) }
     }
@@ -210,7 +216,8 @@ extension Store {
         try mappingErrors {
             try database.write { db in
                 try db.execute(
-                    sql: "UPDATE tidemark_folders SET pushed_through = ?, last_number = max(last_number, ?) WHERE path = ?",
+                    sql:
+                        "UPDATE tidemark_folders SET pushed_through = ?, last_number = max(last_number, ?) WHERE path = ?",
                     arguments: [token.description, number, absolute])
             }
         }
@@ -220,7 +227,8 @@ extension Store {
         let absolute = URL(fileURLWithPath: directory).standardizedFileURL.path
         return try mappingErrors {
             try database.read { db in
-                try Int.fetchOne(db, sql: "SELECT last_number FROM tidemark_folders WHERE path = ?", arguments: [absolute]) ?? 0
+                try Int.fetchOne(
+                    db, sql: "SELECT last_number FROM tidemark_folders WHERE path = ?", arguments: [absolute]) ?? 0
             }
         }
     }
@@ -242,7 +250,8 @@ extension Store {
     }
 }
 
-/// Copies of the bundles held in a store, as files a pull imports like the folder's; removed
+/// Copies of the bundles held in a store that it can apply now (it has made the version they
+/// need), as files a pull imports like the folder's; removed
 /// when the pull ends. A held bundle leaves the store when it applies.
 struct HeldCopies {
     let store: Store
@@ -252,13 +261,22 @@ struct HeldCopies {
 
     init(store: Store) throws {
         self.store = store
-        let bundles = try store.mappingErrors { try store.database.read { db in try HeldBundles.all(db) } }
+        // Only those the store can apply now: one waiting for a version the store has not made
+        // would only be verified again and held again.
+        let bundles = try store.mappingErrors {
+            try store.database.read { db in
+                let position = try SchemaLineage.position(db)
+                return try HeldBundles.all(db).filter { $0.position <= position }
+            }
+        }
         guard !bundles.isEmpty else {
             directory = nil
             digests = [:]
             return
         }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tidemark-held-\(UUID().uuidString)").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "tidemark-held-\(UUID().uuidString)"
+        ).path
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         } catch {

@@ -9,7 +9,8 @@ public struct SyncCLI: AsyncParsableCommand {
         commandName: "sync",
         abstract: "Tidemark: history-tracked SQLite stores that sync through shared folders.",
         subcommands: [
-            Demo.self, Init.self, Exec.self, Migrate.self, Log.self, TokenCommand.self, Status.self, Watch.self, Identity.self, Peers.self,
+            Demo.self, Init.self, Exec.self, Migrate.self, Log.self, TokenCommand.self, Status.self, Watch.self,
+            Identity.self, Peers.self,
             Export.self, Inspect.self, Import.self, Push.self, Pull.self, Prune.self, Conflicts.self,
         ])
 
@@ -37,7 +38,9 @@ public struct SyncCLI: AsyncParsableCommand {
     /// The store a parsed command works on, when it has a `--store` option (or `SYNC_STORE`).
     static func storePath(of command: any ParsableCommand) -> String? {
         for child in Mirror(reflecting: command).children {
-            if let group = child.value as? OptionGroup<StoreOptions>, let path = try? group.wrappedValue.path { return path }
+            if let group = child.value as? OptionGroup<StoreOptions>, let path = try? group.wrappedValue.path {
+                return path
+            }
         }
         return nil
     }

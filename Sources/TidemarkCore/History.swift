@@ -34,7 +34,8 @@ extension History {
 
         /// Creates a change.
         public init(
-            type: ChangeType, table: String, key: [Column], values: [Column], tombstone: [Column]? = nil, generation: Int64 = 0
+            type: ChangeType, table: String, key: [Column], values: [Column], tombstone: [Column]? = nil,
+            generation: Int64 = 0
         ) {
             self.type = type
             self.table = table

@@ -28,5 +28,7 @@ public enum KeyOrder {
     }
 
     /// Whether key `a` orders before key `b`.
-    public static func precedes(_ a: [SQLValue], _ b: [SQLValue]) -> Bool { bytes(a).lexicographicallyPrecedes(bytes(b)) }
+    public static func precedes(_ a: [SQLValue], _ b: [SQLValue]) -> Bool {
+        bytes(a).lexicographicallyPrecedes(bytes(b))
+    }
 }

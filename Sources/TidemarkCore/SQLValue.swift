@@ -21,10 +21,10 @@ public enum SQLValue: Hashable, Sendable {
     public static func == (lhs: SQLValue, rhs: SQLValue) -> Bool {
         switch (lhs, rhs) {
         case (.null, .null): return true
-        case let (.integer(a), .integer(b)): return a == b
-        case let (.real(a), .real(b)): return a.bitPattern == b.bitPattern
-        case let (.text(a), .text(b)): return a.utf8.elementsEqual(b.utf8)
-        case let (.blob(a), .blob(b)): return a == b
+        case (.integer(let a), .integer(let b)): return a == b
+        case (.real(let a), .real(let b)): return a.bitPattern == b.bitPattern
+        case (.text(let a), .text(let b)): return a.utf8.elementsEqual(b.utf8)
+        case (.blob(let a), .blob(let b)): return a == b
         default: return false
         }
     }
@@ -32,10 +32,18 @@ public enum SQLValue: Hashable, Sendable {
     public func hash(into hasher: inout Hasher) {
         switch self {
         case .null: hasher.combine(0)
-        case .integer(let v): hasher.combine(1); hasher.combine(v)
-        case .real(let v): hasher.combine(2); hasher.combine(v.bitPattern)
-        case .text(let v): hasher.combine(3); hasher.combine(Array(v.utf8))
-        case .blob(let v): hasher.combine(4); hasher.combine(v)
+        case .integer(let v):
+            hasher.combine(1)
+            hasher.combine(v)
+        case .real(let v):
+            hasher.combine(2)
+            hasher.combine(v.bitPattern)
+        case .text(let v):
+            hasher.combine(3)
+            hasher.combine(Array(v.utf8))
+        case .blob(let v):
+            hasher.combine(4)
+            hasher.combine(v)
         }
     }
 }

@@ -51,7 +51,8 @@ public enum Schema {
         /// new name).
         public var table: String {
             switch self {
-            case .track(let table, _, _), .addColumn(let table, _), .renameTable(let table, _), .renameColumn(let table, _, _),
+            case .track(let table, _, _), .addColumn(let table, _), .renameTable(let table, _),
+                .renameColumn(let table, _, _),
                 .dropColumn(let table, _), .untrack(let table, _, _):
                 return table
             }
@@ -111,15 +112,17 @@ public enum Schema {
             let sorted = { (columns: [String]) in columns.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) } }
             self.operations = operations.map { operation -> Operation in
                 switch operation {
-                case .track(let table, let keys, let columns): return .track(table: table, keyColumns: keys, columns: sorted(columns))
-                case .untrack(let table, let keys, let columns): return .untrack(table: table, keyColumns: keys, columns: sorted(columns))
+                case .track(let table, let keys, let columns):
+                    return .track(table: table, keyColumns: keys, columns: sorted(columns))
+                case .untrack(let table, let keys, let columns):
+                    return .untrack(table: table, keyColumns: keys, columns: sorted(columns))
                 default: return operation
                 }
             }
             .map { ($0.encoded(), $0) }
-                .sorted { $0.0.lexicographicallyPrecedes($1.0) }
-                .filter { seen.insert($0.0).inserted }
-                .map(\.1)
+            .sorted { $0.0.lexicographicallyPrecedes($1.0) }
+            .filter { seen.insert($0.0).inserted }
+            .map(\.1)
         }
 
         /// §3: operation count, then each operation.
@@ -134,14 +137,20 @@ public enum Schema {
         public init(encoded bytes: [UInt8]) throws {
             var reader = PayloadReader(bytes)
             self = try Self.decode(&reader)
-            guard reader.atEnd else { throw BundleError.framing(.badHeader("schema change: bytes left over"), offset: reader.position) }
+            guard reader.atEnd else {
+                throw BundleError.framing(.badHeader("schema change: bytes left over"), offset: reader.position)
+            }
         }
 
         /// Decodes a change, rejecting anything not in canonical form.
         static func decode(_ reader: inout PayloadReader) throws -> Change {
-            func bad(_ why: String) -> BundleError { .framing(.badHeader("schema lineage: \(why)"), offset: reader.base + reader.position) }
+            func bad(_ why: String) -> BundleError {
+                .framing(.badHeader("schema lineage: \(why)"), offset: reader.base + reader.position)
+            }
             let count = try reader.varint()
-            guard count >= 1, count <= UInt64(maxEntries) else { throw bad("a version must hold 1 to \(maxEntries) operations") }
+            guard count >= 1, count <= UInt64(maxEntries) else {
+                throw bad("a version must hold 1 to \(maxEntries) operations")
+            }
             var operations: [Operation] = []
             var previous: [UInt8]?
             for _ in 0..<count {
@@ -155,12 +164,17 @@ public enum Schema {
                 func table() throws -> (String, [String], [String]) {
                     let table = try name()
                     let keyCount = try reader.varint()
-                    guard keyCount >= 1, keyCount <= UInt64(BundleFormat.maxColumns) else { throw bad("table \(table): bad key column count") }
+                    guard keyCount >= 1, keyCount <= UInt64(BundleFormat.maxColumns) else {
+                        throw bad("table \(table): bad key column count")
+                    }
                     let keys = try (0..<keyCount).map { _ in try reader.string() }
                     let columnCount = try reader.varint()
-                    guard columnCount <= UInt64(BundleFormat.maxColumns) else { throw bad("table \(table): too many columns") }
+                    guard columnCount <= UInt64(BundleFormat.maxColumns) else {
+                        throw bad("table \(table): too many columns")
+                    }
                     let columns = try (0..<columnCount).map { _ in try reader.string() }
-                    guard !columns.contains(""), zip(columns, columns.dropFirst()).allSatisfy({ $0.utf8.lexicographicallyPrecedes($1.utf8) }),
+                    guard !columns.contains(""),
+                        zip(columns, columns.dropFirst()).allSatisfy({ $0.utf8.lexicographicallyPrecedes($1.utf8) }),
                         Set(keys.map { Array($0.utf8) }).count == keys.count,
                         keys.allSatisfy({ k in columns.contains { Array($0.utf8) == Array(k.utf8) } })
                     else { throw bad("table \(table): columns not canonical") }
@@ -189,7 +203,9 @@ public enum Schema {
                     throw bad("unknown operation \(kind)")
                 }
                 let bytes = Array(reader.bytes[start..<reader.position])
-                if let previous, !previous.lexicographicallyPrecedes(bytes) { throw bad("operations not in canonical order") }
+                if let previous, !previous.lexicographicallyPrecedes(bytes) {
+                    throw bad("operations not in canonical order")
+                }
                 previous = bytes
                 operations.append(operation)
             }

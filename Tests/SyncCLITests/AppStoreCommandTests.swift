@@ -60,12 +60,17 @@ import TidemarkTestSupport
         // The CLI pulls into the app's store while the app observes it through its pool. Another
         // process's commit reaches GRDB's observation by the file, not the connection: GRDB sees it
         // when the app next reads, so the test reads after the pull.
-        let peerWrite = try await SyncProcess.run(["exec", "--store", peer, "INSERT INTO notes(id, title) VALUES ('p1', 'from peer')"])
+        let peerWrite = try await SyncProcess.run([
+            "exec", "--store", peer, "INSERT INTO notes(id, title) VALUES ('p1', 'from peer')",
+        ])
         #expect(peerWrite.exitCode == 0, "\(peerWrite)")
         #expect(try await SyncProcess.run(["push", "--store", peer, "--to", folder]).exitCode == 0)
         let pulled = try await SyncProcess.run(["pull", "--store", path, "--from", folder])
         #expect(pulled.exitCode == 0 && pulled.stderr.isEmpty, "\(pulled)")
-        #expect(try await pool.read { db in try String.fetchAll(db, sql: "SELECT id FROM notes ORDER BY id") } == ["n1", "p1"])
+        #expect(
+            try await pool.read { db in try String.fetchAll(db, sql: "SELECT id FROM notes ORDER BY id") } == [
+                "n1", "p1",
+            ])
         // The app's store is still usable through its writer.
         try await pool.write { db in try db.execute(sql: "INSERT INTO notes(id, title) VALUES ('n2', 'after')") }
         #expect(try app.fetchHistory().last?.changes.first?.key.first?.value == .text("n2"))
@@ -76,7 +81,8 @@ import TidemarkTestSupport
     @Test func theReadmeExampleSeesAPullThroughItsObservation() async throws {
         let directory = try TemporaryDirectory("tidemark-example")
         let result = try await CommandRunner.run(
-            SyncProcess.productsDirectory + "/tidemark-example-grdb", [directory.path], environment: SyncProcess.environment())
+            SyncProcess.productsDirectory + "/tidemark-example-grdb", [directory.path],
+            environment: SyncProcess.environment())
         #expect(result.exitCode == 0, "\(result)")
         #expect(result.stdoutLines.last == "ok", "\(result)")
     }

@@ -86,7 +86,9 @@ import TidemarkTestSupport
         var rows: [String: Row] = [:]
         for line in stdout.split(separator: "\n") {
             let fields = line.split(separator: " ")
-            guard fields.count == 5, let numbers = Optional(fields.dropFirst().compactMap { Int($0) }), numbers.count == 4 else { continue }
+            guard fields.count == 5, let numbers = Optional(fields.dropFirst().compactMap { Int($0) }),
+                numbers.count == 4
+            else { continue }
             rows[String(fields[0])] = Row(trials: numbers[0], killedMidCommand: numbers[1])
         }
         return rows

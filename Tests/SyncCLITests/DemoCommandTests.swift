@@ -12,7 +12,9 @@ import TidemarkTestSupport
         // It made its own temporary folder and named it on the first line: remove it afterwards.
         if let line = result.stdoutLines.first, line.hasPrefix("folder    "), line.hasSuffix("/exchange") {
             let folder = (String(line.dropFirst(10)) as NSString).deletingLastPathComponent
-            if (folder as NSString).lastPathComponent.hasPrefix("tidemark-demo-") { try? FileManager.default.removeItem(atPath: folder) }
+            if (folder as NSString).lastPathComponent.hasPrefix("tidemark-demo-") {
+                try? FileManager.default.removeItem(atPath: folder)
+            }
         }
         #expect(result.exitCode == 0, "\(result)")
         #expect(result.stderr.isEmpty, "\(result)")
@@ -46,7 +48,9 @@ import TidemarkTestSupport
     @Test func demoRefusesAFolderThatIsNotEmpty() async throws {
         let directory = try TemporaryDirectory("tidemark-cli-demo")
         try "keep me".write(toFile: directory.file("notes.txt"), atomically: true, encoding: .utf8)
-        expectFailure(try await SyncProcess.run(["demo", "--dir", directory.path]), "invalid --dir '\(directory.path)': the folder is not empty")
+        expectFailure(
+            try await SyncProcess.run(["demo", "--dir", directory.path]),
+            "invalid --dir '\(directory.path)': the folder is not empty")
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["notes.txt"])
     }
 }

@@ -28,7 +28,8 @@ import TidemarkTestSupport
         }
         #expect(try await a.peers("list").stdoutLines == ["b \(keyB)", "c \(keyC)"])
         let json = try await a.peers("list", "--json")
-        let peers = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]], "\(json)")
+        let peers = try #require(
+            try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]], "\(json)")
         #expect(peers.map { $0["name"] as? String } == ["b", "c"])
         #expect(peers.map { $0["public_key"] as? String } == [keyB, keyC])
         #expect(peers.first?["id"] as? String == Replica.ID(publicKey: [UInt8](Data(base64Encoded: keyB)!)).description)
@@ -54,9 +55,14 @@ import TidemarkTestSupport
         let b = try await CLIStore(replica: "b")
         try await b.trust(a, as: "a")
         try await a.trust(b, as: "b")
-        try await a.exec("INSERT INTO items(id, name, qty, price, photo) VALUES ('a-1', 'Äpfel', 3, 0.5, x'00ff'), ('a-2', 'Birnen', 1, NULL, NULL)", author: "me")
-        try await a.exec("INSERT INTO tags VALUES ('a-1', 'fruit', 1), ('a-2', 'fruit', 2); UPDATE items SET qty = 4 WHERE id = 'a-1'")
-        try await SQLiteShell.execute(a.path, "DELETE FROM tags WHERE item = 'a-2'; UPDATE items SET note = 'shell' WHERE id = 'a-2'")
+        try await a.exec(
+            "INSERT INTO items(id, name, qty, price, photo) VALUES ('a-1', 'Äpfel', 3, 0.5, x'00ff'), ('a-2', 'Birnen', 1, NULL, NULL)",
+            author: "me")
+        try await a.exec(
+            "INSERT INTO tags VALUES ('a-1', 'fruit', 1), ('a-2', 'fruit', 2); UPDATE items SET qty = 4 WHERE id = 'a-1'"
+        )
+        try await SQLiteShell.execute(
+            a.path, "DELETE FROM tags WHERE item = 'a-2'; UPDATE items SET note = 'shell' WHERE id = 'a-2'")
 
         let bundle = a.directory.file("for-b.tmb")
         let exported = try await a.sync("export", "--peer", "b", "--out", bundle)
@@ -79,12 +85,18 @@ import TidemarkTestSupport
         let token = try await b.token()
         try await a.exec("DELETE FROM items WHERE id = 'a-1'")
         let next = a.directory.file("next.tmb")
-        #expect(try await a.sync("export", "--since", token, "--out", next).stdoutLines.first?.hasPrefix("exported 1 transactions, 1 changes, ") == true)
+        #expect(
+            try await a.sync("export", "--since", token, "--out", next).stdoutLines.first?.hasPrefix(
+                "exported 1 transactions, 1 changes, ") == true)
         let c = try await CLIStore(replica: "c")
         try await c.trust(a, as: "a")
         let both = try await c.sync("import", bundle, next)
         #expect(both.exitCode == 0 && both.stderr.isEmpty, "\(both)")
-        #expect(both.stdoutLines == ["\(bundle): applied 3 transactions, 7 changes from a", "\(next): applied 1 transactions, 1 changes from a"])
+        #expect(
+            both.stdoutLines == [
+                "\(bundle): applied 3 transactions, 7 changes from a",
+                "\(next): applied 1 transactions, 1 changes from a",
+            ])
         try expectSameTables(a, c)
     }
 
@@ -127,7 +139,8 @@ import TidemarkTestSupport
         let bundle = try await a.exportAll()
         let key = try await a.publicKey()
         try await expectRefused(
-            b, ["import", bundle], "\(bundle): signed by unknown replica 'a' (key \(key))", hint: "if you trust it: sync peers add NAME \(key)")
+            b, ["import", bundle], "\(bundle): signed by unknown replica 'a' (key \(key))",
+            hint: "if you trust it: sync peers add NAME \(key)")
     }
 
     @Test func peersRemoveTakesEffectOnTheNextImport() async throws {
@@ -159,11 +172,13 @@ import TidemarkTestSupport
 
         let cut = b.directory.file("cut.tmb")
         try Data(bytes.bytes.prefix(bytes.bytes.count - 20)).write(to: URL(fileURLWithPath: cut))
-        try await expectRefused(b, ["import", cut], "\(cut): the file ends early (truncated or still being copied)", hint: damagedHint)
+        try await expectRefused(
+            b, ["import", cut], "\(cut): the file ends early (truncated or still being copied)", hint: damagedHint)
 
         let text = b.directory.file("notes.txt")
         try "not a bundle\n".write(toFile: text, atomically: true, encoding: .utf8)
-        try await expectRefused(b, ["import", text], "\(text): not a Tidemark bundle (bad magic) at byte 0", hint: damagedHint)
+        try await expectRefused(
+            b, ["import", text], "\(text): not a Tidemark bundle (bad magic) at byte 0", hint: damagedHint)
 
         let empty = b.directory.file("empty.tmb")
         _ = FileManager.default.createFile(atPath: empty, contents: Data())
@@ -176,9 +191,12 @@ import TidemarkTestSupport
         try version.resign(with: try KeyFile.load(a.path + ".key"))
         let future = b.directory.file("v2.tmb")
         try version.write(to: future)
-        try await expectRefused(b, ["import", future], "\(future): unsupported format version 2 (this build reads version 1) at byte 8")
+        try await expectRefused(
+            b, ["import", future], "\(future): unsupported format version 2 (this build reads version 1) at byte 8")
 
-        try await expectRefused(b, ["import", b.directory.file("missing.tmb")], "cannot read \(b.directory.file("missing.tmb")): no such file")
+        try await expectRefused(
+            b, ["import", b.directory.file("missing.tmb")],
+            "cannot read \(b.directory.file("missing.tmb")): no such file")
     }
 
     @Test func importingAFolderIsOneErrorLine() async throws {
@@ -187,7 +205,8 @@ import TidemarkTestSupport
     }
 
     @Test func aBundleForAnotherSchemaIsRefused() async throws {
-        let a = try await CLIStore(replica: "a", schema: "CREATE TABLE todos(id TEXT PRIMARY KEY, title TEXT);", extra: [])
+        let a = try await CLIStore(
+            replica: "a", schema: "CREATE TABLE todos(id TEXT PRIMARY KEY, title TEXT);", extra: [])
         let b = try await CLIStore(replica: "b")
         try await b.trust(a, as: "a")
         try await a.exec("INSERT INTO todos VALUES ('t-1', 'Buy milk')")
@@ -210,10 +229,15 @@ import TidemarkTestSupport
         let (first, second) = (folder + "/0000000001.tmb", folder + "/0000000002.tmb")
 
         try await expectRefused(
-            b, ["import", second], "\(second): missing prerequisites: a #1", hint: "import the bundles it depends on first (pull applies them in order)")
+            b, ["import", second], "\(second): missing prerequisites: a #1",
+            hint: "import the bundles it depends on first (pull applies them in order)")
         let both = try await b.sync("import", first, second)
         #expect(both.exitCode == 0 && both.stderr.isEmpty, "\(both)")
-        #expect(both.stdoutLines == ["\(first): applied 1 transactions, 1 changes from a", "\(second): applied 1 transactions, 1 changes from a"])
+        #expect(
+            both.stdoutLines == [
+                "\(first): applied 1 transactions, 1 changes from a",
+                "\(second): applied 1 transactions, 1 changes from a",
+            ])
         try expectSameTables(a, b)
     }
 
@@ -247,7 +271,9 @@ import TidemarkTestSupport
             try await expectRefused(
                 a, ["import", bundle],
                 "\(bundle): holds this replica's transactions up to #2 but the store has only #1: the store was restored from an older copy",
-                hint: "continuing would reuse sequence numbers; move this store aside and create a new replica with `sync init`, then pull")
+                hint:
+                    "continuing would reuse sequence numbers; move this store aside and create a new replica with `sync init`, then pull"
+            )
         }
     }
 
@@ -266,10 +292,16 @@ import TidemarkTestSupport
         var failures: [(String, CommandResult)] = []
         for arguments in [
             ["import", "--store", b.path, keyPath], ["inspect", keyPath], ["inspect", "--json", keyPath],
-            ["export", "--store", b.path, "--key", keyPath, "--since", History.Token.zero.description, "--out", b.directory.file("x.tmb")],
+            [
+                "export", "--store", b.path, "--key", keyPath, "--since", History.Token.zero.description, "--out",
+                b.directory.file("x.tmb"),
+            ],
             ["push", "--store", b.path, "--key", keyPath, "--to", exchange.path],
             ["pull", "--store", b.path, "--key", keyPath, "--from", exchange.path],
-            ["export", "--store", a.path, "--key", damaged, "--since", History.Token.zero.description, "--out", a.directory.file("y.tmb")],
+            [
+                "export", "--store", a.path, "--key", damaged, "--since", History.Token.zero.description, "--out",
+                a.directory.file("y.tmb"),
+            ],
             ["exec", "--store", keyPath, "SELECT 1"], ["status", "--store", keyPath],
             ["init", "--store", a.directory.file("new.db"), "--replica", "n", "--key", damaged],
         ] {
@@ -290,14 +322,19 @@ import TidemarkTestSupport
     static func secretFragments(_ body: String) -> [String] {
         let characters = Array(body)
         // The first 22 characters encode the PKCS#8 prefix every Ed25519 key shares.
-        return [body] + stride(from: 22, to: max(23, characters.count - 12), by: 4).map { String(characters[$0..<min(characters.count, $0 + 12)]) }
+        return [body]
+            + stride(from: 22, to: max(23, characters.count - 12), by: 4).map {
+                String(characters[$0..<min(characters.count, $0 + 12)])
+            }
     }
 
     // MARK: - Inspect
 
     @Test func inspectShowsAValidBundle() async throws {
         let a = try await CLIStore(replica: "a")
-        try await a.exec("INSERT INTO items(id, name, qty) VALUES ('a-1', 'one', 1), ('a-2', 'two', 2)", author: "ann", context: "ui")
+        try await a.exec(
+            "INSERT INTO items(id, name, qty) VALUES ('a-1', 'one', 1), ('a-2', 'two', 2)", author: "ann", context: "ui"
+        )
         try await a.exec("UPDATE items SET qty = 5 WHERE id = 'a-1'")
         let bundle = try await a.exportAll()
         let id = try await a.id()
@@ -335,7 +372,9 @@ import TidemarkTestSupport
         #expect(object["transaction_count"] as? Int == 2)
         #expect(object["change_count"] as? Int == 3)
         let origins = try #require(object["origins"] as? [[String: Any]])
-        #expect(origins.count == 1 && origins[0]["id"] as? String == id.description && origins[0]["first"] as? Int == 1 && origins[0]["last"] as? Int == 2)
+        #expect(
+            origins.count == 1 && origins[0]["id"] as? String == id.description && origins[0]["first"] as? Int == 1
+                && origins[0]["last"] as? Int == 2)
         let transactions = try #require(object["transactions"] as? [[String: Any]])
         #expect(transactions.map { $0["seq"] as? Int } == [1, 2])
         #expect(transactions.map { $0["author"] as? String } == ["ann", nil])
@@ -349,16 +388,22 @@ import TidemarkTestSupport
         let bytes = try BundleBytes(contentsOf: try await a.exportAll())
         let damagedHint = "the file is damaged, incomplete or not from Tidemark; ask its sender to export it again"
         let flipped = a.directory.file("flipped.tmb")
-        try Data(bytes.flippingBit(0, at: bytes.frames.last!.payload.lowerBound + 3)).write(to: URL(fileURLWithPath: flipped))
+        try Data(bytes.flippingBit(0, at: bytes.frames.last!.payload.lowerBound + 3)).write(
+            to: URL(fileURLWithPath: flipped))
         let cut = a.directory.file("cut.tmb")
         try Data(bytes.bytes.prefix(bytes.bytes.count / 2)).write(to: URL(fileURLWithPath: cut))
         for json in [[], ["--json"]] {
             expectFailure(
                 try await SyncProcess.run(["inspect"] + json + [flipped]),
-                "\(flipped): the bundle's signature does not verify (the file was altered or not signed by its sender)", hint: damagedHint)
+                "\(flipped): the bundle's signature does not verify (the file was altered or not signed by its sender)",
+                hint: damagedHint)
             expectFailure(try await SyncProcess.run(["inspect"] + json + [cut]), "\(cut): ", hint: damagedHint)
-            expectFailure(try await SyncProcess.run(["inspect"] + json + [a.path]), "\(a.path): not a Tidemark bundle (bad magic) at byte 0")
-            expectFailure(try await SyncProcess.run(["inspect"] + json + [a.directory.file("none.tmb")]), "cannot read \(a.directory.file("none.tmb")): no such file")
+            expectFailure(
+                try await SyncProcess.run(["inspect"] + json + [a.path]),
+                "\(a.path): not a Tidemark bundle (bad magic) at byte 0")
+            expectFailure(
+                try await SyncProcess.run(["inspect"] + json + [a.directory.file("none.tmb")]),
+                "cannot read \(a.directory.file("none.tmb")): no such file")
         }
     }
 
@@ -394,7 +439,10 @@ import TidemarkTestSupport
         let (aID, bID) = ((try await a.id()).description, (try await b.id()).description)
         let files = FolderTree(exchange.path).files
         #expect(files.filter { $0.hasPrefix(aID + "/") } == [aID + "/0000000001.tmb"], "\(files)")
-        #expect(Set(files.filter { $0.hasPrefix(bID + "/") }).subtracting([bID + "/snapshot.tms"]) == [bID + "/watermark.tmw"], "\(files)")
+        #expect(
+            Set(files.filter { $0.hasPrefix(bID + "/") }).subtracting([bID + "/snapshot.tms"]) == [
+                bID + "/watermark.tmw"
+            ], "\(files)")
         #expect(files.allSatisfy { $0.hasPrefix(aID + "/") || $0.hasPrefix(bID + "/") }, "\(files)")
     }
 
@@ -420,7 +468,8 @@ import TidemarkTestSupport
         try full.prefix(40).write(to: URL(fileURLWithPath: aFolder + "/.tmp-xyz"))
         var random = SeededGenerator(seed: 7)
         let foreign = cFolder + "/0000000009.tmb"
-        try Data((0..<512).map { _ in UInt8.random(in: 0...255, using: &random) }).write(to: URL(fileURLWithPath: foreign))
+        try Data((0..<512).map { _ in UInt8.random(in: 0...255, using: &random) }).write(
+            to: URL(fileURLWithPath: foreign))
 
         let pulled = try await b.sync("pull", "--from", exchange.path)
         #expect(pulled.exitCode == 0, "\(pulled)")
@@ -429,7 +478,8 @@ import TidemarkTestSupport
         #expect(pulled.stderrLines.allSatisfy { $0.hasPrefix("warning: ") }, "\(pulled)")
         #expect(pulled.stderrLines.contains { $0.contains(second) }, "no warning about the truncated bundle: \(pulled)")
         #expect(pulled.stderrLines.contains { $0.contains(foreign) }, "no warning about the foreign file: \(pulled)")
-        #expect(pulled.stderrLines.contains { $0.contains(".tmp-xyz") }, "no warning about the temporary file: \(pulled)")
+        #expect(
+            pulled.stderrLines.contains { $0.contains(".tmp-xyz") }, "no warning about the temporary file: \(pulled)")
         #expect(try b.tables()["items"]?.rows.map { $0[0] } == [.text("a-1"), .text("c-1")])
 
         try full.write(to: URL(fileURLWithPath: second))
@@ -468,7 +518,8 @@ import TidemarkTestSupport
     /// Runs `sync ARGUMENTS…` against `store`, expects one error line containing `message` (and
     /// the hint, when given), and that the store's `.dump` is unchanged.
     func expectRefused(
-        _ store: CLIStore, _ arguments: [String], _ message: String, hint: String? = nil, sourceLocation: SourceLocation = #_sourceLocation
+        _ store: CLIStore, _ arguments: [String], _ message: String, hint: String? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
     ) async throws {
         let before = try await store.dump()
         let result = try await SyncProcess.run([arguments[0], "--store", store.path] + arguments.dropFirst())

@@ -23,7 +23,9 @@ import TidemarkTestSupport
 
     @Test func queriesPrintTheirRows() async throws {
         let store = try await CLIStore()
-        try await store.exec("INSERT INTO items(id, name, qty, price, photo) VALUES ('a', 'A|1', 7, 0.5, x'0a0b'), ('b', NULL, NULL, NULL, NULL)")
+        try await store.exec(
+            "INSERT INTO items(id, name, qty, price, photo) VALUES ('a', 'A|1', 7, 0.5, x'0a0b'), ('b', NULL, NULL, NULL, NULL)"
+        )
         let result = try await store.exec("SELECT id, name, qty, price, photo FROM items ORDER BY id")
         #expect(result.stdoutLines == ["a|A|1|7|0.5|x'0a0b'", "b||||"])
         // A query changes nothing: no transaction.
@@ -35,7 +37,8 @@ import TidemarkTestSupport
         try await store.exec("INSERT INTO items(id, name, qty) VALUES ('a', 'A', 1)")
         let token = try await store.token()
         for sql in [
-            "UPDATE items SET name = 'A', qty = 1", "UPDATE items SET qty = qty WHERE id = 'a'", "DELETE FROM items WHERE 0",
+            "UPDATE items SET name = 'A', qty = 1", "UPDATE items SET qty = qty WHERE id = 'a'",
+            "DELETE FROM items WHERE 0",
             "UPDATE items SET note = NULL", "INSERT OR IGNORE INTO items(id, name) VALUES ('a', 'other')",
         ] {
             try await store.exec(sql)
@@ -52,10 +55,15 @@ import TidemarkTestSupport
         let last = try #require(try await store.log().last)
         #expect(
             last.changes == [
-                LoggedChange(type: "delete", table: "items", key: ["id": .text("old")], tombstone: ["id": .text("old"), "name": .text("N")]),
+                LoggedChange(
+                    type: "delete", table: "items", key: ["id": .text("old")],
+                    tombstone: ["id": .text("old"), "name": .text("N")]),
                 LoggedChange(
                     type: "insert", table: "items", key: ["id": .text("new")],
-                    values: ["id": .text("new"), "name": .text("N"), "qty": .integer(1), "price": .null, "photo": .null, "note": .null]),
+                    values: [
+                        "id": .text("new"), "name": .text("N"), "qty": .integer(1), "price": .null, "photo": .null,
+                        "note": .null,
+                    ]),
             ])
     }
 
@@ -82,7 +90,10 @@ import TidemarkTestSupport
     @Test func transactionControlIsRefused() async throws {
         let store = try await CLIStore()
         let before = try await store.dump()
-        for sql in ["BEGIN; INSERT INTO items(id) VALUES ('x'); COMMIT", "INSERT INTO items(id) VALUES ('x'); ROLLBACK", "SAVEPOINT s"] {
+        for sql in [
+            "BEGIN; INSERT INTO items(id) VALUES ('x'); COMMIT", "INSERT INTO items(id) VALUES ('x'); ROLLBACK",
+            "SAVEPOINT s",
+        ] {
             expectFailure(try await store.sync("exec", sql), "is not allowed", hint: "BEGIN/COMMIT")
         }
         #expect(try await store.dump() == before)
@@ -90,7 +101,8 @@ import TidemarkTestSupport
 
     @Test func theStoreCanComeFromTheEnvironment() async throws {
         let store = try await CLIStore()
-        let result = try await SyncProcess.run(["exec", "INSERT INTO items(id) VALUES ('env')"], environment: ["SYNC_STORE": store.path])
+        let result = try await SyncProcess.run(
+            ["exec", "INSERT INTO items(id) VALUES ('env')"], environment: ["SYNC_STORE": store.path])
         #expect(result.exitCode == 0, "\(result)")
         let log = try await SyncProcess.run(["log", "--json"], environment: ["SYNC_STORE": store.path])
         #expect(try LogDocument.parse(log.stdout).map { $0.changes.map(\.key) } == [[["id": .text("env")]]])
@@ -107,7 +119,8 @@ import TidemarkTestSupport
     @Test func aMissingStoreIsNotCreated() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("missing.db")
-        expectFailure(try await SyncProcess.run(["exec", "--store", path, "SELECT 1"]), "no store at \(path)", hint: "sync init")
+        expectFailure(
+            try await SyncProcess.run(["exec", "--store", path, "SELECT 1"]), "no store at \(path)", hint: "sync init")
         #expect(!FileManager.default.fileExists(atPath: path))
     }
 
@@ -116,7 +129,9 @@ import TidemarkTestSupport
         let path = directory.file("plain.db")
         try await SQLiteShell.execute(path, "CREATE TABLE t(id TEXT PRIMARY KEY)")
         let before = try await SQLiteShell.dump(path)
-        expectFailure(try await SyncProcess.run(["exec", "--store", path, "INSERT INTO t VALUES ('x')"]), "not a Tidemark store", hint: "sync init")
+        expectFailure(
+            try await SyncProcess.run(["exec", "--store", path, "INSERT INTO t VALUES ('x')"]), "not a Tidemark store",
+            hint: "sync init")
         #expect(try await SQLiteShell.dump(path) == before)
     }
 }

@@ -8,7 +8,9 @@ import TidemarkTestSupport
 @Suite struct InitCommandTests {
     /// Files next to a store path that exist.
     static func existing(_ path: String) -> [String] {
-        [path, path + "-wal", path + "-shm", path + "-journal", path + ".key"].filter { FileManager.default.fileExists(atPath: $0) }
+        [path, path + "-wal", path + "-shm", path + "-journal", path + ".key"].filter {
+            FileManager.default.fileExists(atPath: $0)
+        }
     }
 
     @Test func createsAStoreThatStatusDescribes() async throws {
@@ -16,7 +18,9 @@ import TidemarkTestSupport
         let path = directory.file("store.db")
         let schema = directory.file("schema.sql")
         try CLIStore.schema.write(toFile: schema, atomically: true, encoding: .utf8)
-        let result = try await SyncProcess.run(["init", "--store", path, "--replica", "laptop", "--schema", schema, "--preserve", "items.name"])
+        let result = try await SyncProcess.run([
+            "init", "--store", path, "--replica", "laptop", "--schema", schema, "--preserve", "items.name",
+        ])
         #expect(result.exitCode == 0, "\(result)")
         #expect(result.stderr.isEmpty)
         try #require(result.stdoutLines.count == 1)
@@ -51,7 +55,8 @@ import TidemarkTestSupport
         try bytes.write(to: URL(fileURLWithPath: path))
         for arguments in [
             ["init", "--store", path, "--replica", "a"], ["init", "--store", path, "--replica", "a", "--track", "t"],
-            ["exec", "--store", path, "SELECT 1"], ["log", "--store", path], ["token", "--store", path], ["status", "--store", path],
+            ["exec", "--store", path, "SELECT 1"], ["log", "--store", path], ["token", "--store", path],
+            ["status", "--store", path],
             ["watch", "--store", path],
         ] {
             expectFailure(try await SyncProcess.run(arguments), "\(path) is not a SQLite database")
@@ -64,7 +69,8 @@ import TidemarkTestSupport
         let directory = try TemporaryDirectory()
         let path = directory.file("new.db")
         let schema = directory.file("bad.sql")
-        try "CREATE TABLE items(id TEXT PRIMARY KEY, name TEXT);\nINSERT INTO items VALUES ('a', 'A');\nCREATE TABLE oops(id TEXT PRIMARY KEY,,);\n"
+        try
+            "CREATE TABLE items(id TEXT PRIMARY KEY, name TEXT);\nINSERT INTO items VALUES ('a', 'A');\nCREATE TABLE oops(id TEXT PRIMARY KEY,,);\n"
             .write(toFile: schema, atomically: true, encoding: .utf8)
         let result = try await SyncProcess.run(["init", "--store", path, "--replica", "a", "--schema", schema])
         expectFailure(result, "schema file \(schema) failed")
@@ -77,25 +83,42 @@ import TidemarkTestSupport
         let directory = try TemporaryDirectory()
         let path = directory.file("new.db")
         let missing = directory.file("missing.sql")
-        expectFailure(try await SyncProcess.run(["init", "--store", path, "--replica", "a", "--schema", missing]), "cannot read \(missing)")
+        expectFailure(
+            try await SyncProcess.run(["init", "--store", path, "--replica", "a", "--schema", missing]),
+            "cannot read \(missing)")
         #expect(Self.existing(path).isEmpty)
     }
 
     static let untrackable: [(label: String, schema: String, arguments: [String], message: String, hint: String?)] = [
-        ("unknown table", "CREATE TABLE items(id TEXT PRIMARY KEY);", ["--track", "nope"], "no table named 'nope'", nil),
+        (
+            "unknown table", "CREATE TABLE items(id TEXT PRIMARY KEY);", ["--track", "nope"], "no table named 'nope'",
+            nil
+        ),
         ("no primary key", "CREATE TABLE loose(a TEXT, b TEXT);", [], "cannot track table 'loose'", "PRIMARY KEY"),
         ("rowid alias", "CREATE TABLE counted(id INTEGER PRIMARY KEY, v);", [], "cannot track table 'counted'", "UUID"),
-        ("preserve of an unknown column", "CREATE TABLE items(id TEXT PRIMARY KEY);", ["--preserve", "items.nope"], "table 'items' has no column 'nope'", nil),
-        ("malformed preserve", "CREATE TABLE items(id TEXT PRIMARY KEY);", ["--preserve", "items"], "invalid --preserve 'items'", nil),
-        ("invalid replica name", "CREATE TABLE items(id TEXT PRIMARY KEY);", ["--replica", "my laptop"], "invalid replica name", nil),
+        (
+            "preserve of an unknown column", "CREATE TABLE items(id TEXT PRIMARY KEY);", ["--preserve", "items.nope"],
+            "table 'items' has no column 'nope'", nil
+        ),
+        (
+            "malformed preserve", "CREATE TABLE items(id TEXT PRIMARY KEY);", ["--preserve", "items"],
+            "invalid --preserve 'items'", nil
+        ),
+        (
+            "invalid replica name", "CREATE TABLE items(id TEXT PRIMARY KEY);", ["--replica", "my laptop"],
+            "invalid replica name", nil
+        ),
     ]
 
     /// Adopting an existing database that cannot be tracked leaves it exactly as it was.
     @Test(arguments: untrackable)
-    func anUntrackableDatabaseIsLeftAsItWas(label: String, schema: String, arguments: [String], message: String, hint: String?) async throws {
+    func anUntrackableDatabaseIsLeftAsItWas(
+        label: String, schema: String, arguments: [String], message: String, hint: String?
+    ) async throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("app.db")
-        try await SQLiteShell.execute(path, schema + "\nCREATE TABLE fine(id TEXT PRIMARY KEY, v); INSERT INTO fine VALUES ('x', 1);")
+        try await SQLiteShell.execute(
+            path, schema + "\nCREATE TABLE fine(id TEXT PRIMARY KEY, v); INSERT INTO fine VALUES ('x', 1);")
         let before = try await SQLiteShell.dump(path)
         let bytes = FileManager.default.contents(atPath: path)
         let replica = arguments.contains("--replica") ? [] : ["--replica", "a"]
@@ -108,7 +131,9 @@ import TidemarkTestSupport
 
     /// Creating a store whose schema cannot be tracked leaves no file behind.
     @Test(arguments: untrackable)
-    func anUntrackableSchemaLeavesNoStore(label: String, schema: String, arguments: [String], message: String, hint: String?) async throws {
+    func anUntrackableSchemaLeavesNoStore(
+        label: String, schema: String, arguments: [String], message: String, hint: String?
+    ) async throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("new.db")
         let schemaFile = directory.file("schema.sql")
@@ -123,10 +148,12 @@ import TidemarkTestSupport
         let directory = try TemporaryDirectory()
         let path = directory.file("new.db")
         let schemaFile = directory.file("schema.sql")
-        try "CREATE TABLE counted(id INTEGER PRIMARY KEY, v);".write(toFile: schemaFile, atomically: true, encoding: .utf8)
+        try "CREATE TABLE counted(id INTEGER PRIMARY KEY, v);".write(
+            toFile: schemaFile, atomically: true, encoding: .utf8)
         let result = try await SyncProcess.run(["init", "--store", path, "--replica", "a", "--schema", schemaFile])
         expectFailure(result, "INTEGER PRIMARY KEY")
-        #expect(result.hintLines == ["hint: use a key the application chooses, e.g. `id TEXT PRIMARY KEY` holding a UUID"])
+        #expect(
+            result.hintLines == ["hint: use a key the application chooses, e.g. `id TEXT PRIMARY KEY` holding a UUID"])
     }
 
     @Test func aStoreOfANewerFormatIsRefusedByEveryCommandAndLeftAlone() async throws {
@@ -136,11 +163,13 @@ import TidemarkTestSupport
         try await SQLiteShell.execute(store.path, "UPDATE tidemark_meta SET value = 99 WHERE key = 'format'")
         let before = try await store.dump()
         for arguments in [
-            ["exec", "INSERT INTO items(id) VALUES ('b')"], ["log"], ["log", "--since", token], ["token"], ["status"], ["watch"],
+            ["exec", "INSERT INTO items(id) VALUES ('b')"], ["log"], ["log", "--since", token], ["token"], ["status"],
+            ["watch"],
             ["init", "--replica", "laptop", "--schema", store.schemaFile, "--preserve", "items.name"],
         ] {
             let result = try await SyncProcess.run([arguments[0], "--store", store.path] + arguments.dropFirst())
-            expectFailure(result, "created by a newer Tidemark (store format 99; this build reads format 1)", hint: "upgrade")
+            expectFailure(
+                result, "created by a newer Tidemark (store format 99; this build reads format 1)", hint: "upgrade")
         }
         #expect(try await store.dump() == before)
     }
@@ -154,7 +183,8 @@ import TidemarkTestSupport
         let first = try await store.status()["id"] as? String
 
         let result = try await SyncProcess.run([
-            "init", "--store", store.path, "--replica", "laptop", "--schema", store.schemaFile, "--preserve", "items.name",
+            "init", "--store", store.path, "--replica", "laptop", "--schema", store.schemaFile, "--preserve",
+            "items.name",
         ])
         #expect(result.exitCode == 0, "\(result)")
         #expect(result.stdoutLines == ["laptop \(first ?? "?")"])
@@ -168,15 +198,19 @@ import TidemarkTestSupport
     @Test func rerunningTheSameAdoptingInitChangesNothing() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("app.db")
-        try await SQLiteShell.execute(path, "CREATE TABLE notes(id TEXT PRIMARY KEY, body); INSERT INTO notes VALUES ('n', 'hello');")
+        try await SQLiteShell.execute(
+            path, "CREATE TABLE notes(id TEXT PRIMARY KEY, body); INSERT INTO notes VALUES ('n', 'hello');")
         let arguments = ["init", "--store", path, "--replica", "phone", "--track", "notes", "--preserve", "notes.body"]
         let created = try await SyncProcess.run(arguments)
         #expect(created.exitCode == 0 && created.stderr.isEmpty, "\(created)")
         let adopted = try LogDocument.parse(try await SyncProcess.run(["log", "--store", path, "--json"]).stdout)
         #expect(adopted.map(\.context) == ["adopt"])
-        #expect(adopted.first?.changes == [
-            LoggedChange(type: "insert", table: "notes", key: ["id": .text("n")], values: ["id": .text("n"), "body": .text("hello")])
-        ])
+        #expect(
+            adopted.first?.changes == [
+                LoggedChange(
+                    type: "insert", table: "notes", key: ["id": .text("n")],
+                    values: ["id": .text("n"), "body": .text("hello")])
+            ])
         let before = try await SQLiteShell.dump(path)
 
         let again = try await SyncProcess.run(arguments)
@@ -189,7 +223,10 @@ import TidemarkTestSupport
     static let otherSettings = "it tracks (items, tags) with other settings than the ones given"
 
     @Test(arguments: [
-        ("another replica name", ["--replica", "desktop", "--preserve", "items.name"], "it is replica 'laptop', not 'desktop'"),
+        (
+            "another replica name", ["--replica", "desktop", "--preserve", "items.name"],
+            "it is replica 'laptop', not 'desktop'"
+        ),
         ("fewer tables", ["--replica", "laptop", "--track", "items", "--preserve", "items.name"], Self.otherSettings),
         ("other preserved columns", ["--replica", "laptop", "--preserve", "items.note"], Self.otherSettings),
         ("no preserved columns", ["--replica", "laptop"], Self.otherSettings),
@@ -208,7 +245,9 @@ import TidemarkTestSupport
         let before = try await store.dump()
         let more = store.directory.file("more.sql")
         try "CREATE TABLE more(id TEXT PRIMARY KEY);".write(toFile: more, atomically: true, encoding: .utf8)
-        let result = try await SyncProcess.run(["init", "--store", store.path, "--replica", "laptop", "--schema", more, "--preserve", "items.name"])
+        let result = try await SyncProcess.run([
+            "init", "--store", store.path, "--replica", "laptop", "--schema", more, "--preserve", "items.name",
+        ])
         expectFailure(result, "already initialized")
         #expect(try await store.dump() == before)
     }

@@ -19,7 +19,10 @@ import TidemarkTestSupport
         let key = a.path + ".key"
         chmod(key, 0o640)
 
-        for arguments in [["push", "--to", exchange.path], ["export", "--since", History.Token.zero.description, "--out", a.directory.file("x.tmb")]] {
+        for arguments in [
+            ["push", "--to", exchange.path],
+            ["export", "--since", History.Token.zero.description, "--out", a.directory.file("x.tmb")],
+        ] {
             let result = try await SyncProcess.run([arguments[0], "--store", a.path] + arguments.dropFirst())
             expectFailure(
                 result, "key file \(key) is readable or writable by other users (mode 0640): refusing to use it",

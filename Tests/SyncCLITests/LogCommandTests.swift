@@ -17,7 +17,8 @@ import TidemarkTestSupport
         let (_, commit) = try library.execute(
             sql: "UPDATE items SET qty = -7, price = 2.5, note = 'ñ' WHERE id = 'a'", author: "bob", contextName: "app")
         #expect(commit?.sequence == 2)
-        try await SQLiteShell.execute(store.path, "DELETE FROM items WHERE id = 'a'; INSERT INTO tags VALUES ('b', 'fruit', 0.5);")
+        try await SQLiteShell.execute(
+            store.path, "DELETE FROM items WHERE id = 'a'; INSERT INTO tags VALUES ('b', 'fruit', 0.5);")
         try await store.exec("UPDATE items SET id = 'c' WHERE id = 'b'", author: "alice")
         // Writes that change nothing: no transactions.
         try await store.exec("UPDATE items SET name = name, qty = qty")
@@ -35,7 +36,9 @@ import TidemarkTestSupport
         #expect(log[2].pid == nil)
         #expect(zip(log, log.dropFirst()).allSatisfy { $0.hlc < $1.hlc && $0.timestamp <= $1.timestamp })
         let id = try #require(Replica.ID(hex: replica))
-        #expect(try log.map { try History.Token(parsing: $0.token) } == (1...4).map { History.Token(sequences: [id: Int64($0)]) })
+        #expect(
+            try log.map { try History.Token(parsing: $0.token) }
+                == (1...4).map { History.Token(sequences: [id: Int64($0)]) })
 
         let nulls: [String: SQLValue] = ["price": .null, "photo": .null, "note": .null]
         #expect(
@@ -43,7 +46,8 @@ import TidemarkTestSupport
                 LoggedChange(
                     type: "insert", table: "items", key: ["id": .text("a")],
                     values: [
-                        "id": .text("a"), "name": .text("Äpfel 🍎"), "qty": .integer(9_223_372_036_854_775_807), "price": .real(2.5),
+                        "id": .text("a"), "name": .text("Äpfel 🍎"), "qty": .integer(9_223_372_036_854_775_807),
+                        "price": .real(2.5),
                         "photo": .blob([0x00, 0xff, 0x10]), "note": .null,
                     ]),
                 LoggedChange(
@@ -53,19 +57,24 @@ import TidemarkTestSupport
         #expect(
             log[1].changes == [
                 LoggedChange(
-                    type: "update", table: "items", key: ["id": .text("a")], values: ["qty": .integer(-7), "note": .text("ñ")],
+                    type: "update", table: "items", key: ["id": .text("a")],
+                    values: ["qty": .integer(-7), "note": .text("ñ")],
                     columns: ["qty", "note"])
             ])
         #expect(
             log[2].changes == [
-                LoggedChange(type: "delete", table: "items", key: ["id": .text("a")], tombstone: ["id": .text("a"), "name": .text("Äpfel 🍎")]),
+                LoggedChange(
+                    type: "delete", table: "items", key: ["id": .text("a")],
+                    tombstone: ["id": .text("a"), "name": .text("Äpfel 🍎")]),
                 LoggedChange(
                     type: "insert", table: "tags", key: ["item": .text("b"), "tag": .text("fruit")],
                     values: ["item": .text("b"), "tag": .text("fruit"), "weight": .real(0.5)]),
             ])
         #expect(
             log[3].changes == [
-                LoggedChange(type: "delete", table: "items", key: ["id": .text("b")], tombstone: ["id": .text("b"), "name": .text("Birne")]),
+                LoggedChange(
+                    type: "delete", table: "items", key: ["id": .text("b")],
+                    tombstone: ["id": .text("b"), "name": .text("Birne")]),
                 LoggedChange(
                     type: "insert", table: "items", key: ["id": .text("c")],
                     values: ["id": .text("c"), "name": .text("Birne"), "qty": .integer(1)].merging(nulls) { $1 }),
@@ -76,7 +85,10 @@ import TidemarkTestSupport
         #expect(text.exitCode == 0 && text.stderr.isEmpty, "\(text)")
         let headers = text.stdoutLines.filter { !$0.hasPrefix("  ") }
         #expect(headers.count == 4)
-        #expect(headers.map { $0.split(separator: " ").prefix(2).joined(separator: " ") } == ["laptop #1", "laptop #2", "laptop #3", "laptop #4"])
+        #expect(
+            headers.map { $0.split(separator: " ").prefix(2).joined(separator: " ") } == [
+                "laptop #1", "laptop #2", "laptop #3", "laptop #4",
+            ])
         #expect(headers[0].hasSuffix("author=alice  context=cli"))
         #expect(headers[2].hasSuffix("(external)"))
         #expect(text.stdoutLines.contains("  delete items [id='a'] tombstone name='Äpfel 🍎'"))
@@ -106,7 +118,8 @@ import TidemarkTestSupport
         try await store.exec("INSERT INTO items(id, note) VALUES \(rows)")
         // Updates carry the value the same way.
         try await SQLiteShell.execute(store.path, "UPDATE items SET note = 'x'")
-        try await store.exec(Self.valueRows.map { "UPDATE items SET note = \($0.sql) WHERE id = '\($0.id)';" }.joined(separator: "\n"))
+        try await store.exec(
+            Self.valueRows.map { "UPDATE items SET note = \($0.sql) WHERE id = '\($0.id)';" }.joined(separator: "\n"))
 
         let raw = try await store.sync("log", "--json")
         #expect(raw.exitCode == 0, "\(raw)")
@@ -116,7 +129,10 @@ import TidemarkTestSupport
         let updated = Dictionary(uniqueKeysWithValues: log[2].changes.map { ($0.key["id"]!, $0.values) })
         for row in Self.valueRows {
             #expect(inserted[.text(row.id)] == row.value, "insert \(row.id)")
-            #expect(raw.stdout.contains(#"{"id":"\#(row.id)","name":null,"qty":null,"price":null,"photo":null,"note":\#(row.json)}"#), "\(row.id)")
+            #expect(
+                raw.stdout.contains(
+                    #"{"id":"\#(row.id)","name":null,"qty":null,"price":null,"photo":null,"note":\#(row.json)}"#),
+                "\(row.id)")
             #expect(updated[.text(row.id)] == ["note": row.value], "update \(row.id)")
         }
     }
@@ -135,7 +151,9 @@ import TidemarkTestSupport
         #expect(all[1].token == afterTwo)
         #expect(try await store.log("--since", afterTwo).map(\.seq) == [3, 4, 5])
         for (index, transaction) in all.enumerated() {
-            #expect(try await store.log("--since", transaction.token) == Array(all.dropFirst(index + 1)), "after #\(transaction.seq)")
+            #expect(
+                try await store.log("--since", transaction.token) == Array(all.dropFirst(index + 1)),
+                "after #\(transaction.seq)")
         }
         // The current token: nothing after it, in either form.
         let now = try await store.token()
@@ -151,7 +169,9 @@ import TidemarkTestSupport
         let store = try await CLIStore()
         try await store.exec("INSERT INTO items(id) VALUES ('1')", author: "alice", context: "ui")
         try await store.exec("INSERT INTO tags VALUES ('1', 't', 1)", author: "bob", context: "ui")
-        try await store.exec("INSERT INTO items(id) VALUES ('2'); INSERT INTO tags VALUES ('2', 't', 1)", author: "alice", context: "sync")
+        try await store.exec(
+            "INSERT INTO items(id) VALUES ('2'); INSERT INTO tags VALUES ('2', 't', 1)", author: "alice",
+            context: "sync")
         #expect(try await store.log("--author", "alice").map(\.seq) == [1, 3])
         #expect(try await store.log("--context", "ui").map(\.seq) == [1, 2])
         #expect(try await store.log("--author", "alice", "--context", "ui").map(\.seq) == [1])
@@ -211,7 +231,8 @@ import TidemarkTestSupport
         let before = try await store.dump()
         for claim in [Int64(2), 1_000_000_000] {
             let foreign = History.Token(sequences: [id: claim]).description
-            expectFailure(try await store.sync("log", "--since", foreign), "not from this store's history", hint: "sync token")
+            expectFailure(
+                try await store.sync("log", "--since", foreign), "not from this store's history", hint: "sync token")
         }
         #expect(try await store.dump() == before)
         #expect(try await store.log().map(\.seq) == [1])

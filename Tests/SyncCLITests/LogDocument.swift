@@ -45,22 +45,31 @@ enum LogDocument {
 
     static func transaction(_ object: [String: Any]) throws -> LoggedTransaction {
         func string(_ key: String) throws -> String {
-            guard let value = object[key] as? String else { throw Invalid(description: "\(key) is not a string in \(object)") }
+            guard let value = object[key] as? String else {
+                throw Invalid(description: "\(key) is not a string in \(object)")
+            }
             return value
         }
         func integer(_ key: String) throws -> Int64 {
-            guard case .integer(let value) = try sqlValue(object[key] as Any) else { throw Invalid(description: "\(key) is not an integer in \(object)") }
+            guard case .integer(let value) = try sqlValue(object[key] as Any) else {
+                throw Invalid(description: "\(key) is not an integer in \(object)")
+            }
             return value
         }
         func optionalString(_ key: String) throws -> String? {
             if object[key] is NSNull { return nil }
             return try string(key)
         }
-        guard let changes = object["changes"] as? [[String: Any]] else { throw Invalid(description: "no changes array in \(object)") }
+        guard let changes = object["changes"] as? [[String: Any]] else {
+            throw Invalid(description: "no changes array in \(object)")
+        }
         let documented: Set = ["token", "replica", "seq", "timestamp", "hlc", "author", "context", "pid", "changes"]
-        guard documented.isSubset(of: object.keys) else { throw Invalid(description: "transaction keys \(object.keys.sorted())") }
+        guard documented.isSubset(of: object.keys) else {
+            throw Invalid(description: "transaction keys \(object.keys.sorted())")
+        }
         return LoggedTransaction(
-            token: try string("token"), replica: try string("replica"), seq: try integer("seq"), timestamp: try string("timestamp"),
+            token: try string("token"), replica: try string("replica"), seq: try integer("seq"),
+            timestamp: try string("timestamp"),
             hlc: try integer("hlc"), author: try optionalString("author"), context: try optionalString("context"),
             pid: object["pid"] is NSNull ? nil : try integer("pid"), changes: try changes.map(change))
     }
@@ -68,18 +77,25 @@ enum LogDocument {
     static func change(_ object: [String: Any]) throws -> LoggedChange {
         func columns(_ key: String) throws -> [String: SQLValue]? {
             guard let value = object[key] else { return nil }
-            guard let dictionary = value as? [String: Any] else { throw Invalid(description: "\(key) is not an object in \(object)") }
+            guard let dictionary = value as? [String: Any] else {
+                throw Invalid(description: "\(key) is not an object in \(object)")
+            }
             return try dictionary.mapValues(sqlValue)
         }
-        guard let type = object["type"] as? String, let table = object["table"] as? String, let key = try columns("key") else {
+        guard let type = object["type"] as? String, let table = object["table"] as? String, let key = try columns("key")
+        else {
             throw Invalid(description: "change without type, table or key: \(object)")
         }
         var names: [String]?
         if let value = object["columns"] {
-            guard let list = value as? [String] else { throw Invalid(description: "columns is not a list of strings in \(object)") }
+            guard let list = value as? [String] else {
+                throw Invalid(description: "columns is not a list of strings in \(object)")
+            }
             names = list
         }
-        return LoggedChange(type: type, table: table, key: key, values: try columns("values"), columns: names, tombstone: try columns("tombstone"))
+        return LoggedChange(
+            type: type, table: table, key: key, values: try columns("values"), columns: names,
+            tombstone: try columns("tombstone"))
     }
 
     /// The value a JSON fragment of `log --json` stands for, storage class included: a number
@@ -89,7 +105,9 @@ enum LogDocument {
         case is NSNull: return .null
         case let text as String: return .text(text)
         case let object as [String: Any]:
-            if object.count == 1, let base64 = object["base64"] as? String, let data = Data(base64Encoded: base64) { return .blob(Array(data)) }
+            if object.count == 1, let base64 = object["base64"] as? String, let data = Data(base64Encoded: base64) {
+                return .blob(Array(data))
+            }
             if object.count == 1, let real = object["real"] as? String {
                 switch real {
                 case "NaN": return .real(.nan)
@@ -103,7 +121,9 @@ enum LogDocument {
             // JSONSerialization keeps the literal's kind in objCType ('d' for a fraction or exponent);
             // NSDecimalNumber is its form for integers it does not fit in a machine word.
             if let decimal = number as? NSDecimalNumber, !decimal.stringValue.contains(where: { ".eE".contains($0) }) {
-                guard let value = Int64(decimal.stringValue) else { throw Invalid(description: "integer out of range \(decimal)") }
+                guard let value = Int64(decimal.stringValue) else {
+                    throw Invalid(description: "integer out of range \(decimal)")
+                }
                 return .integer(value)
             }
             let kind = String(cString: number.objCType)
@@ -126,12 +146,15 @@ struct CLIStore {
     let path: String
 
     /// Runs `sync init --store PATH --replica NAME --schema schema.sql EXTRA…` and requires success.
-    init(replica: String = "laptop", schema: String = CLIStore.schema, extra: [String] = ["--preserve", "items.name"]) async throws {
+    init(replica: String = "laptop", schema: String = CLIStore.schema, extra: [String] = ["--preserve", "items.name"])
+        async throws
+    {
         directory = try TemporaryDirectory("tidemark-cli")
         path = directory.file("store.db")
         let schemaFile = directory.file("schema.sql")
         try schema.write(toFile: schemaFile, atomically: true, encoding: .utf8)
-        let result = try await SyncProcess.run(["init", "--store", path, "--replica", replica, "--schema", schemaFile] + extra)
+        let result = try await SyncProcess.run(
+            ["init", "--store", path, "--replica", replica, "--schema", schemaFile] + extra)
         try #require(result.exitCode == 0, "\(result)")
     }
 
@@ -145,7 +168,9 @@ struct CLIStore {
 
     /// Runs `sync exec` and requires success.
     @discardableResult
-    func exec(_ sql: String, author: String? = nil, context: String? = nil, sourceLocation: SourceLocation = #_sourceLocation) async throws
+    func exec(
+        _ sql: String, author: String? = nil, context: String? = nil, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws
         -> CommandResult
     {
         var arguments = ["exec", "--store", path]
@@ -157,7 +182,9 @@ struct CLIStore {
     }
 
     /// Runs `sync log --json ARGUMENTS…`, requires success, and parses the output.
-    func log(_ arguments: String..., sourceLocation: SourceLocation = #_sourceLocation) async throws -> [LoggedTransaction] {
+    func log(_ arguments: String..., sourceLocation: SourceLocation = #_sourceLocation) async throws
+        -> [LoggedTransaction]
+    {
         let result = try await SyncProcess.run(["log", "--store", path, "--json"] + arguments)
         try #require(result.exitCode == 0 && result.stderr.isEmpty, "\(result)", sourceLocation: sourceLocation)
         return try LogDocument.parse(result.stdout)
@@ -189,11 +216,17 @@ func expectFailure(
     #expect(result.exitCode != 0, "\(result)", sourceLocation: sourceLocation)
     #expect(result.errorLines.count == 1, "\(result)", sourceLocation: sourceLocation)
     #expect(result.stderrLines.first?.hasPrefix("error: ") == true, "\(result)", sourceLocation: sourceLocation)
-    #expect(result.errorLines.first?.contains(message) == true, "expected '\(message)' in: \(result)", sourceLocation: sourceLocation)
-    #expect(result.stderrLines.allSatisfy { $0.hasPrefix("error: ") || $0.hasPrefix("hint: ") }, "\(result)", sourceLocation: sourceLocation)
+    #expect(
+        result.errorLines.first?.contains(message) == true, "expected '\(message)' in: \(result)",
+        sourceLocation: sourceLocation)
+    #expect(
+        result.stderrLines.allSatisfy { $0.hasPrefix("error: ") || $0.hasPrefix("hint: ") }, "\(result)",
+        sourceLocation: sourceLocation)
     #expect(result.hintLines.count <= 1, "\(result)", sourceLocation: sourceLocation)
     if let hint {
-        #expect(result.hintLines.first?.contains(hint) == true, "expected hint '\(hint)' in: \(result)", sourceLocation: sourceLocation)
+        #expect(
+            result.hintLines.first?.contains(hint) == true, "expected hint '\(hint)' in: \(result)",
+            sourceLocation: sourceLocation)
     }
     #expect(result.stdout.isEmpty, "\(result)", sourceLocation: sourceLocation)
 }

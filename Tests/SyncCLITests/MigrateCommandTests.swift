@@ -10,20 +10,26 @@ import TidemarkTestSupport
         let store = try await CLIStore()
         try await store.exec("INSERT INTO items(id, name) VALUES ('i1', 'one')")
         let file = store.directory.file("v2.sql")
-        try "ALTER TABLE items ADD COLUMN color TEXT DEFAULT 'none'; CREATE TABLE notes(id TEXT PRIMARY KEY, body TEXT);"
+        try
+            "ALTER TABLE items ADD COLUMN color TEXT DEFAULT 'none'; CREATE TABLE notes(id TEXT PRIMARY KEY, body TEXT);"
             .write(toFile: file, atomically: true, encoding: .utf8)
-        let migrated = try await store.sync("migrate", "--track", "notes", "--preserve", "items.name", "--preserve", "items.color", file)
+        let migrated = try await store.sync(
+            "migrate", "--track", "notes", "--preserve", "items.name", "--preserve", "items.color", file)
         #expect(migrated.exitCode == 0 && migrated.stderr.isEmpty, "\(migrated)")
-        #expect(migrated.stdoutLines.dropLast() == ["added items: color", "tracking notes", "preserving changed for items"])
+        #expect(
+            migrated.stdoutLines.dropLast() == ["added items: color", "tracking notes", "preserving changed for items"])
         let version = try #require(migrated.stdoutLines.last)
-        #expect(version.hasPrefix("schema is now v1 ") && version.count == "schema is now v1 ".count + 12, "\(migrated)")
+        #expect(
+            version.hasPrefix("schema is now v1 ") && version.count == "schema is now v1 ".count + 12, "\(migrated)")
         let json = try await store.sync("status", "--json")
         let schema = try #require(
-            (try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])?["schema"] as? [String: Any])
+            (try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])?["schema"]
+                as? [String: Any])
         #expect(schema["position"] as? Int == 1)
         let current = try #require(schema["version"] as? [String: Any])
         #expect((current["id"] as? String)?.hasPrefix(String(version.suffix(12))) == true, "\(json)")
-        #expect(current["change"] as? String == "track table notes(body, id) key(id); add column items.color", "\(json)")
+        #expect(
+            current["change"] as? String == "track table notes(body, id) key(id); add column items.color", "\(json)")
         try await store.exec("UPDATE items SET color = 'red' WHERE id = 'i1'; INSERT INTO notes VALUES ('n1', 'hi')")
         let log = try await store.sync("log")
         #expect(log.stdout.contains("update items [id='i1'] color='red'"), "\(log)")
@@ -36,7 +42,8 @@ import TidemarkTestSupport
         let keyChange = store.directory.file("key.sql")
         try "ALTER TABLE items RENAME COLUMN id TO ident;".write(toFile: keyChange, atomically: true, encoding: .utf8)
         let before = try await store.dump()
-        expectFailure(try await store.sync("migrate", keyChange), "migration refused, nothing was changed: tracked table 'items'")
+        expectFailure(
+            try await store.sync("migrate", keyChange), "migration refused, nothing was changed: tracked table 'items'")
         #expect(try await store.dump() == before)
     }
 
@@ -44,7 +51,9 @@ import TidemarkTestSupport
         let store = try await CLIStore()
         let before = try await store.dump()
         let refused = try await store.sync("exec", "ALTER TABLE items ADD COLUMN c")
-        expectFailure(refused, "changes the schema of a tracked table; nothing was changed", hint: "sync migrate --store STORE FILE.sql")
+        expectFailure(
+            refused, "changes the schema of a tracked table; nothing was changed",
+            hint: "sync migrate --store STORE FILE.sql")
         #expect(try await store.dump() == before)
         #expect(try await store.sync("status").exitCode == 0)
 
@@ -53,9 +62,13 @@ import TidemarkTestSupport
         let status = try await store.sync("status")
         #expect(status.exitCode == 0, "\(status)")
         #expect(status.stderrLines.count == 1, "\(status)")
-        #expect(status.stderrLines.first?.hasPrefix("note: adopted a schema change made outside Tidemark as a migration (schema v1 ") == true, "\(status)")
+        #expect(
+            status.stderrLines.first?.hasPrefix(
+                "note: adopted a schema change made outside Tidemark as a migration (schema v1 ") == true, "\(status)")
         #expect(status.stderrLines.first?.hasSuffix("): added items: c") == true, "\(status)")
-        #expect(status.stdoutLines.contains { $0.hasPrefix("schema   v1 ") && $0.hasSuffix("(add column items.c)") }, "\(status)")
+        #expect(
+            status.stdoutLines.contains { $0.hasPrefix("schema   v1 ") && $0.hasSuffix("(add column items.c)") },
+            "\(status)")
         try await store.exec("INSERT INTO items(id, c) VALUES ('x', 'see')")
         let again = try await store.sync("log")
         #expect(again.exitCode == 0 && again.stderr.isEmpty, "\(again)")
@@ -64,15 +77,23 @@ import TidemarkTestSupport
 
     @Test func migrateRenamesDropsAndUntracksAndSaysSo() async throws {
         let store = try await CLIStore()
-        try await store.exec("INSERT INTO items(id, name, qty, note) VALUES ('i1', 'one', 1, 'n'); INSERT INTO tags VALUES ('i1', 't', 2)")
+        try await store.exec(
+            "INSERT INTO items(id, name, qty, note) VALUES ('i1', 'one', 1, 'n'); INSERT INTO tags VALUES ('i1', 't', 2)"
+        )
         let file = store.directory.file("v2.sql")
         try "ALTER TABLE items RENAME COLUMN qty TO quantity; ALTER TABLE items RENAME TO things; DROP TABLE tags;"
             .write(toFile: file, atomically: true, encoding: .utf8)
         let migrated = try await store.sync("migrate", "--untrack", "tags", file)
         #expect(migrated.exitCode == 0 && migrated.stderr.isEmpty, "\(migrated)")
-        #expect(migrated.stdoutLines.dropLast() == ["renamed table items to things", "renamed things.qty to quantity", "no longer tracking tags"])
+        #expect(
+            migrated.stdoutLines.dropLast() == [
+                "renamed table items to things", "renamed things.qty to quantity", "no longer tracking tags",
+            ])
         let status = try await store.sync("status")
-        #expect(status.stdoutLines.contains { $0.hasPrefix("schema   v1 ") && $0.contains("rename column items.qty to quantity") }, "\(status)")
+        #expect(
+            status.stdoutLines.contains {
+                $0.hasPrefix("schema   v1 ") && $0.contains("rename column items.qty to quantity")
+            }, "\(status)")
         #expect(!status.stdout.contains("table    tags"), "\(status)")
         try await store.exec("UPDATE things SET quantity = 5")
         let log = try await store.sync("log")
@@ -86,7 +107,9 @@ import TidemarkTestSupport
         #expect(dropped.stdoutLines.first == "dropped things: note", "\(dropped)")
 
         let before = try await store.dump()
-        expectFailure(try await store.sync("migrate", "--untrack", "tags"), "table 'tags' is not tracked, so it cannot be untracked")
+        expectFailure(
+            try await store.sync("migrate", "--untrack", "tags"),
+            "table 'tags' is not tracked, so it cannot be untracked")
         #expect(try await store.dump() == before)
         let both = try await store.sync("migrate", "--track", "things", "--untrack", "things")
         #expect(both.exitCode != 0 && both.stderr.contains("both in --track and --untrack"), "\(both)")

@@ -28,15 +28,20 @@ import TidemarkTestSupport
         @discardableResult
         func push(_ name: String, sourceLocation: SourceLocation = #_sourceLocation) async throws -> CommandResult {
             let result = try await self[name].sync("push", "--to", folder)
-            try #require(result.exitCode == 0 && result.stderr.isEmpty, "\(name): \(result)", sourceLocation: sourceLocation)
+            try #require(
+                result.exitCode == 0 && result.stderr.isEmpty, "\(name): \(result)", sourceLocation: sourceLocation)
             return result
         }
 
         /// `sync pull` (with `--no-prune` when `prune` is false); requires success without warnings.
         @discardableResult
-        func pull(_ name: String, prune: Bool = true, sourceLocation: SourceLocation = #_sourceLocation) async throws -> CommandResult {
-            let result = try await SyncProcess.run(["pull", "--store", self[name].path, "--from", folder] + (prune ? [] : ["--no-prune"]))
-            try #require(result.exitCode == 0 && result.stderr.isEmpty, "\(name): \(result)", sourceLocation: sourceLocation)
+        func pull(_ name: String, prune: Bool = true, sourceLocation: SourceLocation = #_sourceLocation) async throws
+            -> CommandResult
+        {
+            let result = try await SyncProcess.run(
+                ["pull", "--store", self[name].path, "--from", folder] + (prune ? [] : ["--no-prune"]))
+            try #require(
+                result.exitCode == 0 && result.stderr.isEmpty, "\(name): \(result)", sourceLocation: sourceLocation)
             return result
         }
 
@@ -78,7 +83,8 @@ import TidemarkTestSupport
         let group = try await Group(["a", "b", "c"])
         let (a, b, c) = (group["a"], group["b"], group["c"])
         for name in ["a", "b", "c"] {
-            try await group[name].exec("INSERT INTO items(id, name, qty) VALUES ('\(name)-1', 'one', 1), ('\(name)-2', 'two', 2)")
+            try await group[name].exec(
+                "INSERT INTO items(id, name, qty) VALUES ('\(name)-1', 'one', 1), ('\(name)-2', 'two', 2)")
         }
         try await group.round(["a", "b", "c"])
         try await group.round(["a", "b", "c"])
@@ -94,7 +100,8 @@ import TidemarkTestSupport
         #expect(held.exitCode == 0 && held.stderr.isEmpty, "\(held)")
         #expect(
             held.stdoutLines == [
-                "horizon  \(cHolds)", "removed 0 history transactions, 0 exchange files", "held back by: c \(Self.heldBackHint)",
+                "horizon  \(cHolds)", "removed 0 history transactions, 0 exchange files",
+                "held back by: c \(Self.heldBackHint)",
             ], "\(held)")
         let before = try await Self.members(a)
         #expect(before["c"]?["retired"] as? Bool == false)
@@ -127,7 +134,9 @@ import TidemarkTestSupport
         let back = try await group.pull("c")
         let caughtUp = back.stdoutLines.filter { $0.hasPrefix("caught up from ") }
         #expect(caughtUp.count == 1, "\(back)")
-        #expect(caughtUp.first?.range(of: "^caught up from (a|b)'s snapshot: [0-9]+ rows$", options: .regularExpression) != nil, "\(back)")
+        #expect(
+            caughtUp.first?.range(of: "^caught up from (a|b)'s snapshot: [0-9]+ rows$", options: .regularExpression)
+                != nil, "\(back)")
         try await group.push("c")
         try await group.round(["a", "b", "c"])
         try await group.round(["a", "b", "c"])
@@ -156,7 +165,8 @@ import TidemarkTestSupport
         #expect(second.stdoutLines.contains { $0.hasPrefix("pruned 3 history transactions") }, "\(second)")
 
         let aShort = try await a.id().short
-        let message = "history token expired: replica \(aShort)'s transactions up to #3 were deleted from this store's history"
+        let message =
+            "history token expired: replica \(aShort)'s transactions up to #3 were deleted from this store's history"
         let hint = "fetch without --since to read the history that remains"
         for token in [early, History.Token.zero.description] {
             let log = try await a.sync("log", "--since", token)
@@ -235,7 +245,10 @@ import TidemarkTestSupport
         let tree = FolderTree(group.folder)
         let dry = try await a.sync("prune", "--dry-run")
         #expect(dry.exitCode == 0 && dry.stderr.isEmpty, "\(dry)")
-        #expect(dry.stdoutLines == ["horizon  \(token)", "would remove 2 history transactions, 1 exchange files", "  \(bundle)"], "\(dry)")
+        #expect(
+            dry.stdoutLines == [
+                "horizon  \(token)", "would remove 2 history transactions, 1 exchange files", "  \(bundle)",
+            ], "\(dry)")
         #expect(try await a.dump() == dump, "a dry run changed the store")
         #expect(FolderTree(group.folder) == tree, "a dry run changed the folder")
 
@@ -290,30 +303,41 @@ import TidemarkTestSupport
         #expect(kept.stdoutLines == ["pulled 0 bundles: 0 transactions, 0 changes"], "\(kept)")
         #expect(try await a.log().count == 2)
         let pruned = try await group.pull("a")
-        #expect(pruned.stdoutLines == ["pulled 0 bundles: 0 transactions, 0 changes", "pruned 2 history transactions, 1 exchange files"], "\(pruned)")
+        #expect(
+            pruned.stdoutLines == [
+                "pulled 0 bundles: 0 transactions, 0 changes", "pruned 2 history transactions, 1 exchange files",
+            ], "\(pruned)")
         #expect(try await a.log().isEmpty)
     }
 
     @Test func initFromASnapshotTrustsItsSenderAndConverges() async throws {
         let group = try await Group(["a", "b"])
         let (a, b) = (group["a"], group["b"])
-        try await a.exec("INSERT INTO items(id, name, qty) VALUES ('a-1', 'one', 1), ('a-2', 'two', 2); INSERT INTO tags VALUES ('a-1', 'x', 1)")
+        try await a.exec(
+            "INSERT INTO items(id, name, qty) VALUES ('a-1', 'one', 1), ('a-2', 'two', 2); INSERT INTO tags VALUES ('a-1', 'x', 1)"
+        )
         try await b.exec("INSERT INTO items(id, name) VALUES ('b-1', 'bee'); DELETE FROM items WHERE id = 'b-1'")
         try await group.round(["a", "b"])
         try await group.round(["a", "b"])
         let snapshot = try await group.subfolder(of: "a") + "/snapshot.tms"
         #expect(FileManager.default.fileExists(atPath: snapshot))
-        let states = try StoreSnapshot.everything(of: a.path).tables.filter { $0.name.hasPrefix("tidemark_rows_") }.map(\.rows.count).reduce(0, +)
+        let states = try StoreSnapshot.everything(of: a.path).tables.filter { $0.name.hasPrefix("tidemark_rows_") }.map(
+            \.rows.count
+        ).reduce(0, +)
 
         let directory = try TemporaryDirectory("tidemark-cli-join")
         let path = directory.file("d.db")
-        let joined = try await SyncProcess.run(["init", "--store", path, "--replica", "d", "--schema", a.schemaFile, "--preserve", "items.name", "--from", snapshot])
+        let joined = try await SyncProcess.run([
+            "init", "--store", path, "--replica", "d", "--schema", a.schemaFile, "--preserve", "items.name", "--from",
+            snapshot,
+        ])
         #expect(joined.exitCode == 0 && joined.stderr.isEmpty, "\(joined)")
         let keyA = try await a.publicKey()
         let d = try TestReplica(opening: path)
         #expect(
             joined.stdoutLines == [
-                "d \(d.id)", "trusted a \(keyA) (the sender of \(snapshot))", "imported \(states) rows from its snapshot",
+                "d \(d.id)", "trusted a \(keyA) (the sender of \(snapshot))",
+                "imported \(states) rows from its snapshot",
             ], "\(joined)")
         let peers = try await SyncProcess.run(["peers", "list", "--store", path])
         #expect(peers.stdoutLines == ["a \(keyA)"])
@@ -321,9 +345,12 @@ import TidemarkTestSupport
         #expect(differences.isEmpty, "\(differences)")
 
         // Introduced to b (and trusted by both), d syncs through the folder like any member.
-        #expect(try await SyncProcess.run(["peers", "add", "--store", path, "b", try await b.publicKey()]).exitCode == 0)
+        #expect(
+            try await SyncProcess.run(["peers", "add", "--store", path, "b", try await b.publicKey()]).exitCode == 0)
         for store in [a, b] { #expect(try await store.peers("add", "d", d.publicKeyBase64).exitCode == 0) }
-        #expect(try await SyncProcess.run(["exec", "--store", path, "INSERT INTO items(id, name) VALUES ('d-1', 'from d')"]).exitCode == 0)
+        #expect(
+            try await SyncProcess.run(["exec", "--store", path, "INSERT INTO items(id, name) VALUES ('d-1', 'from d')"])
+                .exitCode == 0)
         for _ in 0..<2 {
             for arguments in [["push", "--to"], ["pull", "--from"]] {
                 let result = try await SyncProcess.run([arguments[0], "--store", path, arguments[1], group.folder])

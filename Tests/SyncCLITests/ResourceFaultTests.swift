@@ -41,7 +41,8 @@ import TidemarkTestSupport
         func exchangeFiles() -> [String] {
             (FileManager.default.subpaths(atPath: exchange.path) ?? []).filter {
                 var isDirectory: ObjCBool = false
-                return FileManager.default.fileExists(atPath: exchange.path + "/" + $0, isDirectory: &isDirectory) && !isDirectory.boolValue
+                return FileManager.default.fileExists(atPath: exchange.path + "/" + $0, isDirectory: &isDirectory)
+                    && !isDirectory.boolValue
             }.sorted()
         }
 
@@ -55,11 +56,15 @@ import TidemarkTestSupport
     }
 
     static func integrity(_ store: CLIStore, sourceLocation: SourceLocation = #_sourceLocation) async throws {
-        #expect(try await SQLiteShell.execute(store.path, "PRAGMA integrity_check") == "ok\n", sourceLocation: sourceLocation)
+        #expect(
+            try await SQLiteShell.execute(store.path, "PRAGMA integrity_check") == "ok\n",
+            sourceLocation: sourceLocation)
     }
 
     static func count(_ store: CLIStore, _ condition: String = "1") async throws -> Int {
-        Int(try await SQLiteShell.execute(store.path, "SELECT count(*) FROM items WHERE \(condition)").trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        Int(
+            try await SQLiteShell.execute(store.path, "SELECT count(*) FROM items WHERE \(condition)")
+                .trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
     }
 
     // MARK: - Disk full (file size limit)
@@ -70,11 +75,17 @@ import TidemarkTestSupport
         let token = History.Token.zero.description
         let before = Self.names(in: f.a.directory.path)
 
-        let result = try await FileSizeLimit.run(blocks: Self.limitBlocks, ["export", "--store", f.a.path, "--since", token, "--out", out])
+        let result = try await FileSizeLimit.run(
+            blocks: Self.limitBlocks, ["export", "--store", f.a.path, "--since", token, "--out", out])
         expectFailure(
-            result, "cannot write a new file in \(f.a.directory.path) (.tmp-", hint: "raise the file size limit (ulimit -f unlimited), then run the command again")
-        #expect(result.errorLines.first?.contains("file too large: the file size limit of this process (ulimit -f) is ") == true, "\(result)")
-        #expect(result.errorLines.first?.hasSuffix("the partial file was removed and nothing was published") == true, "\(result)")
+            result, "cannot write a new file in \(f.a.directory.path) (.tmp-",
+            hint: "raise the file size limit (ulimit -f unlimited), then run the command again")
+        #expect(
+            result.errorLines.first?.contains("file too large: the file size limit of this process (ulimit -f) is ")
+                == true, "\(result)")
+        #expect(
+            result.errorLines.first?.hasSuffix("the partial file was removed and nothing was published") == true,
+            "\(result)")
         // Neither the bundle nor its temporary is left; SQLite's -wal/-shm may stay until the next open.
         #expect(Self.names(in: f.a.directory.path).filter { !$0.hasSuffix("-wal") && !$0.hasSuffix("-shm") } == before)
         try await Self.integrity(f.a)
@@ -90,9 +101,14 @@ import TidemarkTestSupport
         let f = try await Fixture()
         let folder = f.exchange.path + "/" + (try await f.a.id()).description
 
-        let result = try await FileSizeLimit.run(blocks: Self.limitBlocks, ["push", "--store", f.a.path, "--to", f.exchange.path])
-        expectFailure(result, "cannot write a new file in \(folder) (.tmp-", hint: "raise the file size limit (ulimit -f unlimited)")
-        #expect(result.errorLines.first?.contains("file too large: the file size limit of this process (ulimit -f) is ") == true, "\(result)")
+        let result = try await FileSizeLimit.run(
+            blocks: Self.limitBlocks, ["push", "--store", f.a.path, "--to", f.exchange.path])
+        expectFailure(
+            result, "cannot write a new file in \(folder) (.tmp-",
+            hint: "raise the file size limit (ulimit -f unlimited)")
+        #expect(
+            result.errorLines.first?.contains("file too large: the file size limit of this process (ulimit -f) is ")
+                == true, "\(result)")
         #expect(result.errorLines.first?.hasSuffix("nothing was published") == true, "\(result)")
         #expect(f.exchangeFiles() == [], "a partial file was left: \(f.exchangeFiles())")
 
@@ -116,7 +132,8 @@ import TidemarkTestSupport
 
         let result = try await FileSizeLimit.run(blocks: Self.limitBlocks, ["import", "--store", f.b.path, bundle])
         expectFailure(
-            result, "\(f.b.path): cannot write the store: file too large: the file size limit of this process (ulimit -f) is ",
+            result,
+            "\(f.b.path): cannot write the store: file too large: the file size limit of this process (ulimit -f) is ",
             hint: "raise the file size limit (ulimit -f unlimited), then run the command again")
         #expect(result.errorLines.first?.hasSuffix("the write was rolled back") == true, "\(result)")
         #expect(try await f.b.dump() == before)
@@ -134,7 +151,8 @@ import TidemarkTestSupport
         try #require(pushed.exitCode == 0, "\(pushed)")
         let before = try await f.b.dump()
 
-        let result = try await FileSizeLimit.run(blocks: Self.limitBlocks, ["pull", "--store", f.b.path, "--from", f.exchange.path])
+        let result = try await FileSizeLimit.run(
+            blocks: Self.limitBlocks, ["pull", "--store", f.b.path, "--from", f.exchange.path])
         expectFailure(result, "\(f.b.path): cannot write the store: file too large", hint: "raise the file size limit")
         #expect(Self.withoutFolders(try await f.b.dump()) == Self.withoutFolders(before))
         try await Self.integrity(f.b)
@@ -156,8 +174,10 @@ import TidemarkTestSupport
         defer { chmod(f.exchange.path, 0o755) }
         let folder = f.exchange.path + "/" + (try await f.a.id()).description
 
-        let result = try await Unprivileged.run(["push", "--store", f.a.path, "--to", f.exchange.path], owning: f.paths)
-        expectFailure(result, "cannot write \(folder): folder \(f.exchange.path) is not writable by this user (mode 0500)")
+        let result = try await Unprivileged.run(
+            ["push", "--store", f.a.path, "--to", f.exchange.path], owning: f.paths)
+        expectFailure(
+            result, "cannot write \(folder): folder \(f.exchange.path) is not writable by this user (mode 0500)")
         #expect(f.exchangeFiles() == [])
         #expect(Self.withoutFolders(try await f.a.dump()) == Self.withoutFolders(store))
 
@@ -178,11 +198,14 @@ import TidemarkTestSupport
         chmod(folder, 0o500)
         defer { chmod(folder, 0o755) }
 
-        let result = try await Unprivileged.run(["push", "--store", f.a.path, "--to", f.exchange.path], owning: f.paths)
+        let result = try await Unprivileged.run(
+            ["push", "--store", f.a.path, "--to", f.exchange.path], owning: f.paths)
         expectFailure(
             result, "cannot write a new file in \(folder) (.tmp-",
             hint: "let this user write \(folder) (see ls -ld \(folder); chmod u+w), then run the command again")
-        #expect(result.errorLines.first?.contains("permission denied; the partial file was removed and nothing was published") == true, "\(result)")
+        #expect(
+            result.errorLines.first?.contains(
+                "permission denied; the partial file was removed and nothing was published") == true, "\(result)")
         #expect(f.exchangeFiles() == [id + "/0000000001.tmb"])
 
         chmod(folder, 0o755)
@@ -203,16 +226,20 @@ import TidemarkTestSupport
         for (locked, mode) in [(f.exchange.path, mode_t(0o000)), (peerFolder, mode_t(0o000))] {
             try Unprivileged.own(f.paths)
             chmod(locked, mode)
-            let result = try await Unprivileged.run(["pull", "--store", f.b.path, "--from", f.exchange.path], owning: [f.b.directory.path])
+            let result = try await Unprivileged.run(
+                ["pull", "--store", f.b.path, "--from", f.exchange.path], owning: [f.b.directory.path])
             chmod(locked, 0o755)
             expectFailure(
                 result, "cannot read \(locked): permission denied",
                 hint: "let this user read \(locked) (see ls -ld \(locked); chmod u+rx), then run the command again")
-            #expect(Self.withoutFolders(try await f.b.dump()) == Self.withoutFolders(before), "\(locked): the store changed")
+            #expect(
+                Self.withoutFolders(try await f.b.dump()) == Self.withoutFolders(before), "\(locked): the store changed"
+            )
         }
         #expect(!f.exchangeFiles().contains { $0.hasSuffix("watermark.tmw") })
 
-        let retry = try await Unprivileged.run(["pull", "--store", f.b.path, "--from", f.exchange.path], owning: f.paths)
+        let retry = try await Unprivileged.run(
+            ["pull", "--store", f.b.path, "--from", f.exchange.path], owning: f.paths)
         #expect(retry.exitCode == 0 && retry.stderr.isEmpty, "\(retry)")
         #expect(try await Self.count(f.b, "id = 'a-1'") == 1)
     }
@@ -225,7 +252,9 @@ import TidemarkTestSupport
         let before = try await f.a.dump()
         for command in ["push", "pull"] {
             let result = try await f.a.sync(command, command == "push" ? "--to" : "--from", file)
-            expectFailure(result, "cannot read \(file): it is a file, not a folder", hint: "check that \(file) and its folder exist")
+            expectFailure(
+                result, "cannot read \(file): it is a file, not a folder",
+                hint: "check that \(file) and its folder exist")
         }
         #expect(try await f.a.dump() == before)
         #expect(try String(contentsOfFile: file, encoding: .utf8) == "x")
@@ -242,8 +271,10 @@ import TidemarkTestSupport
         chmod(f.b.path, 0o444)
         defer { chmod(f.b.path, 0o644) }
 
-        let result = try await Unprivileged.run(["pull", "--store", f.b.path, "--from", f.exchange.path], owning: f.paths)
-        expectFailure(result, "\(f.b.path): the store cannot be written: ", hint: "make them writable: chmod u+w \(f.b.path)")
+        let result = try await Unprivileged.run(
+            ["pull", "--store", f.b.path, "--from", f.exchange.path], owning: f.paths)
+        expectFailure(
+            result, "\(f.b.path): the store cannot be written: ", hint: "make them writable: chmod u+w \(f.b.path)")
         #expect(result.errorLines.first?.contains("\(f.b.path) (mode 0444)") == true, "\(result)")
         #expect(!f.exchangeFiles().contains { $0.hasSuffix("watermark.tmw") })
 
@@ -255,7 +286,8 @@ import TidemarkTestSupport
         #expect(try await f.b.dump() == before)
         try await Self.integrity(f.b)
 
-        let retry = try await Unprivileged.run(["pull", "--store", f.b.path, "--from", f.exchange.path], owning: f.paths)
+        let retry = try await Unprivileged.run(
+            ["pull", "--store", f.b.path, "--from", f.exchange.path], owning: f.paths)
         #expect(retry.exitCode == 0 && retry.stderr.isEmpty, "\(retry)")
         #expect(try await Self.count(f.b, "id = 'a-1'") == 1)
     }
@@ -269,7 +301,8 @@ import TidemarkTestSupport
         chmod(folder, 0o555)
         defer { chmod(folder, 0o755) }
 
-        let result = try await Unprivileged.run(["exec", "--store", f.b.path, "INSERT INTO items(id) VALUES ('b-2')"], owning: [])
+        let result = try await Unprivileged.run(
+            ["exec", "--store", f.b.path, "INSERT INTO items(id) VALUES ('b-2')"], owning: [])
         expectFailure(
             result,
             "\(f.b.path): the store cannot be written: its folder \(folder) is not writable (mode 0555), and SQLite must create store.db-wal and -shm there",
@@ -277,7 +310,8 @@ import TidemarkTestSupport
         chmod(folder, 0o755)
         #expect(try await f.b.dump() == before)
 
-        let retry = try await Unprivileged.run(["exec", "--store", f.b.path, "INSERT INTO items(id) VALUES ('b-2')"], owning: f.paths)
+        let retry = try await Unprivileged.run(
+            ["exec", "--store", f.b.path, "INSERT INTO items(id) VALUES ('b-2')"], owning: f.paths)
         #expect(retry.exitCode == 0 && retry.stderr.isEmpty, "\(retry)")
         #expect(try await Self.count(f.b, "id = 'b-2'") == 1)
     }
@@ -297,7 +331,8 @@ import TidemarkTestSupport
         let waited = ContinuousClock.now - started
         await holder.release()
         expectFailure(
-            result, "\(f.b.path): the store stayed locked by another process past the busy timeout; the write was not made",
+            result,
+            "\(f.b.path): the store stayed locked by another process past the busy timeout; the write was not made",
             hint: "another program (a sqlite3 shell, an app, another sync) holds a write transaction on the store")
         #expect(waited >= .seconds(25), "gave up after \(waited), before the busy timeout")
         #expect(try await f.b.dump() == before)

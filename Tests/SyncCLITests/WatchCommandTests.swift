@@ -40,20 +40,27 @@ import TidemarkTestSupport
         try #require(printed.count == 2, "watch printed \(printed), then \(stopped)")
 
         let watched = try printed.map { line in
-            try LogDocument.transaction(try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]))
+            try LogDocument.transaction(
+                try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]))
         }
         let logged = try await store.log("--since", start)
         #expect(watched == logged)
         #expect(watched.map(\.seq) == [2, 3])
         #expect(watched.map(\.author) == ["cli", nil])
-        #expect(watched.last?.changes == [LoggedChange(type: "update", table: "items", key: ["id": .text("exec")], values: ["qty": .integer(2)], columns: ["qty"])])
+        #expect(
+            watched.last?.changes == [
+                LoggedChange(
+                    type: "update", table: "items", key: ["id": .text("exec")], values: ["qty": .integer(2)],
+                    columns: ["qty"])
+            ])
     }
 
     @Test func printsOneSummaryLinePerTransaction() async throws {
         let store = try await CLIStore()
         let start = try await store.token()
         let watch = try SyncProcess.start(["watch", "--since", start], environment: ["SYNC_STORE": store.path])
-        try await store.exec("INSERT INTO items(id) VALUES ('a'); INSERT INTO tags VALUES ('a', 't', 1)", author: "me", context: "here")
+        try await store.exec(
+            "INSERT INTO items(id) VALUES ('a'); INSERT INTO tags VALUES ('a', 't', 1)", author: "me", context: "here")
         let printed = await Self.lines(1, of: watch)
         _ = await watch.stop()
         try #require(printed.count == 1)

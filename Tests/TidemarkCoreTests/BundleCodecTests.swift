@@ -18,7 +18,9 @@ import TidemarkCore
             #expect(decoded.count == transactions.count, "seed \(seed) round \(round)")
             for (expected, actual) in zip(transactions, decoded) {
                 #expect(actual.head == expected.head, "seed \(seed) round \(round)")
-                #expect(actual.changes == expected.changes, "seed \(seed) round \(round) transaction \(expected.head.sequence)")
+                #expect(
+                    actual.changes == expected.changes,
+                    "seed \(seed) round \(round) transaction \(expected.head.sequence)")
             }
         }
     }
@@ -27,13 +29,16 @@ import TidemarkCore
         let fixture = Fixture(origins: 1)
         let values: [SQLValue] = [
             .null, .integer(0), .integer(-1), .integer(.min), .integer(.max), .real(0.0), .real(-0.0), .real(.nan),
-            .real(Double(bitPattern: 0x7ff0_0000_0000_0001)), .real(Double(bitPattern: 0xfff8_dead_beef_0001)), .real(.infinity),
-            .real(-.infinity), .real(.leastNonzeroMagnitude), .real(-.greatestFiniteMagnitude), .text(""), .text("\u{0}"),
+            .real(Double(bitPattern: 0x7ff0_0000_0000_0001)), .real(Double(bitPattern: 0xfff8_dead_beef_0001)),
+            .real(.infinity),
+            .real(-.infinity), .real(.leastNonzeroMagnitude), .real(-.greatestFiniteMagnitude), .text(""),
+            .text("\u{0}"),
             .text("Grüße, 世界 🌊 e\u{301}"), .blob([]), .blob([0, 0xff]),
         ]
         let columns = values.enumerated().map { History.Column(String(format: "c%02d", $0.offset), $0.element) }
         let change = History.Change(
-            type: .insert, table: "t", key: [History.Column("k", .integer(1))], values: [History.Column("k", .integer(1))] + columns,
+            type: .insert, table: "t", key: [History.Column("k", .integer(1))],
+            values: [History.Column("k", .integer(1))] + columns,
             generation: 1)
         let transaction = fixture.transaction(origin: 0, sequence: 1, changes: [change])
         let decoded = try Fixture.decode(try fixture.encode([transaction], extraColumns: columns.map(\.name)))
@@ -65,11 +70,15 @@ import TidemarkCore
         #expect(fixture.recordLength(blobSize: blobSize) == target - 5)
         let big = History.Change(
             type: .insert, table: "t", key: [History.Column("k", .integer(1))],
-            values: [History.Column("k", .integer(1)), History.Column("a", .blob([UInt8](repeating: 7, count: blobSize)))], generation: 1)
+            values: [
+                History.Column("k", .integer(1)), History.Column("a", .blob([UInt8](repeating: 7, count: blobSize))),
+            ], generation: 1)
         let small = History.Change(
-            type: .update, table: "t", key: [History.Column("k", .integer(1))], values: [History.Column("a", .integer(2))], generation: 1)
+            type: .update, table: "t", key: [History.Column("k", .integer(1))],
+            values: [History.Column("a", .integer(2))], generation: 1)
         let transactions = [
-            fixture.transaction(origin: 0, sequence: 1, changes: [big]), fixture.transaction(origin: 0, sequence: 2, changes: [small]),
+            fixture.transaction(origin: 0, sequence: 1, changes: [big]),
+            fixture.transaction(origin: 0, sequence: 2, changes: [small]),
         ]
         let file = try fixture.encode(transactions)
         #expect(throws: Never.self) { _ = try Fixture.decode(file) }
@@ -80,7 +89,9 @@ import TidemarkCore
             let file = try Fixture(origins: 2).smallBundle()
             var problems: [String] = []
             for length in 0..<file.count {
-                if let problem = Fixture.refusal(Array(file.prefix(length))) { problems.append("cut at \(length): \(problem)") }
+                if let problem = Fixture.refusal(Array(file.prefix(length))) {
+                    problems.append("cut at \(length): \(problem)")
+                }
             }
             if !problems.isEmpty {
                 FileHandle.standardError.write(Data(problems.joined(separator: "\n").utf8))
@@ -96,7 +107,9 @@ import TidemarkCore
             for bit in 0..<file.count * 8 {
                 var damaged = file
                 damaged[bit / 8] ^= 1 << UInt8(bit % 8)
-                if let problem = Fixture.refusal(damaged) { problems.append("bit \(bit % 8) of byte \(bit / 8): \(problem)") }
+                if let problem = Fixture.refusal(damaged) {
+                    problems.append("bit \(bit % 8) of byte \(bit / 8): \(problem)")
+                }
             }
             if !problems.isEmpty {
                 FileHandle.standardError.write(Data(problems.joined(separator: "\n").utf8))
@@ -115,7 +128,8 @@ private struct Fixture {
 
     init(origins: Int) {
         keys = (0..<origins).map { i in
-            try! Curve25519.Signing.PrivateKey(rawRepresentation: Array(SHA256.hash(data: Array("codec-test-\(i)".utf8))))
+            try! Curve25519.Signing.PrivateKey(
+                rawRepresentation: Array(SHA256.hash(data: Array("codec-test-\(i)".utf8))))
         }
         sender = keys[0]
     }
@@ -133,7 +147,8 @@ private struct Fixture {
         var changeCount: Int
 
         init(
-            origin: Replica.ID, sequence: Int64, timestamp: HLCTimestamp, author: String?, contextName: String?, processID: Int32?,
+            origin: Replica.ID, sequence: Int64, timestamp: HLCTimestamp, author: String?, contextName: String?,
+            processID: Int32?,
             changeCount: Int
         ) {
             self.origin = origin
@@ -147,7 +162,8 @@ private struct Fixture {
 
         init(_ h: History.TransactionHeader) {
             self.init(
-                origin: h.origin, sequence: h.sequence, timestamp: h.timestamp, author: h.author, contextName: h.contextName,
+                origin: h.origin, sequence: h.sequence, timestamp: h.timestamp, author: h.author,
+                contextName: h.contextName,
                 processID: h.processID, changeCount: h.changeCount)
         }
     }
@@ -186,13 +202,16 @@ private struct Fixture {
         let columns = names.map { History.Column($0, randomValue(using: &rng)) }
         let life = Int64.random(in: 0...1000, using: &rng)
         switch Int.random(in: 0..<3, using: &rng) {
-        case 0: return History.Change(type: .insert, table: Self.table, key: key, values: key + columns, generation: 2 * life + 1)
+        case 0:
+            return History.Change(
+                type: .insert, table: Self.table, key: key, values: key + columns, generation: 2 * life + 1)
         case 1:
             let updated = columns.isEmpty ? [History.Column("a", .null)] : columns
             return History.Change(type: .update, table: Self.table, key: key, values: updated, generation: 2 * life + 1)
         default:
             return History.Change(
-                type: .delete, table: Self.table, key: key, values: [], tombstone: key + columns, generation: 2 * life + 2)
+                type: .delete, table: Self.table, key: key, values: [], tombstone: key + columns,
+                generation: 2 * life + 2)
         }
     }
 
@@ -201,14 +220,18 @@ private struct Fixture {
         case 0: return .null
         case 1: return .integer([Int64.min, .max, 0, -1, 1][Int.random(in: 0..<5, using: &rng)])
         case 2: return .integer(Int64(bitPattern: rng.next()))
-        case 3: return .real([0.0, -0.0, .nan, .infinity, -.infinity, .leastNonzeroMagnitude][Int.random(in: 0..<6, using: &rng)])
+        case 3:
+            return .real(
+                [0.0, -0.0, .nan, .infinity, -.infinity, .leastNonzeroMagnitude][Int.random(in: 0..<6, using: &rng)])
         case 4: return .real(Double(bitPattern: rng.next()))
         case 5: return .text("")
         case 6:
             let alphabet = "aé世🌊\u{301}\u{0}\n\""
-            return .text(String((0..<Int.random(in: 1...20, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! }))
+            return .text(
+                String((0..<Int.random(in: 1...20, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! }))
         case 7: return .blob([])
-        case 8: return .blob((0..<Int.random(in: 1...40, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) })
+        case 8:
+            return .blob((0..<Int.random(in: 1...40, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) })
         case 9: return .text(String(repeating: "x", count: Int.random(in: 100...3000, using: &rng)))
         default: return .integer(Int64.random(in: -300...300, using: &rng))
         }
@@ -223,12 +246,16 @@ private struct Fixture {
         var through: [Replica.ID: Int64] = [:]
         for (i, r) in ranges { through[id(i)] = r.1 }
         return BundleHeader(
-            kind: .changes, senderName: "codec test", created: HLCTimestamp(milliseconds: 1_763_683_300_000, counter: 0), since: .zero,
+            kind: .changes, senderName: "codec test",
+            created: HLCTimestamp(milliseconds: 1_763_683_300_000, counter: 0), since: .zero,
             through: History.Token(sequences: through),
-            tables: [BundleHeader.TableSchema(name: Self.table, keyColumns: ["k"], columns: Self.columns + extraColumns)],
+            tables: [
+                BundleHeader.TableSchema(name: Self.table, keyColumns: ["k"], columns: Self.columns + extraColumns)
+            ],
             ranges: ranges.map { i, r in
                 BundleHeader.OriginRange(
-                    publicKey: Array(keys[i].publicKey.rawRepresentation), first: r.0, last: r.1, previous: Chain.genesis(id(i)))
+                    publicKey: Array(keys[i].publicKey.rawRepresentation), first: r.0, last: r.1,
+                    previous: Chain.genesis(id(i)))
             })
     }
 
@@ -238,7 +265,8 @@ private struct Fixture {
         for t in transactions {
             let h = t.head
             try encoder.beginTransaction(
-                origin: h.origin, sequence: h.sequence, timestamp: h.timestamp, author: h.author, contextName: h.contextName,
+                origin: h.origin, sequence: h.sequence, timestamp: h.timestamp, author: h.author,
+                contextName: h.contextName,
                 processID: h.processID, changeCount: t.changes.count)
             for change in t.changes { try encoder.add(change) }
         }
@@ -281,18 +309,22 @@ private struct Fixture {
                 origin: 0, sequence: 1,
                 changes: [
                     History.Change(
-                        type: .insert, table: Self.table, key: key, values: key + [History.Column("a", .text("hi"))], generation: 1)
+                        type: .insert, table: Self.table, key: key, values: key + [History.Column("a", .text("hi"))],
+                        generation: 1)
                 ]),
             transaction(
                 origin: 1, sequence: 1,
                 changes: [
-                    History.Change(type: .update, table: Self.table, key: key, values: [History.Column("b", .real(-0.0))], generation: 1)
+                    History.Change(
+                        type: .update, table: Self.table, key: key, values: [History.Column("b", .real(-0.0))],
+                        generation: 1)
                 ]),
             transaction(
                 origin: 0, sequence: 2,
                 changes: [
                     History.Change(
-                        type: .delete, table: Self.table, key: key, values: [], tombstone: key + [History.Column("c", .blob([1]))],
+                        type: .delete, table: Self.table, key: key, values: [],
+                        tombstone: key + [History.Column("c", .blob([1]))],
                         generation: 2)
                 ]),
         ])

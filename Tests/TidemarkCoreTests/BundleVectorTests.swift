@@ -15,7 +15,9 @@ import TidemarkCore
             processExitsWith: .success, observing: [\.standardErrorContent], "\(test): the decoder crashed"
         ) { [tcId = test.tcId as Int] in
             let test = Vectors.manifest.all.first { $0.tcId == tcId }!
-            if let problem = Vectors.check(test) { FileHandle.standardError.write(Data((Vectors.problemMarker + problem + "\n").utf8)) }
+            if let problem = Vectors.check(test) {
+                FileHandle.standardError.write(Data((Vectors.problemMarker + problem + "\n").utf8))
+            }
         }
         let stderr = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
         if let range = stderr.range(of: Vectors.problemMarker) {
@@ -27,7 +29,8 @@ import TidemarkCore
         let listed = Set(Vectors.manifest.all.map(\.file) + Vectors.manifest.all.compactMap(\.expected))
         var present: Set<String> = []
         for folder in ["valid", "invalid"] {
-            for name in try FileManager.default.contentsOfDirectory(atPath: Vectors.root.appendingPathComponent(folder).path)
+            for name in try FileManager.default.contentsOfDirectory(
+                atPath: Vectors.root.appendingPathComponent(folder).path)
             where name.hasSuffix(".tmb") || name.hasSuffix(".json") {
                 present.insert("\(folder)/\(name)")
             }
@@ -39,12 +42,15 @@ import TidemarkCore
 
     /// Every rule of bundle.md §7 has a vector, and every vector names a rule of §7.
     @Test func everyRejectionRuleHasAVector() throws {
-        let spec = try String(contentsOf: Vectors.root.appendingPathComponent("../bundle.md").standardizedFileURL, encoding: .utf8)
+        let spec = try String(
+            contentsOf: Vectors.root.appendingPathComponent("../bundle.md").standardizedFileURL, encoding: .utf8)
         let rules = Set(
             spec.split(separator: "\n").compactMap { line -> String? in
                 // Rule rows of §7 look like: | R12 | `bad-varint` | ... |
                 let cells = line.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
-                guard cells.count >= 3, cells[0].hasPrefix("R"), Int(cells[0].dropFirst()) != nil, cells[1].hasPrefix("`") else {
+                guard cells.count >= 3, cells[0].hasPrefix("R"), Int(cells[0].dropFirst()) != nil,
+                    cells[1].hasPrefix("`")
+                else {
                     return nil
                 }
                 return cells[1].trimmingCharacters(in: CharacterSet(charactersIn: "`"))
@@ -57,14 +63,17 @@ import TidemarkCore
 
     /// The annotated example of bundle.md §8 is byte for byte `valid/example.tmb`.
     @Test func theSpecificationsAnnotatedExampleIsTheExampleVector() throws {
-        let spec = try String(contentsOf: Vectors.root.appendingPathComponent("../bundle.md").standardizedFileURL, encoding: .utf8)
+        let spec = try String(
+            contentsOf: Vectors.root.appendingPathComponent("../bundle.md").standardizedFileURL, encoding: .utf8)
         let listing = try #require(spec.components(separatedBy: "<!-- example.tmb begin -->").dropFirst().first)
             .components(separatedBy: "<!-- example.tmb end -->")[0]
         var bytes: [UInt8] = []
         for line in listing.split(separator: "\n") {
             // "0000  89 54 4d ...   magic": an offset, two spaces, up to 16 hex bytes.
             let text = String(line)
-            guard text.count > 6, text.prefix(4).allSatisfy(\.isHexDigit), text.dropFirst(4).hasPrefix("  ") else { continue }
+            guard text.count > 6, text.prefix(4).allSatisfy(\.isHexDigit), text.dropFirst(4).hasPrefix("  ") else {
+                continue
+            }
             #expect(Int(text.prefix(4), radix: 16) == bytes.count, "offset of line \(text.prefix(4))")
             let hex = text.dropFirst(6).prefix(48).split(separator: " ")
             bytes += hex.compactMap { UInt8($0, radix: 16) }
@@ -102,7 +111,9 @@ enum Vectors {
         var dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         while dir.path != "/" {
             let candidate = dir.appendingPathComponent("Protocol/vectors")
-            if FileManager.default.fileExists(atPath: candidate.appendingPathComponent("manifest.json").path) { return candidate }
+            if FileManager.default.fileExists(atPath: candidate.appendingPathComponent("manifest.json").path) {
+                return candidate
+            }
             dir.deleteLastPathComponent()
         }
         fatalError("Protocol/vectors/manifest.json not found above \(#filePath)")
@@ -215,7 +226,8 @@ struct DecodedBundle: Decodable, Equatable {
                 value = try triple.decode(JSONValue.self).value
                 clock = try triple.decodeNil() ? nil : try triple.decode(Clock.self)
                 guard triple.isAtEnd else {
-                    throw DecodingError.dataCorruptedError(in: triple, debugDescription: "a row-state column has three elements")
+                    throw DecodingError.dataCorruptedError(
+                        in: triple, debugDescription: "a row-state column has three elements")
                 }
             }
         }
@@ -263,7 +275,10 @@ struct DecodedBundle: Decodable, Equatable {
                     Row(
                         table: r.table, generation: r.generation, key: r.key.map { Column($0.name, $0.value) },
                         columns: r.cells.map { c in
-                            Row.Cell(c.name, c.value, c.clock.map { Row.Clock(timestamp: $0.timestamp.packed, origin: $0.origin.description) })
+                            Row.Cell(
+                                c.name, c.value,
+                                c.clock.map { Row.Clock(timestamp: $0.timestamp.packed, origin: $0.origin.description) }
+                            )
                         }))
             }
             rows = states
@@ -279,14 +294,17 @@ struct DecodedBundle: Decodable, Equatable {
                 }
                 changes.append(
                     Change(
-                        type: c.type.rawValue, generation: c.generation, table: c.table, key: c.key.map { Column($0.name, $0.value) },
+                        type: c.type.rawValue, generation: c.generation, table: c.table,
+                        key: c.key.map { Column($0.name, $0.value) },
                         columns: carried.map { Column($0.name, $0.value) }))
             }
             transactions.append(
                 Transaction(
-                    origin: head.origin.description, sequence: head.sequence, timestamp: head.timestamp.packed, author: head.author,
+                    origin: head.origin.description, sequence: head.sequence, timestamp: head.timestamp.packed,
+                    author: head.author,
                     contextName: head.contextName, processID: head.processID, changes: changes,
-                    schemaVersion: head.schemaPosition == 0 ? nil : decoder.header.lineage[head.schemaPosition - 1].hexID,
+                    schemaVersion: head.schemaPosition == 0
+                        ? nil : decoder.header.lineage[head.schemaPosition - 1].hexID,
                     chainHash: HexCoding.encode(decoder.lastCompleted!.chainHash)))
         }
         let v = try decoder.finish()
@@ -299,13 +317,17 @@ struct DecodedBundle: Decodable, Equatable {
         tables = h.tables.map { Table(name: $0.name, keyColumns: $0.keyColumns, columns: $0.columns) }
         ranges = h.ranges.map {
             Range(
-                origin: $0.origin.description, publicKey: HexCoding.encode($0.publicKey), first: $0.first, last: $0.last,
+                origin: $0.origin.description, publicKey: HexCoding.encode($0.publicKey), first: $0.first,
+                last: $0.last,
                 previous: HexCoding.encode($0.previous))
         }
         self.transactions = transactions
-        schemaLineage = h.lineage.isEmpty ? nil : h.lineage.map {
-            SchemaVersion(position: $0.position, id: $0.hexID, change: HexCoding.encode($0.change.encoded()))
-        }
+        schemaLineage =
+            h.lineage.isEmpty
+            ? nil
+            : h.lineage.map {
+                SchemaVersion(position: $0.position, id: $0.hexID, change: HexCoding.encode($0.change.encoded()))
+            }
         rowStates = rows
         attestations = v.attestations.map {
             Attestation(
@@ -319,10 +341,14 @@ struct DecodedBundle: Decodable, Equatable {
     /// Nil if equal; otherwise the first difference, named.
     func difference(from actual: DecodedBundle) -> String? {
         if self == actual { return nil }
-        func differ<T: Equatable>(_ what: String, _ a: T, _ b: T) -> String? { a == b ? nil : "\(what): expected \(a), decoded \(b)" }
+        func differ<T: Equatable>(_ what: String, _ a: T, _ b: T) -> String? {
+            a == b ? nil : "\(what): expected \(a), decoded \(b)"
+        }
         let header =
-            differ("kind", kind, actual.kind) ?? differ("sender", sender, actual.sender) ?? differ("created", created, actual.created)
-            ?? differ("since", since, actual.since) ?? differ("through", through, actual.through) ?? differ("tables", tables, actual.tables)
+            differ("kind", kind, actual.kind) ?? differ("sender", sender, actual.sender) ?? differ(
+                "created", created, actual.created)
+            ?? differ("since", since, actual.since) ?? differ("through", through, actual.through) ?? differ(
+                "tables", tables, actual.tables)
             ?? differ("ranges", ranges, actual.ranges) ?? differ("attestations", attestations, actual.attestations)
             ?? differ("digest", digest, actual.digest) ?? differ("signature", signature, actual.signature)
         if let header { return header }

@@ -16,7 +16,9 @@ import TidemarkCore
             processExitsWith: .success, observing: [\.standardErrorContent], "\(test): the decoder crashed"
         ) { [tcId = test.tcId as Int] in
             let test = FuzzVectors.manifest.tests.first { $0.tcId == tcId }!
-            if let problem = FuzzVectors.check(test) { FileHandle.standardError.write(Data((Vectors.problemMarker + problem + "\n").utf8)) }
+            if let problem = FuzzVectors.check(test) {
+                FileHandle.standardError.write(Data((Vectors.problemMarker + problem + "\n").utf8))
+            }
         }
         let stderr = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
         if let range = stderr.range(of: Vectors.problemMarker) {
@@ -26,13 +28,15 @@ import TidemarkCore
 
     @Test func theFuzzManifestListsEveryFileAndNamesRulesOfTheSpecification() throws {
         let folder = Vectors.root.appendingPathComponent("fuzz")
-        let present = Set(try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".tmb") })
+        let present = Set(
+            try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".tmb") })
         let listed = FuzzVectors.manifest.tests.map(\.file)
         #expect(Set(listed) == present)
         #expect(Set(listed).count == listed.count, "files are listed once")
         #expect(Set(FuzzVectors.manifest.tests.map(\.tcId)).count == listed.count, "tcIds are unique")
         #expect(FuzzVectors.manifest.algorithm == "tidemark-bundle-v1")
-        let spec = try String(contentsOf: Vectors.root.appendingPathComponent("../bundle.md").standardizedFileURL, encoding: .utf8)
+        let spec = try String(
+            contentsOf: Vectors.root.appendingPathComponent("../bundle.md").standardizedFileURL, encoding: .utf8)
         for test in FuzzVectors.manifest.tests {
             #expect(test.result == "invalid", "\(test): fuzz vectors are all must-reject")
             #expect(spec.contains("| `\(test.error)` |"), "\(test): \(test.error) is not a rule of bundle.md §7")
@@ -80,7 +84,10 @@ enum FuzzVectors {
             return "the decoder threw a \(type(of: error)), not a BundleError: \(error)"
         }
         let elapsed = ContinuousClock.now - started
-        if elapsed > FuzzVectorTests.timeBound { return "refusing it took \(elapsed), more than \(FuzzVectorTests.timeBound)" }
-        return outcome == test.decoderError ? nil : "refused with \"\(outcome)\", the manifest says \"\(test.decoderError)\""
+        if elapsed > FuzzVectorTests.timeBound {
+            return "refusing it took \(elapsed), more than \(FuzzVectorTests.timeBound)"
+        }
+        return outcome == test.decoderError
+            ? nil : "refused with \"\(outcome)\", the manifest says \"\(test.decoderError)\""
     }
 }

@@ -7,7 +7,9 @@ import TidemarkCore
     @Test func followsTheWallClockWhenItIsAhead() {
         let last = HLCTimestamp(milliseconds: 1_000, counter: 7)
         #expect(HLCTimestamp.next(after: last, now: 1_001) == HLCTimestamp(milliseconds: 1_001, counter: 0))
-        #expect(HLCTimestamp.next(after: .zero, now: 1_700_000_000_000) == HLCTimestamp(milliseconds: 1_700_000_000_000, counter: 0))
+        #expect(
+            HLCTimestamp.next(after: .zero, now: 1_700_000_000_000)
+                == HLCTimestamp(milliseconds: 1_700_000_000_000, counter: 0))
     }
 
     @Test func advancesTheCounterWhenTheWallClockStandsStill() {
@@ -63,7 +65,8 @@ import TidemarkCore
     }
 
     @Test(arguments: [
-        HLCTimestamp.zero, HLCTimestamp(milliseconds: 1, counter: 0), HLCTimestamp(milliseconds: 1_700_000_000_123, counter: 65_535),
+        HLCTimestamp.zero, HLCTimestamp(milliseconds: 1, counter: 0),
+        HLCTimestamp(milliseconds: 1_700_000_000_123, counter: 65_535),
         HLCTimestamp(milliseconds: (Int64(1) << 47) - 1, counter: 42),
     ])
     func packingRoundTrips(timestamp: HLCTimestamp) {

@@ -12,7 +12,8 @@ struct OpensslSignatureTests {
         let file = Vectors.bytes(path)
         let layout = try SpecReader(file)
         // §5.1: the signed message is the prefix, then SHA-256 of every byte before the SIGNATURE frame.
-        let message = Array("tidemark-bundle-v1".utf8) + [0] + Array(SHA256.hash(data: file[..<layout.signatureFrameStart]))
+        let message =
+            Array("tidemark-bundle-v1".utf8) + [0] + Array(SHA256.hash(data: file[..<layout.signatureFrameStart]))
         let senderKey = Array(file[12..<44])
 
         let verified = try Openssl.verify(message: message, signature: layout.signature, publicKey: senderKey)
@@ -65,7 +66,9 @@ private struct SpecReader {
     var attestations: [AttestationFields] = []
 
     init(_ file: [UInt8]) throws {
-        guard file.count >= 44, Array(file[0..<8]) == [0x89, 0x54, 0x4D, 0x42, 0x0D, 0x0A, 0x1A, 0x0A] else { throw Malformed() }
+        guard file.count >= 44, Array(file[0..<8]) == [0x89, 0x54, 0x4D, 0x42, 0x0D, 0x0A, 0x1A, 0x0A] else {
+            throw Malformed()
+        }
         var at = 44
         // §3.2: type, flags, 4-byte big-endian length, payload; the SIGNATURE frame (0x7F) is last.
         while at + 6 <= file.count {
@@ -82,7 +85,9 @@ private struct SpecReader {
                 guard flags == 0 else { throw Malformed() }
                 var p = Cursor(payload)
                 attestations.append(
-                    AttestationFields(origin: try p.take(16), sequence: try p.varint(), head: try p.take(32), signature: try p.take(64)))
+                    AttestationFields(
+                        origin: try p.take(16), sequence: try p.varint(), head: try p.take(32),
+                        signature: try p.take(64)))
             case 0x7f:
                 signatureFrameStart = at
                 signature = payload
@@ -152,11 +157,14 @@ private enum Openssl {
     /// The DER prefix of an Ed25519 SubjectPublicKeyInfo (RFC 8410); the 32 key bytes follow.
     static let spkiPrefix: [UInt8] = [0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00]
 
-    static func verify(message: [UInt8], signature: [UInt8], publicKey: [UInt8]) throws -> (status: Int32, output: String) {
+    static func verify(message: [UInt8], signature: [UInt8], publicKey: [UInt8]) throws -> (
+        status: Int32, output: String
+    ) {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tidemark-openssl-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        let pem = "-----BEGIN PUBLIC KEY-----\n\(Data(spkiPrefix + publicKey).base64EncodedString())\n-----END PUBLIC KEY-----\n"
+        let pem =
+            "-----BEGIN PUBLIC KEY-----\n\(Data(spkiPrefix + publicKey).base64EncodedString())\n-----END PUBLIC KEY-----\n"
         try pem.write(to: dir.appendingPathComponent("pub.pem"), atomically: true, encoding: .utf8)
         try Data(message).write(to: dir.appendingPathComponent("msg.bin"))
         try Data(signature).write(to: dir.appendingPathComponent("sig.bin"))
@@ -164,7 +172,9 @@ private enum Openssl {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
         process.currentDirectoryURL = dir
-        process.arguments = ["pkeyutl", "-verify", "-pubin", "-inkey", "pub.pem", "-rawin", "-in", "msg.bin", "-sigfile", "sig.bin"]
+        process.arguments = [
+            "pkeyutl", "-verify", "-pubin", "-inkey", "pub.pem", "-rawin", "-in", "msg.bin", "-sigfile", "sig.bin",
+        ]
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe

@@ -1,8 +1,8 @@
 import Crypto
 import Foundation
 import Testing
-import TidemarkTestSupport
 import TidemarkCore
+import TidemarkTestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -16,7 +16,8 @@ import TidemarkCore
 /// hostile file cannot make it hold 63 values of 64 MiB; the encoder refuses to write one.
 @Suite struct RecordValueLimitTests {
     static let limit = BundleFormat.maxRecordValueBytes
-    static let key = try! Curve25519.Signing.PrivateKey(rawRepresentation: Array(SHA256.hash(data: Array("record-limit".utf8))))
+    static let key = try! Curve25519.Signing.PrivateKey(
+        rawRepresentation: Array(SHA256.hash(data: Array("record-limit".utf8))))
     static var origin: Replica.ID { Replica.ID(publicKey: Array(key.publicKey.rawRepresentation)) }
     static let timestamp = HLCTimestamp(milliseconds: 1_763_683_300_000, counter: 0)
 
@@ -37,15 +38,24 @@ import TidemarkCore
         #expect(decoded == [atLimit])
 
         let over = Self.insert(key: .text("ab"), a: half, b: half - 1)
-        #expect(throws: BundleWriteError.recordTooLarge(table: "t", key: [History.Column("k", .text("ab"))], bytes: Self.limit + 1)) {
+        #expect(
+            throws: BundleWriteError.recordTooLarge(
+                table: "t", key: [History.Column("k", .text("ab"))], bytes: Self.limit + 1)
+        ) {
             _ = try Self.encode([over])
         }
         // A delete's tombstone counts too, and a single value over the value limit is covered.
         let tombstone = History.Change(
             type: .delete, table: "t", key: [History.Column("k", .integer(1))], values: [],
-            tombstone: [History.Column("k", .integer(1)), History.Column("a", .text(String(repeating: "x", count: Self.limit + 1)))],
+            tombstone: [
+                History.Column("k", .integer(1)),
+                History.Column("a", .text(String(repeating: "x", count: Self.limit + 1))),
+            ],
             generation: 2)
-        #expect(throws: BundleWriteError.recordTooLarge(table: "t", key: [History.Column("k", .integer(1))], bytes: Self.limit + 1)) {
+        #expect(
+            throws: BundleWriteError.recordTooLarge(
+                table: "t", key: [History.Column("k", .integer(1))], bytes: Self.limit + 1)
+        ) {
             _ = try Self.encode([tombstone])
         }
     }
@@ -56,16 +66,23 @@ import TidemarkCore
         try encoder.add(
             RowState(
                 table: "t", key: [History.Column("k", .text("ab"))], generation: 1,
-                cells: [RowState.Cell(name: "a", value: .blob([UInt8](repeating: 1, count: Self.limit - 2)), clock: clock)]))
+                cells: [
+                    RowState.Cell(name: "a", value: .blob([UInt8](repeating: 1, count: Self.limit - 2)), clock: clock)
+                ]))
         let over = RowState(
             table: "t", key: [History.Column("k", .text("abc"))], generation: 1,
             cells: [RowState.Cell(name: "a", value: .blob([UInt8](repeating: 1, count: Self.limit - 2)), clock: clock)])
-        #expect(throws: BundleWriteError.recordTooLarge(table: "t", key: over.key, bytes: Self.limit + 1)) { try encoder.add(over) }
+        #expect(throws: BundleWriteError.recordTooLarge(table: "t", key: over.key, bytes: Self.limit + 1)) {
+            try encoder.add(over)
+        }
     }
 
     @Test func theWriteErrorNamesTheRowWithShortExcerpts() {
         let error = BundleWriteError.recordTooLarge(
-            table: "items", key: [History.Column("id", .text("big")), History.Column("v", .blob([UInt8](repeating: 0xab, count: 1000)))],
+            table: "items",
+            key: [
+                History.Column("id", .text("big")), History.Column("v", .blob([UInt8](repeating: 0xab, count: 1000))),
+            ],
             bytes: 83_886_083)
         #expect(
             error.description
@@ -92,8 +109,12 @@ import TidemarkCore
             return
         }
         #expect(bytes == Self.limit + 1)
-        #expect((Self.limit / 2)..<(Self.limit / 2 + 200) ~= offset, "after the first BLOB's 32 MiB, at the second's length")
-        guard case .record(.recordTooLarge(let rowBytes), let rowOffset)? = refusal("invalid/snapshot-row-too-large.tmb") else {
+        #expect(
+            (Self.limit / 2)..<(Self.limit / 2 + 200) ~= offset, "after the first BLOB's 32 MiB, at the second's length"
+        )
+        guard
+            case .record(.recordTooLarge(let rowBytes), let rowOffset)? = refusal("invalid/snapshot-row-too-large.tmb")
+        else {
             Issue.record("snapshot-row-too-large: \(String(describing: refusal("invalid/snapshot-row-too-large.tmb")))")
             return
         }
@@ -129,17 +150,23 @@ import TidemarkCore
             let peak = PeakMemory.residentBytes()
             var problems: [String] = []
             let expected = BundleError.record(.recordTooLarge(bytes: 5 << 24), offset: bundle.fifthValueStart)
-            if outcome != expected { problems.append("refused with \(String(describing: outcome)), expected \(expected)") }
+            if outcome != expected {
+                problems.append("refused with \(String(describing: outcome)), expected \(expected)")
+            }
             // Holding every value would take 992 MiB. One record's 64 MiB, a 16 MiB chunk, the
             // source's 16 MiB read and the test process itself came to 109 MiB on Linux.
             if peak > 192 << 20 { problems.append("peak resident set size \(peak >> 20) MiB, more than 192 MiB") }
             if elapsed > .seconds(30) { problems.append("refusing it took \(elapsed)") }
-            FileHandle.standardError.write(Data("refused in \(elapsed), peak resident set size \(peak >> 20) MiB\n".utf8))
-            if !problems.isEmpty { FileHandle.standardError.write(Data(("PROBLEM: " + problems.joined(separator: "; ") + "\n").utf8)) }
+            FileHandle.standardError.write(
+                Data("refused in \(elapsed), peak resident set size \(peak >> 20) MiB\n".utf8))
+            if !problems.isEmpty {
+                FileHandle.standardError.write(Data(("PROBLEM: " + problems.joined(separator: "; ") + "\n").utf8))
+            }
         }
         // The child reports on standard error (and exits 0) so that its measurements show here.
         let stderr = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
-        print("RecordValueLimitTests.aChangeOfManyLargeValuesIsRefusedQuicklyInBoundedMemory: \(stderr)", terminator: "")
+        print(
+            "RecordValueLimitTests.aChangeOfManyLargeValuesIsRefusedQuicklyInBoundedMemory: \(stderr)", terminator: "")
         #expect(stderr.contains("refused in"), "the child reported nothing")
         #expect(!stderr.contains("PROBLEM"), "\(stderr)")
     }
@@ -151,7 +178,8 @@ import TidemarkCore
         return History.Change(
             type: .insert, table: "t", key: [keyColumn],
             values: [
-                keyColumn, History.Column("a", .blob([UInt8](repeating: 7, count: a))), History.Column("b", .blob([UInt8](repeating: 9, count: b))),
+                keyColumn, History.Column("a", .blob([UInt8](repeating: 7, count: a))),
+                History.Column("b", .blob([UInt8](repeating: 9, count: b))),
             ], generation: 1)
     }
 
@@ -161,17 +189,25 @@ import TidemarkCore
             through: kind == .changes ? History.Token(sequences: [origin: 1]) : .zero,
             tables: [BundleHeader.TableSchema(name: "t", keyColumns: ["k"], columns: columns)],
             ranges: kind == .changes
-                ? [BundleHeader.OriginRange(publicKey: Array(key.publicKey.rawRepresentation), first: 1, last: 1, previous: Chain.genesis(origin))]
+                ? [
+                    BundleHeader.OriginRange(
+                        publicKey: Array(key.publicKey.rawRepresentation), first: 1, last: 1,
+                        previous: Chain.genesis(origin))
+                ]
                 : [])
     }
 
     /// A changes bundle of one transaction, Self.origin's #1.
     static func encode(_ changes: [History.Change], columns: [String] = ["a", "b", "k"]) throws -> [UInt8] {
-        var encoder = try BundleEncoder(sink: BufferSink(), signingKey: key, header: header(kind: .changes, columns: columns))
+        var encoder = try BundleEncoder(
+            sink: BufferSink(), signingKey: key, header: header(kind: .changes, columns: columns))
         try encoder.beginTransaction(
-            origin: origin, sequence: 1, timestamp: timestamp, author: nil, contextName: nil, processID: nil, changeCount: changes.count)
+            origin: origin, sequence: 1, timestamp: timestamp, author: nil, contextName: nil, processID: nil,
+            changeCount: changes.count)
         for change in changes { try encoder.add(change) }
-        return try encoder.finish { _, sequence, head in try Attestation.sign(origin: key, sequence: sequence, head: head) }.bytes
+        return try encoder.finish { _, sequence, head in
+            try Attestation.sign(origin: key, sequence: sequence, head: head)
+        }.bytes
     }
 
     static func decode(_ file: [UInt8]) throws -> [History.Change] {
@@ -216,15 +252,24 @@ struct AmplifiedBundle: ByteSource {
             kind: .changes, senderName: "amplifier", created: RecordValueLimitTests.timestamp, since: .zero,
             through: History.Token(sequences: [origin: 1]),
             tables: [BundleHeader.TableSchema(name: "t", keyColumns: ["k"], columns: names + ["k"])],
-            ranges: [BundleHeader.OriginRange(publicKey: Array(key.publicKey.rawRepresentation), first: 1, last: 1, previous: Chain.genesis(origin))])
+            ranges: [
+                BundleHeader.OriginRange(
+                    publicKey: Array(key.publicKey.rawRepresentation), first: 1, last: 1,
+                    previous: Chain.genesis(origin))
+            ])
         var encoder = try! BundleEncoder(sink: BufferSink(), signingKey: key, header: header)
         try! encoder.beginTransaction(
-            origin: origin, sequence: 1, timestamp: RecordValueLimitTests.timestamp, author: nil, contextName: nil, processID: nil,
+            origin: origin, sequence: 1, timestamp: RecordValueLimitTests.timestamp, author: nil, contextName: nil,
+            processID: nil,
             changeCount: 0)
-        let small = try! encoder.finish { _, sequence, head in try Attestation.sign(origin: key, sequence: sequence, head: head) }.bytes
-        let headerEnd = BundleFormat.preambleLength + 6 + small[BundleFormat.preambleLength + 2..<BundleFormat.preambleLength + 6].reduce(0) {
-            $0 << 8 | Int($1)
-        }
+        let small = try! encoder.finish { _, sequence, head in
+            try Attestation.sign(origin: key, sequence: sequence, head: head)
+        }.bytes
+        let headerEnd =
+            BundleFormat.preambleLength + 6
+            + small[BundleFormat.preambleLength + 2..<BundleFormat.preambleLength + 6].reduce(0) {
+                $0 << 8 | Int($1)
+            }
         pieces.append(.bytes(Array(small[..<headerEnd])))
 
         // The record stream: the transaction prefix and the change up to its column count…
@@ -253,7 +298,11 @@ struct AmplifiedBundle: ByteSource {
 
     private mutating func frame(_ payload: Piece) {
         let n = UInt32(payload.count)
-        pieces.append(.bytes([BundleFormat.FrameType.transactions.rawValue, 0, UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)]))
+        pieces.append(
+            .bytes([
+                BundleFormat.FrameType.transactions.rawValue, 0, UInt8(n >> 24), UInt8(n >> 16 & 0xff),
+                UInt8(n >> 8 & 0xff), UInt8(n & 0xff),
+            ]))
         pieces.append(payload)
     }
 

@@ -58,7 +58,8 @@ import TidemarkCore
             var tokens: [History.Token]
         }
         let envelope = Envelope(
-            token: History.Token(sequences: [Self.a: 5, Self.b: 1]), tokens: [.zero, History.Token(sequences: [Self.c: 77])])
+            token: History.Token(sequences: [Self.a: 5, Self.b: 1]),
+            tokens: [.zero, History.Token(sequences: [Self.c: 77])])
         let data = try JSONEncoder().encode(envelope)
         #expect(try JSONDecoder().decode(Envelope.self, from: data) == envelope)
 
@@ -163,7 +164,10 @@ import TidemarkCore
         ("duplicate entry", entry(a, [1]) + entry(a, [2]), "entries out of order"),
         ("zero sequence", entry(a, [0]), "bad sequence number"),
         ("non-canonical varint", entry(a, [0x81, 0x00]), "bad sequence number"),
-        ("sequence past Int64.max", entry(a, [0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01]), "bad sequence number"),
+        (
+            "sequence past Int64.max", entry(a, [0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01]),
+            "bad sequence number"
+        ),
         ("truncated varint", entry(a, [0x81]), "bad sequence number"),
         ("truncated id", Array(a.bytes.prefix(10)), "truncated entry"),
     ]
@@ -171,7 +175,9 @@ import TidemarkCore
     @Test(arguments: nonCanonicalBodies)
     func nonCanonicalBodiesAreRejected(label: String, body: [UInt8], reason: String) {
         let text = "tm1." + Base64URL.encode(body + Array(SHA256.hash(data: body).prefix(4)))
-        #expect(throws: History.TokenError.malformed(text, reason: reason), "\(label)") { try History.Token(parsing: text) }
+        #expect(throws: History.TokenError.malformed(text, reason: reason), "\(label)") {
+            try History.Token(parsing: text)
+        }
     }
 
     @Test func errorDescriptionsNameTheProblem() {

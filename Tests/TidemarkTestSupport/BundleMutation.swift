@@ -34,12 +34,21 @@ public struct BundleBytes: Sendable, Equatable {
         self.bytes = bytes
         var frames: [Frame] = []
         var offset = BundleFormat.preambleLength
-        guard bytes.count >= offset, Array(bytes.prefix(8)) == BundleFormat.magic else { throw Malformed(reason: "no preamble") }
+        guard bytes.count >= offset, Array(bytes.prefix(8)) == BundleFormat.magic else {
+            throw Malformed(reason: "no preamble")
+        }
         while offset < bytes.count {
             guard offset + 6 <= bytes.count else { throw Malformed(reason: "frame head cut at \(offset)") }
-            let length = Int(bytes[offset + 2]) << 24 | Int(bytes[offset + 3]) << 16 | Int(bytes[offset + 4]) << 8 | Int(bytes[offset + 5])
-            guard offset + 6 + length <= bytes.count else { throw Malformed(reason: "frame at \(offset) runs past the end") }
-            frames.append(Frame(type: bytes[offset], flags: bytes[offset + 1], start: offset, payload: offset + 6..<offset + 6 + length))
+            let length =
+                Int(bytes[offset + 2]) << 24 | Int(bytes[offset + 3]) << 16 | Int(bytes[offset + 4]) << 8
+                | Int(bytes[offset + 5])
+            guard offset + 6 + length <= bytes.count else {
+                throw Malformed(reason: "frame at \(offset) runs past the end")
+            }
+            frames.append(
+                Frame(
+                    type: bytes[offset], flags: bytes[offset + 1], start: offset,
+                    payload: offset + 6..<offset + 6 + length))
             offset += 6 + length
         }
         guard frames.last?.type == Self.signatureType else { throw Malformed(reason: "no signature frame at the end") }
@@ -48,7 +57,9 @@ public struct BundleBytes: Sendable, Equatable {
 
     /// Reads a bundle file.
     public init(contentsOf path: String) throws {
-        guard let data = FileManager.default.contents(atPath: path) else { throw Malformed(reason: "cannot read \(path)") }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw Malformed(reason: "cannot read \(path)")
+        }
         try self.init([UInt8](data))
     }
 
@@ -106,13 +117,19 @@ extension BundleBytes {
             var offset = frame.payload.lowerBound + 4  // the 4-byte inflated length
             var final = false
             while !final {
-                guard offset + 5 <= frame.payload.upperBound else { throw Malformed(reason: "stored block cut at \(offset)") }
+                guard offset + 5 <= frame.payload.upperBound else {
+                    throw Malformed(reason: "stored block cut at \(offset)")
+                }
                 let blockHeader = bytes[offset]
-                guard blockHeader >> 1 & 3 == 0 else { throw Malformed(reason: "block at \(offset) is compressed; craft with level 0") }
+                guard blockHeader >> 1 & 3 == 0 else {
+                    throw Malformed(reason: "block at \(offset) is compressed; craft with level 0")
+                }
                 final = blockHeader & 1 == 1
                 let length = Int(bytes[offset + 1]) | Int(bytes[offset + 2]) << 8
                 let start = offset + 5
-                guard start + length <= frame.payload.upperBound else { throw Malformed(reason: "stored block runs past its frame") }
+                guard start + length <= frame.payload.upperBound else {
+                    throw Malformed(reason: "stored block runs past its frame")
+                }
                 if length > 0 { ranges.append(start..<start + length) }
                 offset = start + length
             }
@@ -150,7 +167,9 @@ extension BundleBytes {
         hasher.update(data: try storedRecords())
         let head = Array(hasher.finalize())
         let attestations = frames(ofType: Self.attestationType)
-        guard attestations.count == 1 else { throw Malformed(reason: "expected one attestation, found \(attestations.count)") }
+        guard attestations.count == 1 else {
+            throw Malformed(reason: "expected one attestation, found \(attestations.count)")
+        }
         // Attestation payload (§3.5): origin (16), sequence varint (1 byte for #1), head (32), signature (64).
         let payload = attestations[0].payload
         guard payload.count == 16 + 1 + 32 + 64, bytes[payload.lowerBound + 16] == 1 else {
@@ -180,15 +199,24 @@ public enum BundleCrafter {
         let header = BundleHeader(
             kind: .changes, senderName: senderName, created: HLCTimestamp(milliseconds: start + count + 1, counter: 0),
             since: .zero, through: History.Token(sequences: [origin: count]), tables: tables,
-            ranges: count == 0 ? [] : [BundleHeader.OriginRange(publicKey: key.publicKey, first: 1, last: count, previous: Chain.genesis(origin))])
-        var encoder = try BundleEncoder(sink: BufferSink(), signingKey: key.privateKey, header: header, compressionLevel: compressionLevel)
+            ranges: count == 0
+                ? []
+                : [
+                    BundleHeader.OriginRange(
+                        publicKey: key.publicKey, first: 1, last: count, previous: Chain.genesis(origin))
+                ])
+        var encoder = try BundleEncoder(
+            sink: BufferSink(), signingKey: key.privateKey, header: header, compressionLevel: compressionLevel)
         for (i, changes) in transactions.enumerated() {
             try encoder.beginTransaction(
-                origin: origin, sequence: Int64(i + 1), timestamp: HLCTimestamp(milliseconds: start + Int64(i), counter: 0), author: author,
+                origin: origin, sequence: Int64(i + 1),
+                timestamp: HLCTimestamp(milliseconds: start + Int64(i), counter: 0), author: author,
                 contextName: nil, processID: nil, changeCount: changes.count)
             for change in changes { try encoder.add(change) }
         }
-        let sink = try encoder.finish { _, sequence, head in try Attestation.sign(origin: key.privateKey, sequence: sequence, head: head) }
+        let sink = try encoder.finish { _, sequence, head in
+            try Attestation.sign(origin: key.privateKey, sequence: sequence, head: head)
+        }
         return sink.bytes
     }
 }

@@ -50,9 +50,12 @@ public struct BundleMutator: Sendable {
             self.name = name
             bundle = try BundleBytes(bytes)
             let transactions = bundle.frames(ofType: BundleBytes.transactionsType)
-            let uncompressed = transactions.filter { $0.flags & BundleFormat.compressedFlag == 0 && !$0.payload.isEmpty }
+            let uncompressed = transactions.filter {
+                $0.flags & BundleFormat.compressedFlag == 0 && !$0.payload.isEmpty
+            }
             // Stored blocks are found only in a bundle whose transactions frames are all level-0 DEFLATE.
-            plainRecordRanges = uncompressed.isEmpty ? (try? bundle.storedRecordRanges()) ?? [] : uncompressed.map(\.payload)
+            plainRecordRanges =
+                uncompressed.isEmpty ? (try? bundle.storedRecordRanges()) ?? [] : uncompressed.map(\.payload)
         }
     }
 
@@ -134,7 +137,8 @@ public struct BundleMutator: Sendable {
             var j = Int.random(in: 0..<frames.count - 1, using: &rng)
             if j >= i { j += 1 }
             order.swapAt(i, j)
-            out = Array(bytes[..<BundleFormat.preambleLength]) + order.flatMap { Self.frameBytes(frames[$0], in: bytes) }
+            out =
+                Array(bytes[..<BundleFormat.preambleLength]) + order.flatMap { Self.frameBytes(frames[$0], in: bytes) }
             what = "frames \(i) and \(j) swapped"
         case .frameLengthField:
             let index = Int.random(in: 0..<frames.count, using: &rng)
@@ -142,17 +146,22 @@ public struct BundleMutator: Sendable {
             let declared = frame.payload.count
             let toEnd = bytes.count - frame.payload.lowerBound
             let candidates: [UInt32] = [
-                0, UInt32(max(declared - 1, 0)), UInt32(declared + 1), UInt32(toEnd + 1), UInt32(BundleFormat.maxFrameLength),
-                UInt32(BundleFormat.maxFrameLength + 1), 0x8000_0000, 0xFFFF_FFFF, UInt32.random(in: 0...UInt32.max, using: &rng),
+                0, UInt32(max(declared - 1, 0)), UInt32(declared + 1), UInt32(toEnd + 1),
+                UInt32(BundleFormat.maxFrameLength),
+                UInt32(BundleFormat.maxFrameLength + 1), 0x8000_0000, 0xFFFF_FFFF,
+                UInt32.random(in: 0...UInt32.max, using: &rng),
             ]
             let length = candidates.randomElement(using: &rng)!
             out.replaceSubrange(frame.lengthField, with: Self.bigEndian(length))
             what = "frame \(index) length \(declared) -> \(length)"
         case .inflatedLengthField:
-            let compressed = frames.indices.filter { frames[$0].flags & BundleFormat.compressedFlag != 0 && frames[$0].payload.count >= 4 }
+            let compressed = frames.indices.filter {
+                frames[$0].flags & BundleFormat.compressedFlag != 0 && frames[$0].payload.count >= 4
+            }
             if let index = compressed.randomElement(using: &rng) {
                 let field = frames[index].payload.lowerBound..<frames[index].payload.lowerBound + 4
-                let declared = Int(bytes[field.lowerBound]) << 24 | Int(bytes[field.lowerBound + 1]) << 16
+                let declared =
+                    Int(bytes[field.lowerBound]) << 24 | Int(bytes[field.lowerBound + 1]) << 16
                     | Int(bytes[field.lowerBound + 2]) << 8 | Int(bytes[field.lowerBound + 3])
                 let candidates: [UInt32] = [
                     0, 1, UInt32(max(declared - 1, 0)), UInt32(declared + 1), UInt32(BundleFormat.maxFrameLength),
@@ -173,7 +182,10 @@ public struct BundleMutator: Sendable {
             let range = inRecords ? seed.plainRecordRanges.randomElement(using: &rng)! : bundle.headerPayload
             // Half the time right after a TEXT or BLOB tag (3, 4), where a length follows.
             let afterTags = range.dropLast().filter { bytes[$0] == 3 || bytes[$0] == 4 }.map { $0 + 1 }
-            let offset = Bool.random(using: &rng) ? afterTags.randomElement(using: &rng) ?? range.randomElement(using: &rng)! : range.randomElement(using: &rng)!
+            let offset =
+                Bool.random(using: &rng)
+                ? afterTags.randomElement(using: &rng) ?? range.randomElement(using: &rng)!
+                : range.randomElement(using: &rng)!
             // Uncompressed payloads can grow (their frame length is fixed up so framing stays
             // intact); stored DEFLATE blocks and the header are overwritten in place.
             let frame = bundle.frame(containing: offset)!
@@ -190,7 +202,10 @@ public struct BundleMutator: Sendable {
             let choices: [(String, [UInt8])] = [
                 ("empty TRANSACTIONS", [BundleBytes.transactionsType, 0, 0, 0, 0, 0]),
                 ("empty compressed TRANSACTIONS", [BundleBytes.transactionsType, 1, 0, 0, 0, 0]),
-                ("compressed TRANSACTIONS declaring 0 bytes", [BundleBytes.transactionsType, 1, 0, 0, 0, 6, 0, 0, 0, 0, 0x03, 0x00]),
+                (
+                    "compressed TRANSACTIONS declaring 0 bytes",
+                    [BundleBytes.transactionsType, 1, 0, 0, 0, 6, 0, 0, 0, 0, 0x03, 0x00]
+                ),
                 ("empty HEADER", [BundleBytes.headerType, 0, 0, 0, 0, 0]),
                 ("empty ATTESTATION", [BundleBytes.attestationType, 0, 0, 0, 0, 0]),
                 ("empty SIGNATURE", [BundleBytes.signatureType, 0, 0, 0, 0, 0]),
@@ -214,7 +229,9 @@ public struct BundleMutator: Sendable {
 
     private static func frameRange(_ frame: BundleBytes.Frame) -> Range<Int> { frame.start..<frame.payload.upperBound }
 
-    private static func frameBytes(_ frame: BundleBytes.Frame, in bytes: [UInt8]) -> [UInt8] { Array(bytes[frameRange(frame)]) }
+    private static func frameBytes(_ frame: BundleBytes.Frame, in bytes: [UInt8]) -> [UInt8] {
+        Array(bytes[frameRange(frame)])
+    }
 
     /// The file offset before frame `index`, or the end of the file for `index == frames.count`.
     private static func boundary(_ index: Int, of bundle: BundleBytes) -> Int {

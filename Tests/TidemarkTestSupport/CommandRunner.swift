@@ -133,7 +133,9 @@ public final class RunningCommand: Sendable {
                 let errorData = errors.fileHandleForReading.readDataToEndOfFile()
                 process.waitUntilExit()
                 continuation.resume(
-                    returning: CommandResult(exitCode: process.terminationStatus, stdout: "", stderr: String(decoding: errorData, as: UTF8.self)))
+                    returning: CommandResult(
+                        exitCode: process.terminationStatus, stdout: "",
+                        stderr: String(decoding: errorData, as: UTF8.self)))
             }
         }
     }

@@ -77,8 +77,11 @@ public final class ConvergenceCluster {
 
     /// Writes an Ed25519 private key file (PKCS#8 PEM, as `KeyFile` reads) for a 32-byte seed.
     static func writeKey(seed: [UInt8], to path: String) throws {
-        let prefix: [UInt8] = [0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20]
-        let pem = "-----BEGIN PRIVATE KEY-----\n\(Data(prefix + seed).base64EncodedString())\n-----END PRIVATE KEY-----\n"
+        let prefix: [UInt8] = [
+            0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20,
+        ]
+        let pem =
+            "-----BEGIN PRIVATE KEY-----\n\(Data(prefix + seed).base64EncodedString())\n-----END PRIVATE KEY-----\n"
         try pem.write(toFile: path, atomically: true, encoding: .utf8)
         chmod(path, 0o600)
     }
@@ -90,7 +93,9 @@ public final class ConvergenceCluster {
     /// Exports from `sender` what `since` does not cover into a new bundle file, then imports it into
     /// `receiver`. Returns the file, for replays.
     @discardableResult
-    public func exchange(from sender: Int, to receiver: Int, since: History.Token) throws -> (file: String, imported: Store.ImportSummary) {
+    public func exchange(from sender: Int, to receiver: Int, since: History.Token) throws -> (
+        file: String, imported: Store.ImportSummary
+    ) {
         let file = directory.file("bundle-\(bundles.count + 1)-r\(sender)-to-r\(receiver).tmb")
         let summary = try replicas[sender].export(since: since, to: file)
         bundles.append(BundleRecord(file: file, sender: sender, receiver: receiver))
@@ -145,6 +150,8 @@ public final class ConvergenceCluster {
     public struct QuiescenceError: Error, CustomStringConvertible {
         public var rounds: Int
         public var tokens: [String]
-        public var description: String { "no quiescence after \(rounds) rounds; tokens:\n" + tokens.joined(separator: "\n") }
+        public var description: String {
+            "no quiescence after \(rounds) rounds; tokens:\n" + tokens.joined(separator: "\n")
+        }
     }
 }

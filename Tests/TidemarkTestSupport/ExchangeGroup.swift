@@ -27,13 +27,17 @@ public final class ExchangeGroup {
         self.schema = schema
         self.preserve = preserve
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        replicas = try names.map { try TestReplica($0, in: directory, schema: schema, preserve: preserve, options: options($0)) }
+        replicas = try names.map {
+            try TestReplica($0, in: directory, schema: schema, preserve: preserve, options: options($0))
+        }
         try TestReplica.trustEachOther(replicas)
     }
 
     /// The replica named `name`.
     public subscript(name: String) -> TestReplica {
-        guard let replica = replicas.first(where: { $0.name == name }) else { preconditionFailure("no replica named \(name)") }
+        guard let replica = replicas.first(where: { $0.name == name }) else {
+            preconditionFailure("no replica named \(name)")
+        }
         return replica
     }
 
@@ -46,7 +50,8 @@ public final class ExchangeGroup {
     public func add(
         _ name: String, trustedByAll: Bool = true, schema: String? = nil, options: Store.Options = Store.Options()
     ) throws -> TestReplica {
-        let replica = try TestReplica(name, in: directory, schema: schema ?? self.schema, preserve: preserve, options: options)
+        let replica = try TestReplica(
+            name, in: directory, schema: schema ?? self.schema, preserve: preserve, options: options)
         for other in replicas {
             try replica.trust(other)
             if trustedByAll { try other.trust(replica) }

@@ -21,7 +21,8 @@ public struct FolderTree: Sendable, Equatable {
         for relative in (manager.subpaths(atPath: root) ?? []) {
             guard let attributes = try? manager.attributesOfItem(atPath: root + "/" + relative) else { continue }
             entries[relative] = Entry(
-                size: (attributes[.size] as? NSNumber)?.intValue ?? 0, modified: attributes[.modificationDate] as? Date ?? .distantPast,
+                size: (attributes[.size] as? NSNumber)?.intValue ?? 0,
+                modified: attributes[.modificationDate] as? Date ?? .distantPast,
                 inode: (attributes[.systemFileNumber] as? NSNumber)?.uint64Value ?? 0,
                 isDirectory: attributes[.type] as? FileAttributeType == .typeDirectory)
         }

@@ -52,7 +52,8 @@ public enum Unprivileged {
         try own(owning)
         guard isRoot, let setpriv else { return try await SyncProcess.run(arguments) }
         return try await CommandRunner.run(
-            setpriv, ["--reuid=\(nobody.uid)", "--regid=\(nobody.gid)", "--clear-groups", SyncProcess.path] + arguments,
+            setpriv,
+            ["--reuid=\(nobody.uid)", "--regid=\(nobody.gid)", "--clear-groups", SyncProcess.path] + arguments,
             environment: SyncProcess.environment())
     }
 }
@@ -81,7 +82,9 @@ public final class StoreLockHolder: @unchecked Sendable {  // @unchecked: immuta
         let deadline = Date().addingTimeInterval(20)
         while !FileManager.default.fileExists(atPath: marker) {
             guard process.isRunning, Date() < deadline else {
-                throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "sqlite3 did not take the lock on \(store)"])
+                throw CocoaError(
+                    .fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "sqlite3 did not take the lock on \(store)"]
+                )
             }
             try await Task.sleep(for: .milliseconds(20))
         }

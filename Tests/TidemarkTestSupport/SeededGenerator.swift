@@ -20,7 +20,8 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
 
     /// The seed in `variable` (decimal or 0x-hex) when set, else a random one.
     public static func seed(environment variable: String = "TIDEMARK_SEED") -> UInt64 {
-        if let text = ProcessInfo.processInfo.environment[variable]?.trimmingCharacters(in: .whitespaces), !text.isEmpty {
+        if let text = ProcessInfo.processInfo.environment[variable]?.trimmingCharacters(in: .whitespaces), !text.isEmpty
+        {
             if text.lowercased().hasPrefix("0x"), let value = UInt64(text.dropFirst(2), radix: 16) { return value }
             if let value = UInt64(text) { return value }
         }

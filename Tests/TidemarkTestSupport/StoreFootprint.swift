@@ -49,14 +49,16 @@ public struct StoreFootprint: Sendable, CustomStringConvertible {
 
         let rows = try copy(shape, from: path, into: plain, tombstones: false)
         let tombstones = try copy(shape, from: path, into: withTombstones, tombstones: true)
-        let breakdown: [(name: String, bytes: Int)] = (try? DatabaseQueue(path: vacuumed).read { db in
-            try Row.fetchAll(db, sql: "SELECT name, sum(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC, 1").map {
-                (name: $0[0] as String, bytes: $0[1] as Int)
-            }
-        }) ?? []
+        let breakdown: [(name: String, bytes: Int)] =
+            (try? DatabaseQueue(path: vacuumed).read { db in
+                try Row.fetchAll(db, sql: "SELECT name, sum(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC, 1").map {
+                    (name: $0[0] as String, bytes: $0[1] as Int)
+                }
+            }) ?? []
         return StoreFootprint(
             storeBytes: try size(vacuumed), untrackedBytes: try size(plain + ".vacuumed"),
-            untrackedWithTombstonesBytes: try size(withTombstones + ".vacuumed"), rows: rows.rows, tombstones: tombstones.tombstones,
+            untrackedWithTombstonesBytes: try size(withTombstones + ".vacuumed"), rows: rows.rows,
+            tombstones: tombstones.tombstones,
             breakdown: breakdown)
     }
 
@@ -74,7 +76,9 @@ public struct StoreFootprint: Sendable, CustomStringConvertible {
                 guard !name.hasPrefix("tidemark_") else { continue }
                 tables.append(name)
                 statements += try String.fetchAll(
-                    db, sql: "SELECT sql FROM sqlite_master WHERE tbl_name = ? AND type IN ('table', 'index') AND sql IS NOT NULL ORDER BY type DESC",
+                    db,
+                    sql:
+                        "SELECT sql FROM sqlite_master WHERE tbl_name = ? AND type IN ('table', 'index') AND sql IS NOT NULL ORDER BY type DESC",
                     arguments: [name])
                 let metadata = "tidemark_rows_\(id)"
                 metadataTables.append(metadata)
@@ -84,7 +88,9 @@ public struct StoreFootprint: Sendable, CustomStringConvertible {
         }
     }
 
-    private static func copy(_ shape: Shape, from path: String, into target: String, tombstones: Bool) throws -> (rows: Int, tombstones: Int) {
+    private static func copy(_ shape: Shape, from path: String, into target: String, tombstones: Bool) throws -> (
+        rows: Int, tombstones: Int
+    ) {
         let queue = try DatabaseQueue(path: target)
         defer { try? queue.close() }
         var counts = (rows: 0, tombstones: 0)
@@ -92,7 +98,10 @@ public struct StoreFootprint: Sendable, CustomStringConvertible {
             try db.execute(sql: "ATTACH DATABASE ? AS src", arguments: [path])
             for statement in shape.statements { try db.execute(sql: statement) }
             for table in shape.tables {
-                try db.execute(sql: "INSERT INTO main.\(table.quotedDatabaseIdentifier) SELECT * FROM src.\(table.quotedDatabaseIdentifier)")
+                try db.execute(
+                    sql:
+                        "INSERT INTO main.\(table.quotedDatabaseIdentifier) SELECT * FROM src.\(table.quotedDatabaseIdentifier)"
+                )
                 counts.rows += db.changesCount
             }
             if tombstones {

@@ -54,18 +54,26 @@ public struct StoreSnapshot: Sendable, Equatable, CustomStringConvertible {
         public init(_ path: String) throws { queue = try StoreSnapshot.open(path) }
 
         /// The tracked tables now.
-        public func trackedTables() throws -> StoreSnapshot { StoreSnapshot(tables: try queue.read(StoreSnapshot.trackedTables)) }
+        public func trackedTables() throws -> StoreSnapshot {
+            StoreSnapshot(tables: try queue.read(StoreSnapshot.trackedTables))
+        }
         /// Everything now.
-        public func everything() throws -> StoreSnapshot { StoreSnapshot(tables: try queue.read(StoreSnapshot.everything)) }
+        public func everything() throws -> StoreSnapshot {
+            StoreSnapshot(tables: try queue.read(StoreSnapshot.everything))
+        }
     }
 
     private static func trackedTables(_ db: Database) throws -> [Table] {
         // The registrations of tracked tables; their columns and key as SQLite reports them.
-        let untracked = try db.columns(in: "tidemark_tables").contains { $0.name == "untracked" } ? "WHERE untracked IS NULL" : ""
+        let untracked =
+            try db.columns(in: "tidemark_tables").contains { $0.name == "untracked" } ? "WHERE untracked IS NULL" : ""
         return try String.fetchAll(db, sql: "SELECT name FROM tidemark_tables \(untracked) ORDER BY name").map { name in
-            let info = try Row.fetchAll(db, sql: "SELECT name, pk FROM pragma_table_xinfo(?) WHERE hidden = 0", arguments: [name])
+            let info = try Row.fetchAll(
+                db, sql: "SELECT name, pk FROM pragma_table_xinfo(?) WHERE hidden = 0", arguments: [name])
             let columns = info.map { $0[0] as String }
-            let keys = info.indices.filter { (info[$0][1] as Int) > 0 }.sorted { (info[$0][1] as Int) < (info[$1][1] as Int) }
+            let keys = info.indices.filter { (info[$0][1] as Int) > 0 }.sorted {
+                (info[$0][1] as Int) < (info[$1][1] as Int)
+            }
             return try table(name, columns: columns, keyIndexes: keys, in: db)
         }
     }
@@ -85,7 +93,8 @@ public struct StoreSnapshot: Sendable, Equatable, CustomStringConvertible {
 
     private static func table(_ name: String, columns: [String], keyIndexes: [Int], in db: Database) throws -> Table {
         let list = columns.map(\.quotedDatabaseIdentifier).joined(separator: ", ")
-        let order = (keyIndexes.isEmpty ? Array(columns.indices) : keyIndexes).map { "\($0 + 1)" }.joined(separator: ", ")
+        let order = (keyIndexes.isEmpty ? Array(columns.indices) : keyIndexes).map { "\($0 + 1)" }.joined(
+            separator: ", ")
         let rows = try Row.fetchAll(db, sql: "SELECT \(list) FROM \(name.quotedDatabaseIdentifier) ORDER BY \(order)")
             .map { Array($0.databaseValues.map(SQLValue.init)) }
         return Table(name: name, columns: columns, keyIndexes: keyIndexes, rows: rows)
@@ -98,7 +107,9 @@ public struct StoreSnapshot: Sendable, Equatable, CustomStringConvertible {
     }
 
     private static func open(_ path: String) throws -> DatabaseQueue {
-        guard FileManager.default.fileExists(atPath: path) else { throw SnapshotError(description: "no file at \(path)") }
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw SnapshotError(description: "no file at \(path)")
+        }
         var configuration = Configuration()
         configuration.readonly = true
         configuration.busyMode = .timeout(10)
@@ -113,18 +124,21 @@ public struct StoreSnapshot: Sendable, Equatable, CustomStringConvertible {
     /// The same snapshot without the rows `drop` selects (e.g. a replica's own rows, before
     /// comparing it with a replica that has not received them yet).
     public func removing(_ drop: (_ table: String, _ row: [SQLValue]) -> Bool) -> StoreSnapshot {
-        StoreSnapshot(tables: tables.map { table in
-            var copy = table
-            copy.rows = table.rows.filter { !drop(table.name, $0) }
-            return copy
-        })
+        StoreSnapshot(
+            tables: tables.map { table in
+                var copy = table
+                copy.rows = table.rows.filter { !drop(table.name, $0) }
+                return copy
+            })
     }
 
     // MARK: - Comparing
 
     /// What differs between `self` (labelled `mine`) and `other` (labelled `theirs`), row by row by
     /// key; empty when the snapshots are equal. At most `limit` lines.
-    public func differences(from other: StoreSnapshot, mine: String = "left", theirs: String = "right", limit: Int = 30) -> [String] {
+    public func differences(from other: StoreSnapshot, mine: String = "left", theirs: String = "right", limit: Int = 30)
+        -> [String]
+    {
         var lines: [String] = []
         let names = Set(tables.map(\.name)).union(other.tables.map(\.name)).sorted()
         for name in names {
@@ -137,7 +151,9 @@ public struct StoreSnapshot: Sendable, Equatable, CustomStringConvertible {
                 continue
             }
             if left.columns != right.columns {
-                lines.append("table \(name): columns (\(left.columns.joined(separator: ", "))) in \(mine), (\(right.columns.joined(separator: ", "))) in \(theirs)")
+                lines.append(
+                    "table \(name): columns (\(left.columns.joined(separator: ", "))) in \(mine), (\(right.columns.joined(separator: ", "))) in \(theirs)"
+                )
                 continue
             }
             var rightRows: [[SQLValue]: [[SQLValue]]] = [:]
@@ -152,7 +168,8 @@ public struct StoreSnapshot: Sendable, Equatable, CustomStringConvertible {
                 rightRows[key] = matches
                 if match != row {
                     let columns = left.columns.indices.filter { row[$0] != match[$0] }
-                    let detail = columns.map { "\(left.columns[$0]) \(row[$0]) vs \(match[$0])" }.joined(separator: ", ")
+                    let detail = columns.map { "\(left.columns[$0]) \(row[$0]) vs \(match[$0])" }.joined(
+                        separator: ", ")
                     lines.append("\(name) \(render(key)): \(detail) (\(mine) vs \(theirs))")
                 }
             }
@@ -166,7 +183,9 @@ public struct StoreSnapshot: Sendable, Equatable, CustomStringConvertible {
         return Array(lines.prefix(limit))
     }
 
-    private func render(_ values: [SQLValue]) -> String { "[" + values.map(\.description).joined(separator: ", ") + "]" }
+    private func render(_ values: [SQLValue]) -> String {
+        "[" + values.map(\.description).joined(separator: ", ") + "]"
+    }
 
     public var description: String {
         tables.map { table in
@@ -179,6 +198,8 @@ public struct StoreSnapshot: Sendable, Equatable, CustomStringConvertible {
     /// compared exactly, as `SQLValue` does).
     public static func == (lhs: StoreSnapshot, rhs: StoreSnapshot) -> Bool {
         lhs.tables.count == rhs.tables.count
-            && zip(lhs.tables, rhs.tables).allSatisfy { $0.name == $1.name && $0.columns == $1.columns && $0.rows == $1.rows }
+            && zip(lhs.tables, rhs.tables).allSatisfy {
+                $0.name == $1.name && $0.columns == $1.columns && $0.rows == $1.rows
+            }
     }
 }

@@ -5,7 +5,9 @@ public enum SyncProcess {
     /// The `sync` binary built next to the running test executable (SwiftPM puts every product of a
     /// build configuration in one folder). `TIDEMARK_SYNC_BINARY` overrides it.
     public static let path: String = {
-        if let override = ProcessInfo.processInfo.environment["TIDEMARK_SYNC_BINARY"], !override.isEmpty { return override }
+        if let override = ProcessInfo.processInfo.environment["TIDEMARK_SYNC_BINARY"], !override.isEmpty {
+            return override
+        }
         return productsDirectory + "/sync"
     }()
 
@@ -13,7 +15,9 @@ public enum SyncProcess {
     /// Darwin the folder holding the `.xctest` bundle.
     public static let productsDirectory: String = {
         #if os(Linux)
-            let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+            let executable =
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+                ?? CommandLine.arguments[0]
             return URL(fileURLWithPath: executable).deletingLastPathComponent().path
         #else
             if let bundle = Bundle.allBundles.first(where: { $0.bundlePath.hasSuffix(".xctest") }) {
@@ -32,7 +36,8 @@ public enum SyncProcess {
     }
 
     /// Runs `sync ARGUMENTS…` to completion.
-    public static func run(_ arguments: [String], environment extra: [String: String] = [:], stdin: String? = nil) async throws
+    public static func run(_ arguments: [String], environment extra: [String: String] = [:], stdin: String? = nil)
+        async throws
         -> CommandResult
     {
         try await CommandRunner.run(path, arguments, environment: environment(extra), stdin: stdin)
@@ -53,7 +58,9 @@ public enum SQLiteShell {
     @discardableResult
     public static func execute(_ store: String, _ sql: String) async throws -> String {
         let result = try await run(store, sql)
-        guard result.exitCode == 0, result.stderr.isEmpty else { throw Failure(command: "sqlite3 \(store) \(sql)", result: result) }
+        guard result.exitCode == 0, result.stderr.isEmpty else {
+            throw Failure(command: "sqlite3 \(store) \(sql)", result: result)
+        }
         return result.stdout
     }
 
@@ -74,7 +81,8 @@ public enum SQLiteShell {
 
 extension SyncProcess {
     /// Starts `sync ARGUMENTS…` and leaves it running (for `watch`); stop it with `stop()`.
-    public static func start(_ arguments: [String], environment extra: [String: String] = [:]) throws -> RunningCommand {
+    public static func start(_ arguments: [String], environment extra: [String: String] = [:]) throws -> RunningCommand
+    {
         try RunningCommand(path, arguments, environment: environment(extra))
     }
 }

@@ -22,13 +22,15 @@ public struct TestReplica: Sendable {
 
     /// Creates `DIRECTORY/NAME.db` (and `NAME.db.key`) from `schema`.
     public init(
-        _ name: String, in directory: TemporaryDirectory, schema: String = TestReplica.schema, preserve: [String] = ["items.name"],
+        _ name: String, in directory: TemporaryDirectory, schema: String = TestReplica.schema,
+        preserve: [String] = ["items.name"],
         options: Store.Options = Store.Options()
     ) throws {
         self.name = name
         path = directory.file("\(name).db")
         store = try Store.initialize(
-            path, setup: Store.Setup(replicaName: name, schema: ("\(name).sql", schema), preserve: preserve), options: options
+            path, setup: Store.Setup(replicaName: name, schema: ("\(name).sql", schema), preserve: preserve),
+            options: options
         ).store
         key = try KeyFile.load(KeyFile.defaultPath(forStore: path))
     }

@@ -62,7 +62,9 @@ import TidemarkTestSupport
 
     static func observeNotes(_ pool: DatabasePool) -> Observed<[String]> {
         let observed = Observed<[String]>()
-        let observation = ValueObservation.tracking { db in try String.fetchAll(db, sql: "SELECT id FROM notes ORDER BY id") }
+        let observation = ValueObservation.tracking { db in
+            try String.fetchAll(db, sql: "SELECT id FROM notes ORDER BY id")
+        }
         observed.cancellable = observation.start(
             in: pool, scheduling: .async(onQueue: DispatchQueue(label: "test.observation")),
             onError: { Issue.record($0) }, onChange: { observed.append($0) })
@@ -86,7 +88,8 @@ import TidemarkTestSupport
         let f = try Fixture()
         let changes = Observed<Int>()
         let region = DatabaseRegionObservation(tracking: Table("notes"))
-        changes.cancellable = region.start(in: f.pool, onError: { Issue.record($0) }, onChange: { _ in changes.append(1) })
+        changes.cancellable = region.start(
+            in: f.pool, onError: { Issue.record($0) }, onChange: { _ in changes.append(1) })
         _ = try f.peer.store.execute(sql: "INSERT INTO notes(id, title) VALUES ('s1', 'in a snapshot')")
         let snapshot = f.directory.file("peer.tms")
         _ = try f.peer.store.exportSnapshot(to: snapshot, key: f.peer.key)
@@ -102,7 +105,9 @@ import TidemarkTestSupport
         // The peer claims tag 'x' first; the app claims it later and loses when it pulls.
         _ = try f.peer.store.execute(sql: "INSERT INTO notes(id, title, tag) VALUES ('p1', 'first', 'x')")
         try await Task.sleep(nanoseconds: 20_000_000)
-        try await f.pool.write { db in try db.execute(sql: "INSERT INTO notes(id, title, tag) VALUES ('a1', 'later', 'x')") }
+        try await f.pool.write { db in
+            try db.execute(sql: "INSERT INTO notes(id, title, tag) VALUES ('a1', 'later', 'x')")
+        }
         let observed = Self.observeNotes(f.pool)
         #expect(await observed.wait { $0 == ["a1"] })
         try f.peerSyncs()
@@ -150,7 +155,9 @@ import TidemarkTestSupport
         // Without the prune that would delete history both members now hold.
         let pull = try f.peer.store.pull(from: f.folder, key: f.peer.key, prune: false)
         #expect(pull.warnings.isEmpty, "\(pull.warnings)")
-        let received = try f.peer.store.fetchHistory().filter { $0.replica == f.app.replica.id && $0.contextName != "adopt" }
+        let received = try f.peer.store.fetchHistory().filter {
+            $0.replica == f.app.replica.id && $0.contextName != "adopt"
+        }
         #expect(received.map(\.author) == expected.map(\.0))
         #expect(received.map(\.contextName) == expected.map(\.1))
     }
@@ -191,7 +198,9 @@ import TidemarkTestSupport
                 done.enter()
                 defer { done.leave() }
                 while stop.all.isEmpty {
-                    guard let count = try? f.pool.read({ db in try Int.fetchOne(db, sql: "SELECT count(*) FROM notes") }) else { continue }
+                    guard
+                        let count = try? f.pool.read({ db in try Int.fetchOne(db, sql: "SELECT count(*) FROM notes") })
+                    else { continue }
                     seen.append(count)
                 }
             }
@@ -200,7 +209,9 @@ import TidemarkTestSupport
             done.enter()
             defer { done.leave() }
             while stop.all.isEmpty {
-                try? f.pool.write { db in try db.execute(sql: "INSERT OR REPLACE INTO notes(id, title) VALUES ('app', 'x')") }
+                try? f.pool.write { db in
+                    try db.execute(sql: "INSERT OR REPLACE INTO notes(id, title) VALUES ('app', 'x')")
+                }
                 writes.append(Date())
                 Thread.sleep(forTimeInterval: 0.005)
             }
@@ -231,6 +242,8 @@ import TidemarkTestSupport
         let again = try Store.initialize(in: queue, setup: Store.Setup(replicaName: "app"))
         #expect(!again.created)
         #expect(again.store.replica == f.app.replica)
-        #expect(throws: StoreError.self) { try Store.initialize(in: try DatabaseQueue(), setup: Store.Setup(replicaName: "m")) }
+        #expect(throws: StoreError.self) {
+            try Store.initialize(in: try DatabaseQueue(), setup: Store.Setup(replicaName: "m"))
+        }
     }
 }

@@ -28,10 +28,13 @@ import TidemarkTestSupport
             try receiver.trust(a, b)
             _ = try a.store.write(author: "a") { db in
                 try db.execute(
-                    sql: "INSERT INTO items(id, name, qty, price, photo, note) VALUES ('a-1', 'One', 1, 1.5, x'00ff10', 'n'), ('a-2', 'Two', 2, NULL, NULL, 7)")
+                    sql:
+                        "INSERT INTO items(id, name, qty, price, photo, note) VALUES ('a-1', 'One', 1, 1.5, x'00ff10', 'n'), ('a-2', 'Two', 2, NULL, NULL, 7)"
+                )
                 try db.execute(sql: "INSERT INTO tags VALUES ('a-1', 'red', 1), ('a-1', 'blue', 2.5)")
             }
-            _ = try a.store.execute(sql: "UPDATE items SET price = 2.5, name = 'Uno' WHERE id = 'a-1'; DELETE FROM items WHERE id = 'a-2'")
+            _ = try a.store.execute(
+                sql: "UPDATE items SET price = 2.5, name = 'Uno' WHERE id = 'a-1'; DELETE FROM items WHERE id = 'a-2'")
             _ = try a.store.execute(sql: "DELETE FROM tags WHERE tag = 'blue'")
             let own = try a.export(to: directory.file("a.tmb")).path
             _ = try b.store.importBundle(at: own)
@@ -59,18 +62,30 @@ import TidemarkTestSupport
         static func craftedBundle(_ a: TestReplica) throws -> BundleBytes {
             let items = try #require(a.store.trackedTable(named: "items"))
             func key(_ id: String) -> [History.Column] { [History.Column("id", .text(id))] }
-            let row = key("x-1") + [
-                History.Column("name", .text("crafted")), History.Column("note", .blob([1, 2, 3])), History.Column("photo", .blob([])),
-                History.Column("price", .real(-0.0)), History.Column("qty", .integer(Int64.min)),
-            ]
+            let row =
+                key("x-1") + [
+                    History.Column("name", .text("crafted")), History.Column("note", .blob([1, 2, 3])),
+                    History.Column("photo", .blob([])),
+                    History.Column("price", .real(-0.0)), History.Column("qty", .integer(Int64.min)),
+                ]
             return try BundleBytes(
                 BundleCrafter.bundle(
                     key: a.key, senderName: "a",
-                    tables: [BundleHeader.TableSchema(name: items.name, keyColumns: items.keyColumns, columns: items.columns)],
+                    tables: [
+                        BundleHeader.TableSchema(name: items.name, keyColumns: items.keyColumns, columns: items.columns)
+                    ],
                     transactions: [
                         [History.Change(type: .insert, table: "items", key: key("x-1"), values: row, generation: 1)],
-                        [History.Change(type: .update, table: "items", key: key("x-1"), values: [History.Column("name", .text("é"))], generation: 1)],
-                        [History.Change(type: .delete, table: "items", key: key("x-1"), values: [], tombstone: key("x-1"), generation: 2)],
+                        [
+                            History.Change(
+                                type: .update, table: "items", key: key("x-1"),
+                                values: [History.Column("name", .text("é"))], generation: 1)
+                        ],
+                        [
+                            History.Change(
+                                type: .delete, table: "items", key: key("x-1"), values: [], tombstone: key("x-1"),
+                                generation: 2)
+                        ],
                     ]))
         }
 
@@ -85,7 +100,10 @@ import TidemarkTestSupport
             var bytes = Array(bundle.bytes[..<bundle.frames[1].start])
             for (from, to) in zip(bounds, bounds.dropFirst()) {
                 let length = to - from
-                bytes += [BundleBytes.transactionsType, 0, UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)]
+                bytes += [
+                    BundleBytes.transactionsType, 0, UInt8(length >> 24), UInt8(length >> 16 & 0xFF),
+                    UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF),
+                ]
                 bytes += records[from..<to]
             }
             let trailer = bundle.frames(ofType: BundleBytes.attestationType).first ?? bundle.frames.last!
@@ -121,7 +139,9 @@ import TidemarkTestSupport
     @Test(.timeLimit(.minutes(3))) func structuredMutantsAreRefusedAndLeaveTheStoreUntouched() throws {
         let seed = SeededGenerator.seed(environment: "TIDEMARK_FUZZ_SEED")
         let count = ProcessInfo.processInfo.environment["TIDEMARK_FUZZ_MUTANTS"].flatMap { Int($0) } ?? 3000
-        print("BundleMutationFuzzTests seed: 0x\(String(seed, radix: 16)) (replay with TIDEMARK_FUZZ_SEED=0x\(String(seed, radix: 16)))")
+        print(
+            "BundleMutationFuzzTests seed: 0x\(String(seed, radix: 16)) (replay with TIDEMARK_FUZZ_SEED=0x\(String(seed, radix: 16)))"
+        )
         var rng = SeededGenerator(seed: seed)
         let fixture = try Fixture(rng: &rng)
         let receiver = fixture.receiver
@@ -146,7 +166,9 @@ import TidemarkTestSupport
             if originals.contains(mutant.bytes) {
                 // A mutation that changed nothing (a splice that rebuilt a seed): still a valid bundle.
                 identical += 1
-                do { _ = try Store.inspectBundle(at: path) { _, _ in } } catch { failures.append("\(label): an unchanged bundle was refused: \(error)") }
+                do { _ = try Store.inspectBundle(at: path) { _, _ in } } catch {
+                    failures.append("\(label): an unchanged bundle was refused: \(error)")
+                }
                 continue
             }
             do {
@@ -166,13 +188,17 @@ import TidemarkTestSupport
                 _ = try Store.inspectBundle(at: path) { _, _ in }
                 failures.append("\(label): inspect accepted it")
             } catch let error as ExchangeError {
-                if error.bundleError == nil { failures.append("\(label): inspect refused it without a BundleError: \(error)") }
+                if error.bundleError == nil {
+                    failures.append("\(label): inspect refused it without a BundleError: \(error)")
+                }
             } catch {
                 failures.append("\(label): inspect threw \(type(of: error)): \(error)")
             }
             let after = try reader.everything()
             if after != before {
-                failures.append("\(label): the store changed: \(after.differences(from: before, mine: "after", theirs: "before").prefix(5))")
+                failures.append(
+                    "\(label): the store changed: \(after.differences(from: before, mine: "after", theirs: "before").prefix(5))"
+                )
                 break
             }
             if failures.count >= 20 { break }
@@ -199,12 +225,18 @@ import TidemarkTestSupport
         var rng = SeededGenerator(seed: 1)
         let fixture = try Fixture(rng: &rng)
         let byName = Dictionary(uniqueKeysWithValues: fixture.seeds.map { ($0.name, $0.bundle) })
-        #expect(byName["relayed"]?.frames(ofType: BundleBytes.attestationType).count == 2, "the relayed seed has two origins")
+        #expect(
+            byName["relayed"]?.frames(ofType: BundleBytes.attestationType).count == 2,
+            "the relayed seed has two origins")
         #expect(byName["snapshot"].map { $0.bytes[$0.headerPayload.lowerBound] } == BundleFormat.Kind.snapshot.rawValue)
         let spanned = byName["multi-frame"]?.frames(ofType: BundleBytes.transactionsType) ?? []
-        #expect(spanned.count >= 2 && spanned.allSatisfy { $0.flags == 0 }, "the multi-frame seed spans uncompressed frames")
+        #expect(
+            spanned.count >= 2 && spanned.allSatisfy { $0.flags == 0 }, "the multi-frame seed spans uncompressed frames"
+        )
         for name in ["stored", "multi-frame"] {
-            #expect(fixture.seeds.first { $0.name == name }?.plainRecordRanges.isEmpty == false, "\(name): record bytes are editable")
+            #expect(
+                fixture.seeds.first { $0.name == name }?.plainRecordRanges.isEmpty == false,
+                "\(name): record bytes are editable")
         }
         for seed in fixture.seeds {
             let path = fixture.directory.file("\(seed.name).tmb")

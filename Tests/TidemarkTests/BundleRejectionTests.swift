@@ -18,10 +18,14 @@ import TidemarkTestSupport
             b = try TestReplica("b", in: directory)
             if trust { try b.trust(a) }
             _ = try a.store.write(author: "a") { db in
-                try db.execute(sql: "INSERT INTO items(id, name, qty, photo) VALUES ('a-1', 'One', 1, x'0102'), ('a-2', 'Two', 2, NULL)")
+                try db.execute(
+                    sql:
+                        "INSERT INTO items(id, name, qty, photo) VALUES ('a-1', 'One', 1, x'0102'), ('a-2', 'Two', 2, NULL)"
+                )
                 try db.execute(sql: "INSERT INTO tags VALUES ('a-1', 'red', 1)")
             }
-            _ = try a.store.execute(sql: "UPDATE items SET price = 2.5 WHERE id = 'a-1'; DELETE FROM items WHERE id = 'a-2'")
+            _ = try a.store.execute(
+                sql: "UPDATE items SET price = 2.5 WHERE id = 'a-1'; DELETE FROM items WHERE id = 'a-2'")
             _ = try b.store.execute(sql: "INSERT INTO items(id, name) VALUES ('b-1', 'mine')")
         }
 
@@ -36,7 +40,9 @@ import TidemarkTestSupport
     @Test func unknownSignerIsRefusedWithTheCommandToTrustIt() throws {
         let pair = try Pair(trust: false)
         let path = try pair.bundle()
-        let error = try ExchangeExpect.rejected(pair.b, "unknown signer") { try pair.b.store.importBundle(at: path) } matches: {
+        let error = try ExchangeExpect.rejected(pair.b, "unknown signer") {
+            try pair.b.store.importBundle(at: path)
+        } matches: {
             $0 == .unknownSigner(path: path, name: "a", publicKey: pair.a.publicKeyBase64)
         }
         #expect(error?.description == "\(path): signed by unknown replica 'a' (key \(pair.a.publicKeyBase64))")
@@ -50,7 +56,9 @@ import TidemarkTestSupport
         try pair.b.trust(c)
         _ = try c.store.importBundle(at: try pair.bundle())
         let relayed = try c.export(to: pair.directory.file("c.tmb")).path
-        try ExchangeExpect.rejected(pair.b, "untrusted origin") { try pair.b.store.importBundle(at: relayed) } matches: {
+        try ExchangeExpect.rejected(pair.b, "untrusted origin") {
+            try pair.b.store.importBundle(at: relayed)
+        } matches: {
             $0 == .unknownOrigin(path: relayed, origin: pair.a.id.description)
         }
     }
@@ -64,7 +72,9 @@ import TidemarkTestSupport
 
         try pair.b.store.removePeer(name: "a")
         #expect(try pair.b.store.peers().isEmpty)
-        try ExchangeExpect.rejected(pair.b, "removed peer") { try pair.b.store.importBundle(at: second) } matches: {
+        try ExchangeExpect.rejected(pair.b, "removed peer") {
+            try pair.b.store.importBundle(at: second)
+        } matches: {
             $0 == .unknownSigner(path: second, name: "a", publicKey: pair.a.publicKeyBase64)
         }
         #expect(throws: ExchangeError.unknownPeer("a")) { try pair.b.store.removePeer(name: "a") }
@@ -81,7 +91,9 @@ import TidemarkTestSupport
         var flipped = original
         flipped.bytes[signature.lowerBound + 10] ^= 0x40
         try flipped.write(to: path)
-        try ExchangeExpect.rejected(pair.b, "altered signature") { try pair.b.store.importBundle(at: path) } matches: {
+        try ExchangeExpect.rejected(pair.b, "altered signature") {
+            try pair.b.store.importBundle(at: path)
+        } matches: {
             $0 == .badBundle(path: path, .verification(.badSignature))
         }
 
@@ -89,7 +101,9 @@ import TidemarkTestSupport
         var forged = original
         try forged.resign(with: pair.b.key)
         try forged.write(to: path)
-        try ExchangeExpect.rejected(pair.b, "signed by another key") { try pair.b.store.importBundle(at: path) } matches: {
+        try ExchangeExpect.rejected(pair.b, "signed by another key") {
+            try pair.b.store.importBundle(at: path)
+        } matches: {
             $0 == .badBundle(path: path, .verification(.badSignature))
         }
 
@@ -139,7 +153,9 @@ import TidemarkTestSupport
                 if try reader.everything() != before { changed.append(offset) }
             }
         }
-        print("everySingleBitFlipIsRefused: \(bundle.bytes.count) flips in \(ContinuousClock.now - started); by region \(regions.sorted { $0.key < $1.key })")
+        print(
+            "everySingleBitFlipIsRefused: \(bundle.bytes.count) flips in \(ContinuousClock.now - started); by region \(regions.sorted { $0.key < $1.key })"
+        )
         #expect(accepted.isEmpty, "flips accepted at byte offsets \(accepted)")
         #expect(changed.isEmpty, "the store changed after flips at \(changed)")
         #expect(try receiver.everything() == before)
@@ -169,7 +185,9 @@ import TidemarkTestSupport
         #expect(try receiver.everything() == before)
         // One byte too many is refused as well.
         try Data(bundle.bytes + [0]).write(to: URL(fileURLWithPath: path))
-        try ExchangeExpect.rejected(receiver, "trailing byte") { try receiver.store.importBundle(at: path) } matches: {
+        try ExchangeExpect.rejected(receiver, "trailing byte") {
+            try receiver.store.importBundle(at: path)
+        } matches: {
             $0.bundleError == .framing(.trailingBytes, offset: bundle.bytes.count)
         }
     }
@@ -191,7 +209,9 @@ import TidemarkTestSupport
             try bytes.resign(with: pair.a.key)
             let damaged = pair.directory.file("v\(version).tmb")
             try bytes.write(to: damaged)
-            let error = try ExchangeExpect.rejected(pair.b, "version \(version)") { try pair.b.store.importBundle(at: damaged) } matches: {
+            let error = try ExchangeExpect.rejected(pair.b, "version \(version)") {
+                try pair.b.store.importBundle(at: damaged)
+            } matches: {
                 $0 == .badBundle(path: damaged, .framing(.unsupportedVersion(version), offset: 8))
             }
             #expect(error?.description.contains("unsupported format version \(version)") == true)
@@ -205,48 +225,68 @@ import TidemarkTestSupport
         let transactions = original.frames(ofType: BundleBytes.transactionsType)[0]
         let signature = original.frames.last!
         func setLength(_ frame: BundleBytes.Frame, _ length: Int, in bytes: inout BundleBytes) {
-            bytes.bytes.replaceSubrange(frame.lengthField, with: (0..<4).map { UInt8(truncatingIfNeeded: length >> (24 - 8 * $0)) })
+            bytes.bytes.replaceSubrange(
+                frame.lengthField, with: (0..<4).map { UInt8(truncatingIfNeeded: length >> (24 - 8 * $0)) })
         }
         var cases: [(String, BundleBytes, (BundleError) -> Bool)] = []
 
         var bytes = original
         setLength(header, original.bytes.count, in: &bytes)
-        cases.append(("header frame length past the end", bytes, { $0 == .framing(.truncated, offset: original.bytes.count) }))
+        cases.append(
+            ("header frame length past the end", bytes, { $0 == .framing(.truncated, offset: original.bytes.count) }))
 
         bytes = original
         setLength(transactions, transactions.payload.count + 10_000, in: &bytes)
-        cases.append(("transactions frame length past the end", bytes, { $0 == .framing(.truncated, offset: original.bytes.count) }))
+        cases.append(
+            (
+                "transactions frame length past the end", bytes,
+                { $0 == .framing(.truncated, offset: original.bytes.count) }
+            ))
 
         bytes = original
         setLength(signature, 65, in: &bytes)
-        cases.append(("signature frame length past the end", bytes, { $0 == .framing(.truncated, offset: original.bytes.count) }))
+        cases.append(
+            ("signature frame length past the end", bytes, { $0 == .framing(.truncated, offset: original.bytes.count) })
+        )
 
         bytes = original
         setLength(transactions, BundleFormat.maxFrameLength + 1, in: &bytes)
-        cases.append(("frame length over the limit", bytes, { $0 == .framing(.frameTooLong(BundleFormat.maxFrameLength + 1), offset: transactions.start + 2) }))
+        cases.append(
+            (
+                "frame length over the limit", bytes,
+                { $0 == .framing(.frameTooLong(BundleFormat.maxFrameLength + 1), offset: transactions.start + 2) }
+            ))
 
         // The sender name's length (header byte 1, after the kind) points past the header payload.
         bytes = try Self.headerWithNameLengthPastTheEnd(original)
         try bytes.resign(with: pair.a.key)
-        cases.append(("name length past the header", bytes, { if case .framing(.badHeader("ends early"), _) = $0 { true } else { false } }))
+        cases.append(
+            (
+                "name length past the header", bytes,
+                { if case .framing(.badHeader("ends early"), _) = $0 { true } else { false } }
+            ))
 
         // The declared inflated length of the transactions chunk is larger than what inflates.
         bytes = original
         bytes.bytes[transactions.payload.lowerBound + 1] &+= 1
         try bytes.resign(with: pair.a.key)
-        cases.append(("inflated length past the data", bytes, { $0 == .framing(.badCompression, offset: transactions.start) }))
+        cases.append(
+            ("inflated length past the data", bytes, { $0 == .framing(.badCompression, offset: transactions.start) }))
 
         // A text value's length points past the end of the records (a level-0 bundle, re-attested).
         var crafted = try Self.craftedBundle(pair, name: "LENGTH-MARK")
         let marker = [UInt8(11)] + Array("LENGTH-MARK".utf8)
         #expect(try crafted.replaceInRecords(marker, with: [0x7F] + Array("LENGTH-MARK".utf8)))
         try crafted.reattestSingleTransaction(with: pair.a.key)
-        cases.append(("value length past the records", crafted, { if case .record(.truncated, _) = $0 { true } else { false } }))
+        cases.append(
+            ("value length past the records", crafted, { if case .record(.truncated, _) = $0 { true } else { false } }))
 
         for (what, bytes, expected) in cases {
             let path = pair.directory.file("damaged.tmb")
             try bytes.write(to: path)
-            try ExchangeExpect.rejected(pair.b, what) { try pair.b.store.importBundle(at: path) } matches: {
+            try ExchangeExpect.rejected(pair.b, what) {
+                try pair.b.store.importBundle(at: path)
+            } matches: {
                 guard let inner = $0.bundleError else { return false }
                 return expected(inner)
             }
@@ -261,7 +301,8 @@ import TidemarkTestSupport
         var bytes = original.bytes
         bytes.replaceSubrange(header.payload.lowerBound + 1..<header.payload.lowerBound + 2, with: [0xFF, 0x1F])
         let length = header.payload.count + 1
-        bytes.replaceSubrange(header.lengthField, with: (0..<4).map { UInt8(truncatingIfNeeded: length >> (24 - 8 * $0)) })
+        bytes.replaceSubrange(
+            header.lengthField, with: (0..<4).map { UInt8(truncatingIfNeeded: length >> (24 - 8 * $0)) })
         return try BundleBytes(bytes)
     }
 
@@ -286,7 +327,10 @@ import TidemarkTestSupport
                 Issue.record("\(what): \(String(describing: error))")
                 continue
             }
-            #expect((header.start..<header.payload.upperBound).contains(offset), "\(what): offset \(offset) is outside the header frame \(header.start)..<\(header.payload.upperBound): \(error!)")
+            #expect(
+                (header.start..<header.payload.upperBound).contains(offset),
+                "\(what): offset \(offset) is outside the header frame \(header.start)..<\(header.payload.upperBound): \(error!)"
+            )
         }
     }
 
@@ -297,14 +341,18 @@ import TidemarkTestSupport
         let bytes = try BundleCrafter.bundle(
             key: pair.a.key, senderName: "a",
             tables: [BundleHeader.TableSchema(name: items.name, keyColumns: items.keyColumns, columns: items.columns)],
-            transactions: [[
-                History.Change(
-                    type: .insert, table: "items", key: [History.Column("id", .text("crafted"))],
-                    values: [
-                        History.Column("id", .text("crafted")), History.Column("name", .text(name)), History.Column("qty", .integer(3)),
-                        History.Column("price", .null), History.Column("photo", .null), History.Column("note", .null),
-                    ], generation: 1)
-            ]])
+            transactions: [
+                [
+                    History.Change(
+                        type: .insert, table: "items", key: [History.Column("id", .text("crafted"))],
+                        values: [
+                            History.Column("id", .text("crafted")), History.Column("name", .text(name)),
+                            History.Column("qty", .integer(3)),
+                            History.Column("price", .null), History.Column("photo", .null),
+                            History.Column("note", .null),
+                        ], generation: 1)
+                ]
+            ])
         return try BundleBytes(bytes)
     }
 
@@ -332,26 +380,33 @@ import TidemarkTestSupport
         #expect(header.bytes[nameByte] == UInt8(ascii: "a"))
         header.bytes[nameByte] = 0xFF
         try header.resign(with: pair.a.key)
-        cases.append(("sender name", header, { if case .framing(.badHeader("invalid UTF-8"), _) = $0 { true } else { false } }))
+        cases.append(
+            ("sender name", header, { if case .framing(.badHeader("invalid UTF-8"), _) = $0 { true } else { false } }))
 
         // In a record: a text value (a lone continuation byte and an overlong encoding).
-        for (label, replacement) in [("continuation", [0x80, 0x54, 0x46, 0x38]), ("overlong", [0xC0, 0xAF, 0x46, 0x38])] as [(String, [UInt8])] {
+        for (label, replacement) in [
+            ("continuation", [0x80, 0x54, 0x46, 0x38]), ("overlong", [0xC0, 0xAF, 0x46, 0x38]),
+        ] as [(String, [UInt8])] {
             var value = try Self.craftedBundle(pair, name: "UTF8-MARK")
             #expect(try value.replaceInRecords(Array("UTF8".utf8), with: replacement))
             try value.reattestSingleTransaction(with: pair.a.key)
-            cases.append(("text value (\(label))", value, { if case .record(.invalidUTF8, _) = $0 { true } else { false } }))
+            cases.append(
+                ("text value (\(label))", value, { if case .record(.invalidUTF8, _) = $0 { true } else { false } }))
         }
 
         // In a record: the table name of a change.
         var table = try Self.craftedBundle(pair, name: "x")
         #expect(try table.replaceInRecords(Array("items".utf8), with: [0x69, 0x74, 0xED, 0xA0, 0x80]))
         try table.reattestSingleTransaction(with: pair.a.key)
-        cases.append(("table name (surrogate)", table, { if case .record(.invalidUTF8, _) = $0 { true } else { false } }))
+        cases.append(
+            ("table name (surrogate)", table, { if case .record(.invalidUTF8, _) = $0 { true } else { false } }))
 
         for (what, bytes, expected) in cases {
             let path = pair.directory.file("utf8.tmb")
             try bytes.write(to: path)
-            try ExchangeExpect.rejected(pair.b, what) { try pair.b.store.importBundle(at: path) } matches: {
+            try ExchangeExpect.rejected(pair.b, what) {
+                try pair.b.store.importBundle(at: path)
+            } matches: {
                 guard let inner = $0.bundleError else { return false }
                 return expected(inner)
             }
@@ -361,7 +416,9 @@ import TidemarkTestSupport
     // MARK: - Schema
 
     /// `a` has the given schema; `b` the standard one. `a` writes one row to every table it has.
-    static func schemaMismatch(_ schema: String, inserts: String) throws -> (b: TestReplica, path: String, directory: TemporaryDirectory) {
+    static func schemaMismatch(_ schema: String, inserts: String) throws -> (
+        b: TestReplica, path: String, directory: TemporaryDirectory
+    ) {
         // The caller keeps `directory`: the files go away with it.
         let directory = try TemporaryDirectory("tidemark-schema")
         let a = try TestReplica("a", in: directory, schema: schema, preserve: [])
@@ -376,7 +433,9 @@ import TidemarkTestSupport
         let (b, path, directory) = try Self.schemaMismatch(
             TestReplica.schema + "CREATE TABLE notes(id TEXT PRIMARY KEY, body TEXT);",
             inserts: "INSERT INTO items(id) VALUES ('i'); INSERT INTO notes VALUES ('n', 'note')")
-        let error = try ExchangeExpect.rejected(b, "unknown table") { try b.store.importBundle(at: path) } matches: {
+        let error = try ExchangeExpect.rejected(b, "unknown table") {
+            try b.store.importBundle(at: path)
+        } matches: {
             $0 == .schemaMismatch(path: path, table: "notes", detail: "is not tracked here")
         }
         #expect(error?.description == "\(path): bundle is for a different schema: table 'notes' is not tracked here")
@@ -390,7 +449,9 @@ import TidemarkTestSupport
             CREATE TABLE items(id TEXT PRIMARY KEY, name TEXT, qty INTEGER, price REAL, photo BLOB, note, color TEXT);
             CREATE TABLE tags(item TEXT NOT NULL, tag TEXT NOT NULL, weight, PRIMARY KEY (item, tag)) WITHOUT ROWID;
             """, inserts: "INSERT INTO items(id, color) VALUES ('i', 'red')")
-        try ExchangeExpect.rejected(b, "unknown column") { try b.store.importBundle(at: path) } matches: {
+        try ExchangeExpect.rejected(b, "unknown column") {
+            try b.store.importBundle(at: path)
+        } matches: {
             guard case .schemaMismatch(path, "items", let detail) = $0 else { return false }
             return detail.contains("color")
         }
@@ -403,7 +464,9 @@ import TidemarkTestSupport
             CREATE TABLE items(id TEXT NOT NULL, name TEXT PRIMARY KEY, qty INTEGER, price REAL, photo BLOB, note);
             CREATE TABLE tags(item TEXT NOT NULL, tag TEXT NOT NULL, weight, PRIMARY KEY (item, tag)) WITHOUT ROWID;
             """, inserts: "INSERT INTO items(id, name) VALUES ('i', 'n')")
-        try ExchangeExpect.rejected(b, "other key") { try b.store.importBundle(at: path) } matches: {
+        try ExchangeExpect.rejected(b, "other key") {
+            try b.store.importBundle(at: path)
+        } matches: {
             $0 == .schemaMismatch(path: path, table: "items", detail: "has key (id) here but (name) in the bundle")
         }
         withExtendedLifetime(directory) {}
@@ -413,7 +476,9 @@ import TidemarkTestSupport
         let (b, path, directory) = try Self.schemaMismatch(
             "CREATE TABLE todos(id TEXT PRIMARY KEY, title TEXT NOT NULL, done INTEGER NOT NULL DEFAULT 0);",
             inserts: "INSERT INTO todos(id, title) VALUES ('t', 'Buy milk')")
-        try ExchangeExpect.rejected(b, "other schema") { try b.store.importBundle(at: path) } matches: {
+        try ExchangeExpect.rejected(b, "other schema") {
+            try b.store.importBundle(at: path)
+        } matches: {
             $0 == .schemaMismatch(path: path, table: "todos", detail: "is not tracked here")
         }
         withExtendedLifetime(directory) {}
@@ -444,14 +509,20 @@ import TidemarkTestSupport
         ]
         for (name, expected) in cases {
             let path = directory.file(name)
-            let error = try ExchangeExpect.rejected(pair.b, name) { try pair.b.store.importBundle(at: path) } matches: {
+            let error = try ExchangeExpect.rejected(pair.b, name) {
+                try pair.b.store.importBundle(at: path)
+            } matches: {
                 $0 == .badBundle(path: path, expected)
             }
-            #expect(error?.hint == "the file is damaged, incomplete or not from Tidemark; ask its sender to export it again")
+            #expect(
+                error?.hint == "the file is damaged, incomplete or not from Tidemark; ask its sender to export it again"
+            )
         }
         for (name, reason) in [("missing.tmb", "no such file"), ("", "is a folder")] {
             let path = name.isEmpty ? directory.path : directory.file(name)
-            try ExchangeExpect.rejected(pair.b, "path \(path)") { try pair.b.store.importBundle(at: path) } matches: {
+            try ExchangeExpect.rejected(pair.b, "path \(path)") {
+                try pair.b.store.importBundle(at: path)
+            } matches: {
                 $0 == .cannotRead(path: path, reason: reason)
             }
         }
@@ -468,7 +539,9 @@ import TidemarkTestSupport
         let second = try #require(try pair.a.store.push(to: exchange, key: pair.a.key).path)
         #expect(first.hasSuffix("/0000000001.tmb") && second.hasSuffix("/0000000002.tmb"))
 
-        let error = try ExchangeExpect.rejected(pair.b, "bundle 2 before bundle 1") { try pair.b.store.importBundle(at: second) } matches: {
+        let error = try ExchangeExpect.rejected(pair.b, "bundle 2 before bundle 1") {
+            try pair.b.store.importBundle(at: second)
+        } matches: {
             if case .missingPrerequisites(second, _) = $0 { true } else { false }
         }
         #expect(error?.description == "\(second): missing prerequisites: a #1..#2")
@@ -504,7 +577,8 @@ import TidemarkTestSupport
         let after = try pair.a.everything()
         // The history and the rows are untouched …
         let core = after.removing { table, _ in table == "tidemark_watermarks" }
-            .differences(from: before.removing { table, _ in table == "tidemark_watermarks" }, mine: "after", theirs: "before")
+            .differences(
+                from: before.removing { table, _ in table == "tidemark_watermarks" }, mine: "after", theirs: "before")
         #expect(core.isEmpty, "\(core)")
         // … and nothing else changes either: not even a watermark of this replica about itself.
         let differences = after.differences(from: before, mine: "after", theirs: "before")
@@ -515,7 +589,9 @@ import TidemarkTestSupport
 
     /// `a` makes two transactions, is copied aside, makes a third; `b` receives all three. Returns
     /// the paths once both stores are closed.
-    static func restoredStoreFixture() async throws -> (directory: TemporaryDirectory, a: String, old: String, own: String, relayed: String) {
+    static func restoredStoreFixture() async throws -> (
+        directory: TemporaryDirectory, a: String, old: String, own: String, relayed: String
+    ) {
         let directory = try TemporaryDirectory("tidemark-restore")
         let a = try TestReplica("a", in: directory)
         let b = try TestReplica("b", in: directory)
@@ -540,12 +616,15 @@ import TidemarkTestSupport
         #expect(try a.store.currentToken()[a.id] == 2)
 
         for path in [fixture.relayed, fixture.own] {
-            let error = try ExchangeExpect.rejected(a, "restored store, \(path)") { try a.store.importBundle(at: path) } matches: {
+            let error = try ExchangeExpect.rejected(a, "restored store, \(path)") {
+                try a.store.importBundle(at: path)
+            } matches: {
                 $0 == .restoredFromOlderCopy(path: path, have: 2, bundleHas: 3)
             }
             #expect(
                 error?.description
-                    == "\(path): holds this replica's transactions up to #3 but the store has only #2: the store was restored from an older copy")
+                    == "\(path): holds this replica's transactions up to #3 but the store has only #2: the store was restored from an older copy"
+            )
             #expect(error?.hint?.hasPrefix("continuing would reuse sequence numbers; move this store aside") == true)
         }
     }
@@ -570,7 +649,8 @@ import TidemarkTestSupport
         collect { _ = try Store.inspectBundle(at: pair.a.key.path) { _, _ in } }
         // A damaged key file (its last base64 character changed) is refused without being quoted.
         let damaged = pair.directory.file("damaged.key")
-        try String(keyText.dropLast(30) + "!" + keyText.suffix(29)).write(toFile: damaged, atomically: true, encoding: .utf8)
+        try String(keyText.dropLast(30) + "!" + keyText.suffix(29)).write(
+            toFile: damaged, atomically: true, encoding: .utf8)
         collect { _ = try KeyFile.load(damaged) }
         collect { _ = try pair.a.store.push(to: pair.directory.path, key: try KeyFile.load(pair.b.key.path)) }
         #expect(messages.count == 5, "\(messages)")
@@ -585,6 +665,9 @@ import TidemarkTestSupport
         let body = pem.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
         let characters = Array(body)
         // The first 22 characters encode the PKCS#8 prefix every Ed25519 key shares; the seed follows.
-        return [body] + stride(from: 22, to: max(23, characters.count - 12), by: 4).map { String(characters[$0..<min(characters.count, $0 + 12)]) }
+        return [body]
+            + stride(from: 22, to: max(23, characters.count - 12), by: 4).map {
+                String(characters[$0..<min(characters.count, $0 + 12)])
+            }
     }
 }

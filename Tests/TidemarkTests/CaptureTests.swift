@@ -1,8 +1,9 @@
 import Foundation
 import GRDB
 import Testing
-@testable import Tidemark
 import TidemarkTestSupport
+
+@testable import Tidemark
 
 /// Capture: what the triggers record for library writes and for writes by other SQLite clients,
 /// and how sealing turns them into transactions.
@@ -28,7 +29,9 @@ import TidemarkTestSupport
             try db.execute(sql: "UPDATE items SET qty = 3, price = 2.5, note = 'n' WHERE id = 'a'")
         }
         #expect(updated?.sequence == 2)
-        let (_, deleted) = try store.write(contextName: "cleanup") { db in try db.execute(sql: "DELETE FROM items WHERE id = 'a'") }
+        let (_, deleted) = try store.write(contextName: "cleanup") { db in
+            try db.execute(sql: "DELETE FROM items WHERE id = 'a'")
+        }
         #expect(deleted?.sequence == 3)
 
         let history = try store.fetchHistory()
@@ -41,12 +44,19 @@ import TidemarkTestSupport
 
         let key = [Column("id", .text("a"))]
         #expect(history[0].changes.rows == [Change(type: .insert, table: "items", key: key, values: Self.apple)])
-        #expect(history[1].changes.rows == [Change(type: .update, table: "items", key: key, values: [Column("qty", .integer(3)), Column("note", .text("n"))])])
+        #expect(
+            history[1].changes.rows == [
+                Change(
+                    type: .update, table: "items", key: key,
+                    values: [Column("qty", .integer(3)), Column("note", .text("n"))])
+            ])
         #expect(history[1].changes[0].updatedColumns == ["qty", "note"])
         // The tombstone keeps the key and the preserved column only.
         #expect(
             history[2].changes.rows == [
-                Change(type: .delete, table: "items", key: key, values: [], tombstone: [Column("id", .text("a")), Column("name", .text("Äpfel 🍎"))])
+                Change(
+                    type: .delete, table: "items", key: key, values: [],
+                    tombstone: [Column("id", .text("a")), Column("name", .text("Äpfel 🍎"))])
             ])
         #expect(history[2].changes[0].updatedColumns == [])
     }
@@ -91,7 +101,12 @@ import TidemarkTestSupport
         let (_, partial) = try store.execute(sql: "UPDATE items SET qty = 5")
         #expect(partial?.changeCount == 1)
         let last = try #require(try store.fetchHistory().last)
-        #expect(last.changes.rows == [Change(type: .update, table: "items", key: [Column("id", .text("b"))], values: [Column("qty", .integer(5))])])
+        #expect(
+            last.changes.rows == [
+                Change(
+                    type: .update, table: "items", key: [Column("id", .text("b"))], values: [Column("qty", .integer(5))]
+                )
+            ])
     }
 
     @Test func writeThatChangesNothingRecordsNoTransaction() throws {
@@ -135,7 +150,10 @@ import TidemarkTestSupport
         _ = try store.execute(sql: "UPDATE tags SET tag = 'new' WHERE item = 'c'")
         let rekey = try #require(try store.fetchHistory().last)
         #expect(rekey.changes.map(\.type) == [.delete, .insert])
-        #expect(rekey.changes.map(\.keyValues) == [["item": .text("c"), "tag": .text("old")], ["item": .text("c"), "tag": .text("new")]])
+        #expect(
+            rekey.changes.map(\.keyValues) == [
+                ["item": .text("c"), "tag": .text("old")], ["item": .text("c"), "tag": .text("new")],
+            ])
     }
 
     static let storageClassValues: [SQLValue] = [
@@ -151,7 +169,9 @@ import TidemarkTestSupport
             try db.execute(sql: "INSERT INTO items(id, note) VALUES ('v', ?)", arguments: [value])
         }
         _ = try fixture.store.write { db in
-            try db.execute(sql: "UPDATE items SET note = ?, name = 'changed' WHERE id = 'v'", arguments: [value == .null ? SQLValue.integer(1) : .null])
+            try db.execute(
+                sql: "UPDATE items SET note = ?, name = 'changed' WHERE id = 'v'",
+                arguments: [value == .null ? SQLValue.integer(1) : .null])
         }
         _ = try fixture.store.write { db in
             try db.execute(sql: "UPDATE items SET note = ? WHERE id = 'v'", arguments: [value])
@@ -186,7 +206,8 @@ import TidemarkTestSupport
     /// The update trigger compares storage classes except where affinity stores every equal
     /// number in one class (REAL) or turns numbers into text (TEXT).
     @Test(arguments: [
-        ("", true), ("BLOB", true), ("any", true), ("INTEGER", true), ("BIGINT", true), ("NUMERIC", true), ("DECIMAL(10,2)", true),
+        ("", true), ("BLOB", true), ("any", true), ("INTEGER", true), ("BIGINT", true), ("NUMERIC", true),
+        ("DECIMAL(10,2)", true),
         ("BOOLEAN", true), ("DATE", true), ("VARCHAR(20)", false), ("TEXT", false), ("CLOB", false), ("REAL", false),
         ("DOUBLE PRECISION", false), ("FLOAT", false),
     ])
@@ -210,12 +231,14 @@ import TidemarkTestSupport
         _ = try fixture.store.execute(sql: "INSERT INTO items(id, qty) VALUES ('a', -9223372036854775808)")
         let (_, commit) = try fixture.store.execute(sql: "UPDATE items SET qty = -9223372036854775808.0 WHERE id = 'a'")
         #expect(commit?.changeCount == 1)
-        #expect(try fixture.store.fetchHistory().last?.changes.first?.valueMap == ["qty": .real(-9223372036854775808.0)])
+        #expect(
+            try fixture.store.fetchHistory().last?.changes.first?.valueMap == ["qty": .real(-9223372036854775808.0)])
     }
 
     /// A column's collation does not hide a change: 'abc' to 'ABC' in a NOCASE column is recorded.
     @Test func aChangeOfCaseInANoCaseColumnIsRecorded() throws {
-        let fixture = try StoreFixture(schema: "CREATE TABLE items(id TEXT PRIMARY KEY COLLATE NOCASE, name TEXT COLLATE NOCASE);", preserve: [])
+        let fixture = try StoreFixture(
+            schema: "CREATE TABLE items(id TEXT PRIMARY KEY COLLATE NOCASE, name TEXT COLLATE NOCASE);", preserve: [])
         _ = try fixture.store.execute(sql: "INSERT INTO items(id, name) VALUES ('k', 'abc')")
         let (_, commit) = try fixture.store.execute(sql: "UPDATE items SET name = 'ABC' WHERE id = 'k'")
         #expect(commit?.changeCount == 1)
@@ -226,15 +249,17 @@ import TidemarkTestSupport
     }
 
     private func typeOfNote(_ fixture: StoreFixture) throws -> String {
-        try fixture.store.execute(sql: "SELECT typeof(note) FROM items WHERE id = 'a'").0.first?.rows.first?.first.flatMap {
-            if case .text(let t) = $0 { return t }
-            return nil
-        } ?? "?"
+        try fixture.store.execute(sql: "SELECT typeof(note) FROM items WHERE id = 'a'").0.first?.rows.first?.first
+            .flatMap {
+                if case .text(let t) = $0 { return t }
+                return nil
+            } ?? "?"
     }
 
     @Test func writesByTheSQLiteShellAreSealedWhenHistoryIsRead() async throws {
         let fixture = try StoreFixture()
-        try await SQLiteShell.execute(fixture.path, "INSERT INTO items(id, qty) VALUES ('x', 1); INSERT INTO items(id, qty) VALUES ('y', 2);")
+        try await SQLiteShell.execute(
+            fixture.path, "INSERT INTO items(id, qty) VALUES ('x', 1); INSERT INTO items(id, qty) VALUES ('y', 2);")
         try await SQLiteShell.execute(fixture.path, "UPDATE items SET qty = 3 WHERE id = 'x'")
 
         let status = try fixture.store.status()
@@ -255,7 +280,9 @@ import TidemarkTestSupport
     @Test func foreignWritesAreSealedSeparatelyBeforeALibraryWrite() async throws {
         let fixture = try StoreFixture()
         try await SQLiteShell.execute(fixture.path, "INSERT INTO items(id) VALUES ('shell')")
-        let (_, commit) = try fixture.store.write(author: "app") { db in try db.execute(sql: "INSERT INTO items(id) VALUES ('app')") }
+        let (_, commit) = try fixture.store.write(author: "app") { db in
+            try db.execute(sql: "INSERT INTO items(id) VALUES ('app')")
+        }
         #expect(commit?.sequence == 2)
         #expect(commit?.changeCount == 1)
         let history = try fixture.store.fetchHistory()

@@ -20,7 +20,10 @@ import TidemarkTestSupport
                 var i = 0
                 // A bounded stream, paced so that exports run while it flows.
                 while !lock.withLock({ stopped }) && i < 2_000 {
-                    _ = try? store.execute(sql: "INSERT INTO items(id, qty) VALUES ('w-\(i)', \(i)); UPDATE items SET qty = qty + 1 WHERE id = 'w-0'")
+                    _ = try? store.execute(
+                        sql:
+                            "INSERT INTO items(id, qty) VALUES ('w-\(i)', \(i)); UPDATE items SET qty = qty + 1 WHERE id = 'w-0'"
+                    )
                     i += 1
                     lock.withLock { written = i }
                     Thread.sleep(forTimeInterval: 0.001)

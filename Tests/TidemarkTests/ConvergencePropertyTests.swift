@@ -72,19 +72,23 @@ struct ConvergenceScenario {
         var levels = [Int](repeating: 0, count: n)
         let versions = migrations ? RandomWorkload.migrations.count : 0
         /// The step at which each replica makes each migration; past the end, at quiescence.
-        let moments = (0..<n).map { _ in (0..<versions).map { _ in Int.random(in: 0..<500, using: &evolution) }.sorted() }
+        let moments = (0..<n).map { _ in (0..<versions).map { _ in Int.random(in: 0..<500, using: &evolution) }.sorted()
+        }
 
         var migratedDuringRun = 0
 
         func migrate(_ r: Int) throws {
-            let summary = try cluster.replicas[r].store.migrate(Store.Migration(sql: RandomWorkload.migrations[levels[r]]))
+            let summary = try cluster.replicas[r].store.migrate(
+                Store.Migration(sql: RandomWorkload.migrations[levels[r]]))
             levels[r] += 1
             trace.add("migrate r\(r) to \(summary.version.map(String.init(describing:)) ?? "?")")
         }
 
         func deliver(_ sender: Int, _ receiver: Int, since: History.Token, label: String) throws {
             let (_, summary) = try cluster.exchange(from: sender, to: receiver, since: since)
-            trace.add("\(label) r\(sender)→r\(receiver) \(cluster.bundles.last!.name): applied \(summary.appliedTransactions)")
+            trace.add(
+                "\(label) r\(sender)→r\(receiver) \(cluster.bundles.last!.name): applied \(summary.appliedTransactions)"
+            )
             held[receiver].append(try cluster.replicas[receiver].store.currentToken())
         }
 
@@ -103,7 +107,8 @@ struct ConvergenceScenario {
                     if levels[r] > 0 && Int.random(in: 0..<6, using: &evolution) == 0 {
                         statements.append(workloads[r].moodUpdate(level: levels[r], using: &evolution))
                     }
-                    try await write(statements, on: cluster.replicas[r], path: Int.random(in: 0..<10, using: &rng), trace: &trace)
+                    try await write(
+                        statements, on: cluster.replicas[r], path: Int.random(in: 0..<10, using: &rng), trace: &trace)
                 case 55..<75:
                     let (sender, receiver) = edges.randomElement(using: &rng)!
                     let roll = Int.random(in: 0..<100, using: &rng)
@@ -111,10 +116,14 @@ struct ConvergenceScenario {
                         roll < 60
                         ? try cluster.replicas[receiver].store.currentToken()
                         : roll < 85 ? held[receiver].randomElement(using: &rng)! : .zero
-                    try deliver(sender, receiver, since: since, label: roll < 60 ? "exchange" : roll < 85 ? "exchange(old token)" : "exchange(zero)")
+                    try deliver(
+                        sender, receiver, since: since,
+                        label: roll < 60 ? "exchange" : roll < 85 ? "exchange(old token)" : "exchange(zero)")
                     if Int.random(in: 0..<6, using: &rng) == 0 {
                         let again = try cluster.replicas[receiver].store.importBundle(at: cluster.bundles.last!.file)
-                        #expect(again.alreadyApplied, "importing the same bundle twice applied \(again.appliedTransactions) transactions")
+                        #expect(
+                            again.alreadyApplied,
+                            "importing the same bundle twice applied \(again.appliedTransactions) transactions")
                         trace.add("  duplicate import into r\(receiver)")
                     }
                 case 75..<83:
@@ -132,7 +141,9 @@ struct ConvergenceScenario {
                     let order = edges.shuffled(using: &rng)
                     let stop = Int.random(in: 0...order.count, using: &rng)
                     for (sender, receiver) in order.prefix(stop) {
-                        try deliver(sender, receiver, since: try cluster.replicas[receiver].store.currentToken(), label: "partial round")
+                        try deliver(
+                            sender, receiver, since: try cluster.replicas[receiver].store.currentToken(),
+                            label: "partial round")
                     }
                 default:
                     guard !chain else { continue }
@@ -162,12 +173,15 @@ struct ConvergenceScenario {
             return
         }
         let (problems, summary) = try ConvergenceChecks(cluster: cluster, migrated: versions > 0).run()
-        print("seed=\(seed) \(problems.isEmpty ? "converged" : "FAILED"): \(n) replicas (\(chain ? "chain" : "mesh")), \(steps) steps, "
-            + "\(cluster.exported.count) bundles, quiescent after \(rounds) rounds, \(migratedDuringRun) of \(n * versions) migrations "
-            + "during the run; \(summary)")
+        print(
+            "seed=\(seed) \(problems.isEmpty ? "converged" : "FAILED"): \(n) replicas (\(chain ? "chain" : "mesh")), \(steps) steps, "
+                + "\(cluster.exported.count) bundles, quiescent after \(rounds) rounds, \(migratedDuringRun) of \(n * versions) migrations "
+                + "during the run; \(summary)")
         if !problems.isEmpty {
             let file = trace.save()
-            let report = "seed \(seed): \(problems.count) problems (trace: \(file)):\n" + problems.prefix(40).joined(separator: "\n")
+            let report =
+                "seed \(seed): \(problems.count) problems (trace: \(file)):\n"
+                + problems.prefix(40).joined(separator: "\n")
             Issue.record(Comment(rawValue: report))
         }
     }
@@ -177,7 +191,8 @@ struct ConvergenceScenario {
     func write(_ statements: [String], on replica: TestReplica, path: Int, trace: inout Trace) async throws {
         switch path {
         case 0..<5:
-            _ = try replica.store.execute(sql: statements.joined(separator: ";\n"), author: "app", contextName: "execute")
+            _ = try replica.store.execute(
+                sql: statements.joined(separator: ";\n"), author: "app", contextName: "execute")
             trace.add("execute on \(replica.name): \(statements.joined(separator: "; "))")
         case 5..<8:
             _ = try replica.store.write(author: "app", contextName: "write") { db in
@@ -222,7 +237,8 @@ struct ConvergenceChecks {
     func run() throws -> (problems: [String], summary: String) {
         // Exports fold every local change, so every change in history has its generation.
         for replica in cluster.replicas {
-            try replica.export(since: try replica.store.currentToken(), to: cluster.directory.file("fold-\(replica.name).tmb"))
+            try replica.export(
+                since: try replica.store.currentToken(), to: cluster.directory.file("fold-\(replica.name).tmb"))
         }
         var problems: [String] = []
         var model =
@@ -276,7 +292,8 @@ struct ConvergenceChecks {
                 if value != survivor.value {
                     problems.append(
                         "lost write: \(survivor.row.compact).\(survivor.column) = \(survivor.value) by \(survivor.write.transaction) "
-                            + "(generation \(survivor.write.generation)) reads \(value.map(\.description) ?? "no row") on \(replica.name)")
+                            + "(generation \(survivor.write.generation)) reads \(value.map(\.description) ?? "no row") on \(replica.name)"
+                    )
                 }
             }
         }
@@ -287,7 +304,8 @@ struct ConvergenceChecks {
     func resurrections(_ model: ReferenceModel, _ states: [[String: [[SQLValue]: [SQLValue]]]]) -> [String] {
         model.deletedRows().flatMap { row in
             zip(cluster.replicas, states).compactMap { replica, state in
-                state[row.table]?[row.key] == nil ? nil : "resurrected: \(row.compact) is deleted but present on \(replica.name)"
+                state[row.table]?[row.key] == nil
+                    ? nil : "resurrected: \(row.compact) is deleted but present on \(replica.name)"
             }
         }
     }
@@ -299,19 +317,24 @@ struct ConvergenceChecks {
                 conflict.table == row.table && conflict.generation == generation && conflict.resolvedBy == resolver
                     && conflict.kind != "remote" && Self.keyValues(conflict.key) == row.key
             }
-            return found ? nil : "resolution delete of \(row.compact) (generation \(generation)) by \(resolver.short) is not in its conflicts()"
+            return found
+                ? nil
+                : "resolution delete of \(row.compact) (generation \(generation)) by \(resolver.short) is not in its conflicts()"
         }
     }
 
     /// A conflict's key JSON (`{"id":"u1"}`) as the key's values, for the one-text-column keys here.
     static func keyValues(_ json: String) -> [SQLValue]? {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any], let id = object["id"] as? String
+        guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
+            let id = object["id"] as? String
         else { return nil }
         return [.text(id)]
     }
 
     /// A replica's tracked tables as table → key → row.
-    static func rows(of replica: TestReplica, tables: [ReferenceModel.Table] = RandomWorkload.tables) throws -> [String: [[SQLValue]: [SQLValue]]] {
+    static func rows(of replica: TestReplica, tables: [ReferenceModel.Table] = RandomWorkload.tables) throws -> [String:
+        [[SQLValue]: [SQLValue]]]
+    {
         var result: [String: [[SQLValue]: [SQLValue]]] = [:]
         let snapshot = try replica.tables()
         for shape in tables {
@@ -329,7 +352,8 @@ struct ConvergenceChecks {
 
     /// Row-by-row differences, by key; a differing column that one transaction wrote twice is named.
     static func differences(
-        _ actual: [String: [[SQLValue]: [SQLValue]]], _ expected: [String: [[SQLValue]: [SQLValue]]], model: ReferenceModel? = nil
+        _ actual: [String: [[SQLValue]: [SQLValue]]], _ expected: [String: [[SQLValue]: [SQLValue]]],
+        model: ReferenceModel? = nil
     ) -> [String] {
         var lines: [String] = []
         for table in Set(actual.keys).union(expected.keys).sorted() {
@@ -340,9 +364,14 @@ struct ConvergenceChecks {
                 switch (mine[key], theirs[key]) {
                 case (let a?, let b?) where a != b:
                     let twice = columns.indices.filter {
-                        a[$0] != b[$0] && model?.winnerSharesClock(ReferenceModel.RowID(table: table, key: key), columns[$0]) == true
+                        a[$0] != b[$0]
+                            && model?.winnerSharesClock(ReferenceModel.RowID(table: table, key: key), columns[$0])
+                                == true
                     }
-                    let note = twice.isEmpty ? "" : " [\(twice.map { columns[$0] }.joined(separator: ", ")) written twice by one transaction]"
+                    let note =
+                        twice.isEmpty
+                        ? ""
+                        : " [\(twice.map { columns[$0] }.joined(separator: ", ")) written twice by one transaction]"
                     lines.append("\(table) \(key): \(a) but the model has \(b)\(note)")
                 case (let a?, nil): lines.append("\(table) \(key): \(a) present, the model has it deleted")
                 case (nil, let b?): lines.append("\(table) \(key): absent, the model has \(b)")

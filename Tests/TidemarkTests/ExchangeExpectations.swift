@@ -6,12 +6,15 @@ import TidemarkTestSupport
 /// Expectations shared by the exchange tests.
 enum ExchangeExpect {
     /// Every replica's tracked tables equal the first one's, row by row by key.
-    static func sameTables(_ replicas: [TestReplica], _ context: String = "", sourceLocation: SourceLocation = #_sourceLocation) throws {
+    static func sameTables(
+        _ replicas: [TestReplica], _ context: String = "", sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         let first = try replicas[0].tables()
         for other in replicas.dropFirst() {
             let differences = first.differences(from: try other.tables(), mine: replicas[0].name, theirs: other.name)
             #expect(
-                differences.isEmpty, "\(context) tables of \(replicas[0].name) and \(other.name) differ:\n\(differences.joined(separator: "\n"))",
+                differences.isEmpty,
+                "\(context) tables of \(replicas[0].name) and \(other.name) differ:\n\(differences.joined(separator: "\n"))",
                 sourceLocation: sourceLocation)
         }
     }
@@ -19,7 +22,8 @@ enum ExchangeExpect {
     /// `body` throws an `ExchangeError` accepted by `matches`, and the store file is unchanged.
     @discardableResult
     static func rejected<T>(
-        _ replica: TestReplica, _ what: String, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> T,
+        _ replica: TestReplica, _ what: String, sourceLocation: SourceLocation = #_sourceLocation,
+        _ body: () throws -> T,
         matches: (ExchangeError) -> Bool
     ) throws -> ExchangeError? {
         let before = try replica.everything()
@@ -34,7 +38,9 @@ enum ExchangeExpect {
             Issue.record("\(what): not an ExchangeError: \(error)", sourceLocation: sourceLocation)
         }
         let differences = try replica.everything().differences(from: before, mine: "after", theirs: "before")
-        #expect(differences.isEmpty, "\(what): the store changed:\n\(differences.joined(separator: "\n"))", sourceLocation: sourceLocation)
+        #expect(
+            differences.isEmpty, "\(what): the store changed:\n\(differences.joined(separator: "\n"))",
+            sourceLocation: sourceLocation)
         return caught
     }
 }

@@ -14,11 +14,17 @@ import TidemarkTestSupport
         _ = try replica.store.write(author: "lib", contextName: "mix") { db in
             let insert = "INSERT INTO items(id, name, qty, price, photo, note) VALUES (?, ?, ?, ?, ?, ?)"
             try db.execute(sql: insert, arguments: ["max", "Max", Int64.max, -0.0, Data([0, 0xff, 0]), nil])
-            try db.execute(sql: insert, arguments: ["min", "Min", Int64.min, 1e300, Data(), "text in an untyped column"])
+            try db.execute(
+                sql: insert, arguments: ["min", "Min", Int64.min, 1e300, Data(), "text in an untyped column"])
             try db.execute(sql: insert, arguments: ["uni", "héllo ✓ 🌊", 0, Double.leastNonzeroMagnitude, nil, 42])
-            try db.execute(sql: insert, arguments: ["big", bigText, nil, Double.infinity, Data((0..<4096).map { UInt8($0 % 251) }), -0.0])
+            try db.execute(
+                sql: insert,
+                arguments: ["big", bigText, nil, Double.infinity, Data((0..<4096).map { UInt8($0 % 251) }), -0.0])
             try db.execute(sql: insert, arguments: ["empty", "", 7, -Double.infinity, nil, Data([0xde, 0xad])])
-            try db.execute(sql: "INSERT INTO tags VALUES ('uni', 'a', 1), ('uni', 'b', NULL), ('max', 'x', 'w'), ('big', 'y', x'00')")
+            try db.execute(
+                sql:
+                    "INSERT INTO tags VALUES ('uni', 'a', 1), ('uni', 'b', NULL), ('max', 'x', 'w'), ('big', 'y', x'00')"
+            )
         }
         _ = try replica.store.execute(
             sql: """
@@ -102,7 +108,8 @@ import TidemarkTestSupport
         #expect(empty.transactionCount == 0)
         let before = try b.everything().removing { table, _ in table == "tidemark_watermarks" }
         #expect(try b.store.importBundle(at: empty.path).alreadyApplied)
-        let differences = try b.everything().removing { table, _ in table == "tidemark_watermarks" }.differences(from: before)
+        let differences = try b.everything().removing { table, _ in table == "tidemark_watermarks" }.differences(
+            from: before)
         #expect(differences.isEmpty, "\(differences)")
     }
 
@@ -119,7 +126,8 @@ import TidemarkTestSupport
                 try insert.execute(arguments: [String(format: "item-%06d", i), "Item number \(i)", i, Double(i) / 4])
             }
         }
-        _ = try a.store.execute(sql: "UPDATE items SET qty = qty * 2, note = 'doubled' WHERE CAST(substr(id, 6) AS INTEGER) % 3 = 0")
+        _ = try a.store.execute(
+            sql: "UPDATE items SET qty = qty * 2, note = 'doubled' WHERE CAST(substr(id, 6) AS INTEGER) % 3 = 0")
         _ = try a.store.execute(sql: "DELETE FROM items WHERE CAST(substr(id, 6) AS INTEGER) % 3 = 1")
 
         let started = ContinuousClock.now
@@ -130,7 +138,8 @@ import TidemarkTestSupport
         let perChange = Double(export.bytes) / Double(export.changeCount)
         print(
             "aLargeExportStaysCompactAndImportsExactly: \(export.changeCount) changes, \(export.bytes) bytes, "
-                + String(format: "%.2f bytes/change", perChange) + "; export \(exported - started), import \(imported - exported)")
+                + String(format: "%.2f bytes/change", perChange)
+                + "; export \(exported - started), import \(imported - exported)")
         #expect(export.transactionCount == 3)
         #expect(export.changeCount == 20_000)
         #expect(summary.appliedChanges == 20_000)
@@ -171,7 +180,8 @@ import TidemarkTestSupport
             try db.execute(sql: "DELETE FROM items WHERE id = 'b-1'")
         }
         try await SQLiteShell.execute(c.path, "INSERT INTO tags VALUES ('c-1', 'shell', 3)")
-        _ = try b.store.importBundle(at: try c.export(since: try b.store.currentToken(), to: directory.file("c-b.tmb")).path)
+        _ = try b.store.importBundle(
+            at: try c.export(since: try b.store.currentToken(), to: directory.file("c-b.tmb")).path)
         let ba = try b.export(since: try a.store.currentToken(), to: directory.file("b-a.tmb"))
         let back = try Store.inspectBundle(at: ba.path) { _, _ in }
         #expect(back.sender == b.id)
@@ -211,7 +221,9 @@ import TidemarkTestSupport
                 log.append("\(replica.name) write via \(["sync exec", "library", "sqlite3"][channel]): \(sql)")
                 switch channel {
                 case 0:
-                    let result = try await SyncProcess.run(["exec", "--store", replica.path, "--author", replica.name, sql])
+                    let result = try await SyncProcess.run([
+                        "exec", "--store", replica.path, "--author", replica.name, sql,
+                    ])
                     try #require(result.exitCode == 0 && result.stderr.isEmpty, "seed \(seed): \(result)")
                 case 1: _ = try replica.store.execute(sql: sql, author: replica.name, contextName: "library")
                 default: try await SQLiteShell.execute(replica.path, sql)
@@ -255,17 +267,24 @@ import TidemarkTestSupport
                     if !pulled.imported.isEmpty { moved = true }
                 }
                 if !moved { break }
-                try #require(rounds < 6, "seed \(seed): not quiescent after \(rounds) rounds\n\(log.joined(separator: "\n"))")
+                try #require(
+                    rounds < 6, "seed \(seed): not quiescent after \(rounds) rounds\n\(log.joined(separator: "\n"))")
             }
         } catch {
-            print("seed \(seed): failed after these operations (the last one threw \(error)):\n\(log.joined(separator: "\n"))")
+            print(
+                "seed \(seed): failed after these operations (the last one threw \(error)):\n\(log.joined(separator: "\n"))"
+            )
             for replica in replicas {
                 let state = try? replica.everything()["tidemark_replicas"]
-                print("\(replica.name) (\(replica.id.short)) tidemark_replicas \(state?.columns ?? []):\n  " + (state?.rows ?? []).map { "\($0)" }.joined(separator: "\n  "))
+                print(
+                    "\(replica.name) (\(replica.id.short)) tidemark_replicas \(state?.columns ?? []):\n  "
+                        + (state?.rows ?? []).map { "\($0)" }.joined(separator: "\n  "))
             }
             throw error
         }
-        print("threeReplicasConvergeThroughOneFolder: quiescent after \(rounds) final rounds; \(counters.reduce(0, +)) rows inserted")
+        print(
+            "threeReplicasConvergeThroughOneFolder: quiescent after \(rounds) final rounds; \(counters.reduce(0, +)) rows inserted"
+        )
 
         let context = "seed \(seed):"
         try ExchangeExpect.sameTables(replicas, context)
@@ -283,7 +302,11 @@ import TidemarkTestSupport
         for replica in replicas {
             for fact in try replica.transactions() {
                 let key = "\(fact.origin) #\(fact.sequence)"
-                if let other = seen[key] { #expect(other == fact, "\(context) \(key) differs at \(replica.name)") } else { seen[key] = fact }
+                if let other = seen[key] {
+                    #expect(other == fact, "\(context) \(key) differs at \(replica.name)")
+                } else {
+                    seen[key] = fact
+                }
             }
         }
         let first = try replicas[0].tables()
@@ -294,21 +317,29 @@ import TidemarkTestSupport
 
     /// One random non-conflicting SQL write by `replica`: insert a row under its own prefix, or
     /// update or delete one of its own rows it holds, or tag one of them.
-    static func randomWrite(by replica: TestReplica, counter: inout Int, using random: inout SeededGenerator) throws -> String {
+    static func randomWrite(by replica: TestReplica, counter: inout Int, using random: inout SeededGenerator) throws
+        -> String
+    {
         let prefix = replica.name + "-"
         let tables = try replica.tables()
         let own = (tables["items"]?.rows ?? []).compactMap { row -> String? in
             guard case .text(let id) = row[0], id.hasPrefix(prefix) else { return nil }
             return id
         }
-        let ownTags = (tables["tags"]?.rows ?? []).filter { if case .text(let item) = $0[0] { return item.hasPrefix(prefix) } else { return false } }
+        let ownTags = (tables["tags"]?.rows ?? []).filter {
+            if case .text(let item) = $0[0] { return item.hasPrefix(prefix) } else { return false }
+        }
         func value(_ random: inout SeededGenerator) -> String {
             switch Int.random(in: 0..<5, using: &random) {
             case 0: return "NULL"
             case 1: return String(Int64.random(in: -1_000_000...1_000_000, using: &random))
             case 2: return String(Double(Int.random(in: -1000...1000, using: &random)) / 8)
             case 3: return "'t\(Int.random(in: 0..<1000, using: &random))'''"
-            default: return "x'" + (0..<Int.random(in: 0...4, using: &random)).map { _ in String(format: "%02x", Int.random(in: 0...255, using: &random)) }.joined() + "'"
+            default:
+                return "x'"
+                    + (0..<Int.random(in: 0...4, using: &random)).map { _ in
+                        String(format: "%02x", Int.random(in: 0...255, using: &random))
+                    }.joined() + "'"
             }
         }
         let choice = own.isEmpty ? 0 : Int.random(in: 0..<6, using: &random)
@@ -316,7 +347,8 @@ import TidemarkTestSupport
         case 0, 1:
             counter += 1
             let id = "\(prefix)\(counter)"
-            return "INSERT INTO items(id, name, qty, price, photo, note) VALUES ('\(id)', \(value(&random)), \(value(&random)), \(value(&random)), \(value(&random)), \(value(&random)))"
+            return
+                "INSERT INTO items(id, name, qty, price, photo, note) VALUES ('\(id)', \(value(&random)), \(value(&random)), \(value(&random)), \(value(&random)), \(value(&random)))"
         case 2:
             let id = own.randomElement(using: &random)!
             let column = ["name", "qty", "price", "photo", "note"].randomElement(using: &random)!
@@ -326,7 +358,8 @@ import TidemarkTestSupport
             return "DELETE FROM items WHERE id = '\(id)'; DELETE FROM tags WHERE item = '\(id)'"
         case 4:
             let id = own.randomElement(using: &random)!
-            return "INSERT OR REPLACE INTO tags VALUES ('\(id)', 'tag\(Int.random(in: 0..<3, using: &random))', \(value(&random)))"
+            return
+                "INSERT OR REPLACE INTO tags VALUES ('\(id)', 'tag\(Int.random(in: 0..<3, using: &random))', \(value(&random)))"
         default:
             guard let tag = ownTags.randomElement(using: &random) else {
                 let id = own.randomElement(using: &random)!
@@ -357,7 +390,9 @@ import TidemarkTestSupport
         _ = try a.store.exportBundle(since: afterFirst, to: directory.file("since-1-again.tmb"), key: a.key)
         let summary = try b.store.importBundle(at: directory.file("since-1-again.tmb"))
         #expect(summary.appliedTransactions == 1)
-        let items = { (path: String) in try StoreSnapshot.trackedTables(of: path).removing { table, _ in table != "items" } }
+        let items = { (path: String) in
+            try StoreSnapshot.trackedTables(of: path).removing { table, _ in table != "items" }
+        }
         #expect(try items(a.path) == items(b.path))
     }
 }

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import Tidemark
 import TidemarkTestSupport
+
+@testable import Tidemark
 
 /// Push and pull through a shared folder (Protocol/exchange.md): each replica writes numbered
 /// bundles and its watermark into its own subfolder and applies everything it lacks from the others.
@@ -25,9 +26,13 @@ import TidemarkTestSupport
         func folder(of replica: TestReplica) -> String { exchange + "/" + replica.id.description }
 
         @discardableResult
-        func push(_ replica: TestReplica) throws -> Store.PushSummary { try replica.store.push(to: exchange, key: replica.key) }
+        func push(_ replica: TestReplica) throws -> Store.PushSummary {
+            try replica.store.push(to: exchange, key: replica.key)
+        }
         @discardableResult
-        func pull(_ replica: TestReplica) throws -> Store.PullSummary { try replica.store.pull(from: exchange, key: replica.key) }
+        func pull(_ replica: TestReplica) throws -> Store.PullSummary {
+            try replica.store.pull(from: exchange, key: replica.key)
+        }
     }
 
     @Test func afterAPushAndAPullTheReceiverHoldsEverythingTheSenderHeldAtPushTime() async throws {
@@ -100,7 +105,8 @@ import TidemarkTestSupport
         try full.prefix(full.count / 2).write(to: URL(fileURLWithPath: second))
         let foreign = group.folder(of: c) + "/0000000009.tmb"
         var random = SeededGenerator(seed: 9)
-        try Data((0..<700).map { _ in UInt8.random(in: 0...255, using: &random) }).write(to: URL(fileURLWithPath: foreign))
+        try Data((0..<700).map { _ in UInt8.random(in: 0...255, using: &random) }).write(
+            to: URL(fileURLWithPath: foreign))
 
         let pulled = try group.pull(b)
         #expect(pulled.imported.map(\.sender).sorted() == ["a", "c"], "bundle 1 of a and bundle 1 of c are applied")
@@ -132,7 +138,9 @@ import TidemarkTestSupport
 
         let pulled = try group.pull(b)
         #expect(pulled.imported.map(\.path) == [first])
-        #expect(pulled.warnings.contains { $0.contains(".tmp-xyz") }, "no warning about the temporary file: \(pulled.warnings)")
+        #expect(
+            pulled.warnings.contains { $0.contains(".tmp-xyz") },
+            "no warning about the temporary file: \(pulled.warnings)")
         #expect(FileManager.default.fileExists(atPath: temporary), "another replica's file is left alone")
     }
 
@@ -151,8 +159,12 @@ import TidemarkTestSupport
         try FileManager.default.setAttributes([.modificationDate: old], ofItemAtPath: abandoned)
 
         let pulled = try group.pull(b)
-        #expect(pulled.warnings.contains { $0.contains(".tmp-killed") && $0.contains("left by an interrupted write") }, "\(pulled.warnings)")
-        #expect(pulled.warnings.contains { $0.contains(".tmp-live") && $0.contains("still being written") }, "\(pulled.warnings)")
+        #expect(
+            pulled.warnings.contains { $0.contains(".tmp-killed") && $0.contains("left by an interrupted write") },
+            "\(pulled.warnings)")
+        #expect(
+            pulled.warnings.contains { $0.contains(".tmp-live") && $0.contains("still being written") },
+            "\(pulled.warnings)")
         #expect(FileManager.default.fileExists(atPath: abandoned), "a peer never removes another replica's files")
 
         _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-2', 'two')")
@@ -187,7 +199,8 @@ import TidemarkTestSupport
         var random = SeededGenerator(seed: 42)
         for round in 0..<4 {
             for replica in group.replicas.shuffled(using: &random) {
-                _ = try replica.store.execute(sql: "INSERT INTO items(id, qty) VALUES ('\(replica.name)-\(round)', \(round))")
+                _ = try replica.store.execute(
+                    sql: "INSERT INTO items(id, qty) VALUES ('\(replica.name)-\(round)', \(round))")
                 for operation in ["push", "pull"].shuffled(using: &random) {
                     let before = FolderTree(group.exchange)
                     if operation == "push" { try group.push(replica) } else { try group.pull(replica) }
@@ -197,7 +210,9 @@ import TidemarkTestSupport
                     #expect(outside.isEmpty, "\(replica.name) \(operation) touched \(outside)")
                     // A published bundle is never rewritten (a prune may remove it; only the watermark is replaced).
                     let after = FolderTree(group.exchange)
-                    let rewritten = touched.filter { before.entries[$0] != nil && after.entries[$0] != nil && $0.hasSuffix(".tmb") }
+                    let rewritten = touched.filter {
+                        before.entries[$0] != nil && after.entries[$0] != nil && $0.hasSuffix(".tmb")
+                    }
                     #expect(rewritten.isEmpty, "\(replica.name) \(operation) rewrote \(rewritten)")
                 }
             }
@@ -207,7 +222,9 @@ import TidemarkTestSupport
         #expect(folders == Set(group.replicas.map(\.id.description)))
         for file in tree.files {
             let name = (file as NSString).lastPathComponent
-            #expect(name == "watermark.tmw" || name == "snapshot.tms" || name.range(of: "^[0-9]{10}\\.tmb$", options: .regularExpression) != nil, "unexpected \(file)")
+            #expect(
+                name == "watermark.tmw" || name == "snapshot.tms"
+                    || name.range(of: "^[0-9]{10}\\.tmb$", options: .regularExpression) != nil, "unexpected \(file)")
         }
         for replica in group.replicas {
             #expect(tree.files.contains(replica.id.description + "/watermark.tmw"))
@@ -225,7 +242,8 @@ import TidemarkTestSupport
             guard let path = summary.path else { return }
             let name = (path as NSString).lastPathComponent
             let content = try Data(contentsOf: URL(fileURLWithPath: path))
-            #expect(published[name] == nil || published[name] == content, "\(name) was published again with other content")
+            #expect(
+                published[name] == nil || published[name] == content, "\(name) was published again with other content")
             published[name] = content
         }
         for round in 1...3 {

@@ -14,7 +14,8 @@ import TidemarkTestSupport
 
         for older in [History.Token.zero, tokens[0], tokens[1]] {
             #expect(
-                throws: StoreError.historyTokenExpired(token: older.description, replica: store.replica.id, prunedThrough: 3)
+                throws: StoreError.historyTokenExpired(
+                    token: older.description, replica: store.replica.id, prunedThrough: 3)
             ) {
                 try store.fetchHistory(HistoryRequest(after: older))
             }
@@ -78,7 +79,10 @@ import TidemarkTestSupport
         #expect(try later.deleteHistory(before: Date(timeIntervalSince1970: 999)) == 0)
         #expect(try later.deleteHistory(before: Date(timeIntervalSince1970: 1_500)) == 2)
         #expect(try later.fetchHistory().map(\.sequence) == [3])
-        #expect(throws: StoreError.historyTokenExpired(token: tokens[0].description, replica: later.replica.id, prunedThrough: 2)) {
+        #expect(
+            throws: StoreError.historyTokenExpired(
+                token: tokens[0].description, replica: later.replica.id, prunedThrough: 2)
+        ) {
             try later.fetchHistory(HistoryRequest(after: tokens[0]))
         }
         #expect(try later.fetchHistory(HistoryRequest(after: tokens[1])).map(\.sequence) == [3])

@@ -15,7 +15,8 @@ import TidemarkTestSupport
         _ = try store.execute(sql: "INSERT INTO tags VALUES ('a', 'x', 1)", author: "bob", contextName: "import")
         _ = try store.execute(sql: "UPDATE items SET qty = 2 WHERE id = 'a'", author: "alice", contextName: "ui")
         _ = try store.execute(
-            sql: "INSERT INTO tags VALUES ('a', 'y', 1); UPDATE items SET qty = 3, note = 1 WHERE id = 'a'", author: "bob")
+            sql: "INSERT INTO tags VALUES ('a', 'y', 1); UPDATE items SET qty = 3, note = 1 WHERE id = 'a'",
+            author: "bob")
         return fixture
     }
 
@@ -92,10 +93,17 @@ import TidemarkTestSupport
         _ = try fixture.store.execute(sql: "INSERT INTO items(id) VALUES ('b')")
         let later = try fixture.reopen(options: Store.Options(clock: FixedWallClock(milliseconds: 2_000_000)))
         _ = try later.execute(sql: "INSERT INTO items(id) VALUES ('c')")
-        #expect(try later.fetchHistory(HistoryRequest(afterDate: Date(timeIntervalSince1970: 1_500))).map(\.sequence) == [3])
-        #expect(try later.fetchHistory(HistoryRequest(afterDate: Date(timeIntervalSince1970: 999))).map(\.sequence) == [1, 2, 3])
+        #expect(
+            try later.fetchHistory(HistoryRequest(afterDate: Date(timeIntervalSince1970: 1_500))).map(\.sequence) == [3]
+        )
+        #expect(
+            try later.fetchHistory(HistoryRequest(afterDate: Date(timeIntervalSince1970: 999))).map(\.sequence) == [
+                1, 2, 3,
+            ])
         // Both readings of the first millisecond are "at" 1000 s, not after it.
-        #expect(try later.fetchHistory(HistoryRequest(afterDate: Date(timeIntervalSince1970: 1_000))).map(\.sequence) == [3])
+        #expect(
+            try later.fetchHistory(HistoryRequest(afterDate: Date(timeIntervalSince1970: 1_000))).map(\.sequence) == [3]
+        )
     }
 
     @Test func aTokenClaimingMoreOfThisReplicaThanItMadeIsRefused() throws {

@@ -54,7 +54,8 @@ import TidemarkTestSupport
                 #expect(error == .keyFileExposed(path: path, mode: UInt16(mode)))
                 #expect(
                     error.description
-                        == "key file \(path) is readable or writable by other users (mode \(String(format: "%04o", mode))): refusing to use it")
+                        == "key file \(path) is readable or writable by other users (mode \(String(format: "%04o", mode))): refusing to use it"
+                )
                 #expect(error.hint == "restrict it to its owner: chmod 600 \(path)")
             }
             // Nothing that needs the key works with it either.
@@ -75,7 +76,8 @@ import TidemarkTestSupport
         chmod(key, 0o644)
         let store = pair.directory.file("c.db")
         #expect(throws: StoreError.keyFileExposed(path: key, mode: 0o644)) {
-            _ = try Store.initialize(store, setup: Store.Setup(replicaName: "c", schema: ("c.sql", TestReplica.schema), keyPath: key))
+            _ = try Store.initialize(
+                store, setup: Store.Setup(replicaName: "c", schema: ("c.sql", TestReplica.schema), keyPath: key))
         }
     }
 
@@ -86,7 +88,9 @@ import TidemarkTestSupport
         let lines = pem.split(separator: "\n").map(String.init)
         let body = lines[1]
         let der = [UInt8](Data(base64Encoded: body)!)
-        func pemOf(_ bytes: [UInt8]) -> String { "-----BEGIN PRIVATE KEY-----\n\(Data(bytes).base64EncodedString())\n-----END PRIVATE KEY-----\n" }
+        func pemOf(_ bytes: [UInt8]) -> String {
+            "-----BEGIN PRIVATE KEY-----\n\(Data(bytes).base64EncodedString())\n-----END PRIVATE KEY-----\n"
+        }
         let stem = "is not an Ed25519 private key in PEM (PKCS#8): "
         var wrongPrefix = der
         wrongPrefix[1] ^= 0x01
@@ -94,17 +98,44 @@ import TidemarkTestSupport
             ("empty", "", stem + "the file is empty"),
             ("blank", "\n\n", stem + "the file is empty"),
             ("no header", body + "\n", stem + "no -----BEGIN PRIVATE KEY----- line"),
-            ("public key", "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEA\n-----END PUBLIC KEY-----\n", stem + "no -----BEGIN PRIVATE KEY----- line"),
+            (
+                "public key", "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEA\n-----END PUBLIC KEY-----\n",
+                stem + "no -----BEGIN PRIVATE KEY----- line"
+            ),
             ("cut in half", String(pem.prefix(pem.count / 2)), stem + "its base64 text is damaged"),
-            ("body cut by 4", lines[0] + "\n" + body.dropLast(4) + "\n" + lines[2] + "\n", stem + "it holds 45 bytes of DER where an Ed25519 key has 48, with a different structure"),
-            ("body cut by 1", lines[0] + "\n" + body.dropLast(1) + "\n" + lines[2] + "\n", stem + "its base64 text is damaged"),
-            ("not base64", lines[0] + "\n" + body.dropLast(30) + "!" + body.suffix(29) + "\n" + lines[2] + "\n", stem + "its base64 text is damaged"),
-            ("wrong DER prefix", pemOf(wrongPrefix), stem + "it holds 48 bytes of DER where an Ed25519 key has 48, with a different structure"),
-            ("one byte short", pemOf(Array(der.dropLast())), stem + "it holds 47 bytes of DER where an Ed25519 key has 48, with a different structure"),
-            ("one byte long", pemOf(der + [0]), stem + "it holds 49 bytes of DER where an Ed25519 key has 48, with a different structure"),
+            (
+                "body cut by 4", lines[0] + "\n" + body.dropLast(4) + "\n" + lines[2] + "\n",
+                stem + "it holds 45 bytes of DER where an Ed25519 key has 48, with a different structure"
+            ),
+            (
+                "body cut by 1", lines[0] + "\n" + body.dropLast(1) + "\n" + lines[2] + "\n",
+                stem + "its base64 text is damaged"
+            ),
+            (
+                "not base64", lines[0] + "\n" + body.dropLast(30) + "!" + body.suffix(29) + "\n" + lines[2] + "\n",
+                stem + "its base64 text is damaged"
+            ),
+            (
+                "wrong DER prefix", pemOf(wrongPrefix),
+                stem + "it holds 48 bytes of DER where an Ed25519 key has 48, with a different structure"
+            ),
+            (
+                "one byte short", pemOf(Array(der.dropLast())),
+                stem + "it holds 47 bytes of DER where an Ed25519 key has 48, with a different structure"
+            ),
+            (
+                "one byte long", pemOf(der + [0]),
+                stem + "it holds 49 bytes of DER where an Ed25519 key has 48, with a different structure"
+            ),
             ("X25519 OID", pemOf(Array(der[0..<11]) + [0x6e] + Array(der[12...])), stem + "it holds an X25519 key"),
-            ("EC", "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\n-----END EC PRIVATE KEY-----\n", stem + "it holds an EC key"),
-            ("encrypted", "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIGb\n-----END ENCRYPTED PRIVATE KEY-----\n", stem + "it is encrypted; Tidemark needs an unencrypted key"),
+            (
+                "EC", "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\n-----END EC PRIVATE KEY-----\n",
+                stem + "it holds an EC key"
+            ),
+            (
+                "encrypted", "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIGb\n-----END ENCRYPTED PRIVATE KEY-----\n",
+                stem + "it is encrypted; Tidemark needs an unencrypted key"
+            ),
         ]
     }
 
@@ -116,13 +147,17 @@ import TidemarkTestSupport
             let path = try pair.write(text, as: name.replacingOccurrences(of: " ", with: "-") + ".key")
             #expect(throws: StoreError.keyFile(path: path, problem: problem), "\(name)") { _ = try KeyFile.load(path) }
             do { _ = try KeyFile.load(path) } catch let error as StoreError {
-                #expect(!error.description.contains(secret.prefix(12)) && !error.description.contains(secret.suffix(12)), "\(name): \(error)")
+                #expect(
+                    !error.description.contains(secret.prefix(12)) && !error.description.contains(secret.suffix(12)),
+                    "\(name): \(error)")
                 #expect(error.hint == "check \(path), or use the right key file")
             }
         }
         let folder = pair.directory.file("a-folder.key")
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
-        #expect(throws: StoreError.keyFile(path: folder, problem: "is not a regular file")) { _ = try KeyFile.load(folder) }
+        #expect(throws: StoreError.keyFile(path: folder, problem: "is not a regular file")) {
+            _ = try KeyFile.load(folder)
+        }
         let missing = pair.directory.file("missing.key")
         #expect(throws: StoreError.keyFile(path: missing, problem: "does not exist")) { _ = try KeyFile.load(missing) }
     }
@@ -138,7 +173,10 @@ import TidemarkTestSupport
             (["-algorithm", "X25519"], stem + "it holds an X25519 key"),
             (["-algorithm", "X448"], stem + "it holds an X448 key"),
             (["-algorithm", "ED448"], stem + "it holds an Ed448 key"),
-            (["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"], stem + "it holds 138 bytes of DER where an Ed25519 key has 48, with a different structure"),
+            (
+                ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"],
+                stem + "it holds 138 bytes of DER where an Ed25519 key has 48, with a different structure"
+            ),
         ]
         for (arguments, problem) in cases {
             let path = pair.directory.file("openssl-\(arguments[1]).key")
@@ -146,7 +184,9 @@ import TidemarkTestSupport
             try #require(made.exitCode == 0, "\(made)")
             chmod(path, 0o600)
             if let problem {
-                #expect(throws: StoreError.keyFile(path: path, problem: problem), "\(arguments)") { _ = try KeyFile.load(path) }
+                #expect(throws: StoreError.keyFile(path: path, problem: problem), "\(arguments)") {
+                    _ = try KeyFile.load(path)
+                }
             } else {
                 let key = try KeyFile.load(path)
                 #expect(key.publicKey.count == 32 && key.publicKey != pair.a.store.publicKey)
@@ -174,7 +214,8 @@ import TidemarkTestSupport
         for index in body.indices where body[index] != "=" {
             var changed = body
             changed[index] = alphabet[(alphabet.firstIndex(of: body[index])! + 1) % alphabet.count]
-            let path = try pair.write(lines[0] + "\n" + String(changed) + "\n" + lines[2] + "\n", as: "changed-\(index).key")
+            let path = try pair.write(
+                lines[0] + "\n" + String(changed) + "\n" + lines[2] + "\n", as: "changed-\(index).key")
             guard let key = try? KeyFile.load(path) else {
                 #expect(throws: StoreError.self) { _ = try KeyFile.load(path) }
                 refused += 1
@@ -194,7 +235,9 @@ import TidemarkTestSupport
             try forged.resign(with: key)
             let forgedPath = pair.directory.file("forged-\(index).tmb")
             try forged.write(to: forgedPath)
-            try ExchangeExpect.rejected(pair.b, "character \(index)") { try pair.b.store.importBundle(at: forgedPath) } matches: {
+            try ExchangeExpect.rejected(pair.b, "character \(index)") {
+                try pair.b.store.importBundle(at: forgedPath)
+            } matches: {
                 $0 == .badBundle(path: forgedPath, .verification(.badSignature))
             }
         }
@@ -207,13 +250,20 @@ import TidemarkTestSupport
         let stranger = try #require(loaded.first)
         let store = try Store.initialize(
             pair.directory.file("stranger.db"),
-            setup: Store.Setup(replicaName: "a", schema: ("a.sql", TestReplica.schema), preserve: ["items.name"], keyPath: stranger.key.path)
+            setup: Store.Setup(
+                replicaName: "a", schema: ("a.sql", TestReplica.schema), preserve: ["items.name"],
+                keyPath: stranger.key.path)
         ).store
         #expect(store.replica.id != pair.a.id)
         _ = try store.execute(sql: "INSERT INTO items(id) VALUES ('x-1')")
-        let foreign = try store.exportBundle(since: .zero, to: pair.directory.file("stranger.tmb"), key: stranger.key).path
-        try ExchangeExpect.rejected(pair.b, "stranger") { try pair.b.store.importBundle(at: foreign) } matches: {
-            $0 == .unknownSigner(path: foreign, name: "a", publicKey: Data(stranger.key.publicKey).base64EncodedString())
+        let foreign = try store.exportBundle(since: .zero, to: pair.directory.file("stranger.tmb"), key: stranger.key)
+            .path
+        try ExchangeExpect.rejected(pair.b, "stranger") {
+            try pair.b.store.importBundle(at: foreign)
+        } matches: {
+            $0
+                == .unknownSigner(
+                    path: foreign, name: "a", publicKey: Data(stranger.key.publicKey).base64EncodedString())
         }
     }
 }

@@ -34,11 +34,14 @@ import TidemarkTestSupport
         #expect(summary.renamedColumns == ["items": ["name": "title"]])
         #expect(summary.trackedTables == ["notes"])
         #expect(a.store.trackedTable(named: "items")?.columns == ["id", "title", "qty", "color"])
-        _ = try a.store.execute(sql: "UPDATE items SET color = 'red' WHERE id = 'i1'; INSERT INTO notes VALUES ('n1', 'i1', 'hello')")
+        _ = try a.store.execute(
+            sql: "UPDATE items SET color = 'red' WHERE id = 'i1'; INSERT INTO notes VALUES ('n1', 'i1', 'hello')")
         _ = try a.store.execute(sql: "INSERT INTO items(id, title, qty, color) VALUES ('i3', 'three', 3, 'blue')")
         // b, still on v1, writes the column a renamed: the write lands in the renamed column.
         _ = try b.store.execute(
-            sql: "UPDATE items SET qty = 20, name = 'two!' WHERE id = 'i2'; INSERT INTO items(id, name, qty) VALUES ('b1', 'bee', 7)")
+            sql:
+                "UPDATE items SET qty = 20, name = 'two!' WHERE id = 'i2'; INSERT INTO items(id, name, qty) VALUES ('b1', 'bee', 7)"
+        )
         try group.push("a")
         try group.push("b")
 
@@ -62,7 +65,8 @@ import TidemarkTestSupport
         #expect(try b.store.execute(sql: "SELECT name FROM items WHERE id = 'c1'").0[0].rows == [[.text("sea")]])
 
         // The folder loses a's bundles (pruned, or a copy lost): c and b hold them in their stores.
-        for file in try FileManager.default.contentsOfDirectory(atPath: group.folder + "/\(a.store.replica.id)") where file.hasSuffix(".tmb") {
+        for file in try FileManager.default.contentsOfDirectory(atPath: group.folder + "/\(a.store.replica.id)")
+        where file.hasSuffix(".tmb") {
             try FileManager.default.removeItem(atPath: group.folder + "/\(a.store.replica.id)/" + file)
         }
 
@@ -79,13 +83,14 @@ import TidemarkTestSupport
         let differences = try group.tableDifferences()
         #expect(differences.isEmpty, "\(differences)")
         let items = try a.store.execute(sql: "SELECT id, title, qty, color FROM items ORDER BY id").0[0].rows
-        #expect(items == [
-            [.text("b1"), .text("bee"), .integer(7), .text("none")],
-            [.text("c1"), .text("sea"), .integer(9), .text("none")],
-            [.text("i1"), .text("one"), .integer(1), .text("red")],
-            [.text("i2"), .text("two!"), .integer(20), .text("none")],
-            [.text("i3"), .text("three"), .integer(3), .text("blue")],
-        ])
+        #expect(
+            items == [
+                [.text("b1"), .text("bee"), .integer(7), .text("none")],
+                [.text("c1"), .text("sea"), .integer(9), .text("none")],
+                [.text("i1"), .text("one"), .integer(1), .text("red")],
+                [.text("i2"), .text("two!"), .integer(20), .text("none")],
+                [.text("i3"), .text("three"), .integer(3), .text("blue")],
+            ])
         #expect(try b.store.execute(sql: "SELECT body FROM notes").0[0].rows == [[.text("hello")]])
 
         // A replica that joins later on v2 receives the history of both versions.
@@ -106,11 +111,14 @@ import TidemarkTestSupport
             CREATE TABLE tags(id TEXT PRIMARY KEY, label TEXT);
             """
         let v2 = Store.Migration(
-            sql: "ALTER TABLE items RENAME TO things; ALTER TABLE notes DROP COLUMN body; DROP TABLE tags;", untrack: ["tags"])
+            sql: "ALTER TABLE items RENAME TO things; ALTER TABLE notes DROP COLUMN body; DROP TABLE tags;",
+            untrack: ["tags"])
         let group = try ExchangeGroup(["a", "b", "c"], schema: v1, preserve: [])
         let (a, b, c) = (group["a"], group["b"], group["c"])
         _ = try a.store.execute(
-            sql: "INSERT INTO items VALUES ('i1', 'one', 1); INSERT INTO notes VALUES ('n1', 'text', 0); INSERT INTO tags VALUES ('t1', 'red')")
+            sql:
+                "INSERT INTO items VALUES ('i1', 'one', 1); INSERT INTO notes VALUES ('n1', 'text', 0); INSERT INTO tags VALUES ('t1', 'red')"
+        )
         _ = try group.round(prune: false)
 
         let summary = try a.store.migrate(v2)
@@ -118,7 +126,8 @@ import TidemarkTestSupport
         #expect(summary.droppedColumns == ["notes": ["body"]])
         #expect(summary.untrackedTables == ["tags"])
         #expect(a.store.trackedTables.map(\.name).sorted() == ["notes", "things"])
-        _ = try a.store.execute(sql: "INSERT INTO things VALUES ('i2', 'two', 2); UPDATE notes SET pinned = 1 WHERE id = 'n1'")
+        _ = try a.store.execute(
+            sql: "INSERT INTO things VALUES ('i2', 'two', 2); UPDATE notes SET pinned = 1 WHERE id = 'n1'")
         // b, on v1, writes the renamed table, the dropped column and the untracked table.
         _ = try b.store.execute(
             sql: """
@@ -145,14 +154,19 @@ import TidemarkTestSupport
         for _ in 0..<2 { _ = try group.round(prune: false) }
         let differences = try group.tableDifferences()
         #expect(differences.isEmpty, "\(differences)")
-        #expect(try b.store.execute(sql: "SELECT id, name, qty FROM things ORDER BY id").0[0].rows == [
-            [.text("i1"), .text("uno"), .integer(1)], [.text("i2"), .text("two"), .integer(2)],
-        ])
+        #expect(
+            try b.store.execute(sql: "SELECT id, name, qty FROM things ORDER BY id").0[0].rows == [
+                [.text("i1"), .text("uno"), .integer(1)], [.text("i2"), .text("two"), .integer(2)],
+            ])
         // pinned: a's 1 and b's 2 were concurrent; the merge picked one, the same everywhere.
         #expect(try b.store.execute(sql: "SELECT count(*) FROM notes").0[0].rows == [[.integer(1)]])
 
         // A replica created from the new schema takes the lineage on and relays all of it.
-        let d = try group.add("d", schema: "CREATE TABLE things(id TEXT PRIMARY KEY, name TEXT, qty INTEGER); CREATE TABLE notes(id TEXT PRIMARY KEY, pinned INTEGER);")
+        let d = try group.add(
+            "d",
+            schema:
+                "CREATE TABLE things(id TEXT PRIMARY KEY, name TEXT, qty INTEGER); CREATE TABLE notes(id TEXT PRIMARY KEY, pinned INTEGER);"
+        )
         let everything = group.directory.file("everything.tmb")
         _ = try a.store.exportBundle(since: .zero, to: everything, key: a.key)
         let imported = try d.store.importBundle(at: everything)
@@ -160,7 +174,11 @@ import TidemarkTestSupport
         #expect(try group.tableDifferences(["a", "d"]).isEmpty)
         let relayed = group.directory.file("relayed.tmb")
         _ = try d.store.exportBundle(since: .zero, to: relayed, key: d.key)
-        let e = try group.add("e", schema: "CREATE TABLE things(id TEXT PRIMARY KEY, name TEXT, qty INTEGER); CREATE TABLE notes(id TEXT PRIMARY KEY, pinned INTEGER);")
+        let e = try group.add(
+            "e",
+            schema:
+                "CREATE TABLE things(id TEXT PRIMARY KEY, name TEXT, qty INTEGER); CREATE TABLE notes(id TEXT PRIMARY KEY, pinned INTEGER);"
+        )
         try e.trust(d)
         #expect(try e.store.importBundle(at: relayed).appliedTransactions == (try a.store.fetchHistory().count))
         #expect(try group.tableDifferences(["a", "e"]).isEmpty)
@@ -180,7 +198,8 @@ import TidemarkTestSupport
         _ = try group.round(prune: false)
         let differences = try group.tableDifferences()
         #expect(differences.isEmpty, "\(differences)")
-        #expect(try b.store.execute(sql: "SELECT title, color FROM items").0[0].rows == [[.text("from b"), .text("green")]])
+        #expect(
+            try b.store.execute(sql: "SELECT title, color FROM items").0[0].rows == [[.text("from b"), .text("green")]])
     }
 
     @Test func whatTheMigrationSQLWritesIsNotHistory() throws {
@@ -188,13 +207,18 @@ import TidemarkTestSupport
         let a = group["a"]
         _ = try a.store.execute(sql: "INSERT INTO items(id, name, qty) VALUES ('i1', 'one', 1)")
         let history = try a.store.fetchHistory()
-        try a.store.migrate(Store.Migration(sql: "ALTER TABLE items ADD COLUMN color TEXT; UPDATE items SET color = 'red', qty = 5"))
+        try a.store.migrate(
+            Store.Migration(sql: "ALTER TABLE items ADD COLUMN color TEXT; UPDATE items SET color = 'red', qty = 5"))
         // (The migration folds pending changes, which gives them their generation: compare the rest.)
-        #expect(try a.store.fetchHistory().map(\.token) == history.map(\.token), "every replica runs the same migration: its writes are not replicated")
+        #expect(
+            try a.store.fetchHistory().map(\.token) == history.map(\.token),
+            "every replica runs the same migration: its writes are not replicated")
         #expect(try a.store.fetchHistory().map(\.changes.count) == history.map(\.changes.count))
         #expect(try a.store.execute(sql: "SELECT qty, color FROM items").0[0].rows == [[.integer(5), .text("red")]])
         _ = try a.store.execute(sql: "UPDATE items SET color = 'blue'")
-        #expect(try a.store.fetchHistory().last?.changes.first?.values.map(\.name) == ["color"], "the new column is captured")
+        #expect(
+            try a.store.fetchHistory().last?.changes.first?.values.map(\.name) == ["color"],
+            "the new column is captured")
     }
 
     @Test func aMigrationThatChangesTheKeyOrThatTrackingCannotFollowIsRefusedAndChangesNothing() throws {
@@ -209,7 +233,10 @@ import TidemarkTestSupport
             ),
             ("ALTER TABLE items RENAME COLUMN id TO ident", "its key column 'id' was renamed"),
             ("DROP TABLE items", "it was dropped; untrack a table to drop it"),
-            ("ALTER TABLE items DROP COLUMN qty; ALTER TABLE items RENAME COLUMN name TO title", "a rename cannot be told from a drop and an add"),
+            (
+                "ALTER TABLE items DROP COLUMN qty; ALTER TABLE items RENAME COLUMN name TO title",
+                "a rename cannot be told from a drop and an add"
+            ),
             ("ALTER TABLE items ADD COLUMN nope NOT NULL", "migration failed"),
         ]
         for (sql, expected) in refusals {
@@ -240,7 +267,10 @@ import TidemarkTestSupport
         #expect(reopened.adoptedSchemaChange?.addedColumns == ["items": ["color"]])
         #expect(try Store.open(a.path).adoptedSchemaChange == nil, "adopted once")
         _ = try reopened.execute(sql: "INSERT INTO items(id, name, color) VALUES ('i1', 'one', 'red')")
-        #expect(try reopened.fetchHistory().last?.changes.first?.values.contains { $0.name == "color" && $0.value == .text("red") } == true)
+        #expect(
+            try reopened.fetchHistory().last?.changes.first?.values.contains {
+                $0.name == "color" && $0.value == .text("red")
+            } == true)
 
         // A rename made behind Tidemark's back is adopted too: SQLite renamed the column in the
         // capture triggers, which is how it is told from a drop and an add.

@@ -17,7 +17,9 @@ import TidemarkTestSupport
     ) async throws -> (transaction: History.Transaction, arrived: Int64)? {
         try await withThrowingTaskGroup(of: (History.Transaction, Int64)?.self) { group in
             group.addTask {
-                for try await transaction in stream where matching(transaction) { return (transaction, wallClockMilliseconds()) }
+                for try await transaction in stream where matching(transaction) {
+                    return (transaction, wallClockMilliseconds())
+                }
                 return nil
             }
             group.addTask {
@@ -33,7 +35,9 @@ import TidemarkTestSupport
     static func waitForRow(_ id: String, in stream: AsyncThrowingStream<History.Transaction, any Error>)
         -> Task<(transaction: History.Transaction, arrived: Int64)?, any Error>
     {
-        Task(priority: .high) { try await first(in: stream) { $0.changes.contains { $0.keyValues == ["id": .text(id)] } } }
+        Task(priority: .high) {
+            try await first(in: stream) { $0.changes.contains { $0.keyValues == ["id": .text(id)] } }
+        }
     }
 
     /// Runs `body` at high priority, and so does the stream's own task that `body` starts: the
@@ -70,7 +74,8 @@ import TidemarkTestSupport
                     RowChange(
                         type: .insert, table: "items", key: [.init("id", .text("shell"))],
                         values: [
-                            .init("id", .text("shell")), .init("name", .text("from sqlite3")), .init("qty", .null), .init("price", .null),
+                            .init("id", .text("shell")), .init("name", .text("from sqlite3")), .init("qty", .null),
+                            .init("price", .null),
                             .init("photo", .null), .init("note", .null),
                         ])
                 ])
@@ -87,7 +92,8 @@ import TidemarkTestSupport
             let arrival = Self.waitForRow("cli", in: stream)
 
             let result = try await SyncProcess.run([
-                "exec", "--store", fixture.path, "--author", "cli-user", "--context", "terminal", "INSERT INTO items(id) VALUES ('cli')",
+                "exec", "--store", fixture.path, "--author", "cli-user", "--context", "terminal",
+                "INSERT INTO items(id) VALUES ('cli')",
             ])
             try #require(result.exitCode == 0, "\(result)")
 
@@ -134,7 +140,10 @@ import TidemarkTestSupport
         let tokens = try store.fetchHistory().map(\.token)
         try store.deleteHistory(before: tokens[2])
         let stream = store.transactions(after: tokens[0])
-        await #expect(throws: StoreError.historyTokenExpired(token: tokens[0].description, replica: store.replica.id, prunedThrough: 3)) {
+        await #expect(
+            throws: StoreError.historyTokenExpired(
+                token: tokens[0].description, replica: store.replica.id, prunedThrough: 3)
+        ) {
             for try await _ in stream {}
         }
     }

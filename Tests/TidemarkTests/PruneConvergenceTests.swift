@@ -58,21 +58,26 @@ struct PruneScenario {
     /// whatever else it waits for (a bundle that holds the others reports its own waiting). Nil for
     /// any other warning, or when every one of them was published.
     static func unpublishedPrerequisites(in warning: String, cluster: ConvergenceCluster) throws -> String? {
-        guard let start = warning.range(of: "missing prerequisites: "), let end = warning.range(of: " (will retry") else { return nil }
+        guard let start = warning.range(of: "missing prerequisites: "), let end = warning.range(of: " (will retry")
+        else { return nil }
         let listed = String(warning[start.upperBound..<end.lowerBound])
         var missing: [(origin: Replica.ID, sequences: ClosedRange<Int64>)] = []
         for item in listed.components(separatedBy: ", ") {
             let parts = item.split(separator: " ")
             let bounds = parts.count == 2 ? parts[1].components(separatedBy: "..").map { Int64($0.dropFirst()) } : []
-            guard parts.count == 2, parts[0].hasPrefix("r"), let index = Int(parts[0].dropFirst()), cluster.replicas.indices.contains(index),
-                (1...2).contains(bounds.count), let first = bounds.first ?? nil, let last = bounds.last ?? nil, first <= last
+            guard parts.count == 2, parts[0].hasPrefix("r"), let index = Int(parts[0].dropFirst()),
+                cluster.replicas.indices.contains(index),
+                (1...2).contains(bounds.count), let first = bounds.first ?? nil, let last = bounds.last ?? nil,
+                first <= last
             else { return nil }
             missing.append((cluster.replicas[index].id, first...last))
         }
         let bundles = FolderTree(cluster.folder).files.filter { $0.hasSuffix(".tmb") }.map { cluster.folder + "/" + $0 }
         let ranges = bundles.compactMap { try? ExchangeGroup.header(of: $0) }.flatMap(\.ranges)
         let unpublished = missing.contains { origin, sequences in
-            sequences.contains { sequence in !ranges.contains { $0.origin == origin && $0.first <= sequence && sequence <= $0.last } }
+            sequences.contains { sequence in
+                !ranges.contains { $0.origin == origin && $0.first <= sequence && sequence <= $0.last }
+            }
         }
         return unpublished ? listed : nil
     }
@@ -82,7 +87,8 @@ struct PruneScenario {
     static func write(_ statements: [String], on replica: TestReplica, path: Int) async throws -> String {
         switch path {
         case 0..<5:
-            _ = try replica.store.execute(sql: statements.joined(separator: ";\n"), author: "app", contextName: "execute")
+            _ = try replica.store.execute(
+                sql: statements.joined(separator: ";\n"), author: "app", contextName: "execute")
             return "execute"
         case 5..<8:
             _ = try replica.store.write(author: "app", contextName: "write") { db in
@@ -110,9 +116,11 @@ struct PruneScenario {
         let n = Int.random(in: 3...5, using: &rng)
         let keySeeds = (0..<n).map { _ in (0..<32).map { _ in UInt8.random(in: 0...255, using: &rng) } }
         let skews = (0..<n).map { _ in Int64.random(in: -15...15, using: &rng) }
-        let cluster = try ConvergenceCluster(schema: CardWorkload.schema, keySeeds: keySeeds, skews: skews, label: "tidemark-prune-convergence")
+        let cluster = try ConvergenceCluster(
+            schema: CardWorkload.schema, keySeeds: keySeeds, skews: skews, label: "tidemark-prune-convergence")
         let log = Log()
-        log.add("seed \(seed): \(n) replicas: " + cluster.replicas.map { "\($0.name) = \($0.id)" }.joined(separator: ", "))
+        log.add(
+            "seed \(seed): \(n) replicas: " + cluster.replicas.map { "\($0.name) = \($0.id)" }.joined(separator: ", "))
         var workloads = (0..<n).map { CardWorkload(tag: "r\($0)") }
         var model = ReferenceModel(tables: CardWorkload.tables)
         var counts = (writes: 0, pushes: 0, pulls: 0, prunes: 0, pruned: 0, retirements: 0, snapshots: 0)
@@ -138,7 +146,9 @@ struct PruneScenario {
                 guard let m = cluster.replicas.firstIndex(where: { $0.id == member.id }) else { continue }
                 let holds = try cluster.replicas[m].store.currentToken()
                 if !holds.covers(report.horizon) {
-                    log.problem("\(label): r\(r) pruned through \(report.horizon), which active r\(m) lacks (it holds \(holds))")
+                    log.problem(
+                        "\(label): r\(r) pruned through \(report.horizon), which active r\(m) lacks (it holds \(holds))"
+                    )
                 }
             }
         }
@@ -148,7 +158,8 @@ struct PruneScenario {
                 counts.pushes += 1
                 log.add(
                     "\(label): push r\(r): "
-                        + (summary.export.map { "\($0.transactionCount) transactions since \(names($0.since))" } ?? "nothing") + " \(try state(r))")
+                        + (summary.export.map { "\($0.transactionCount) transactions since \(names($0.since))" }
+                            ?? "nothing") + " \(try state(r))")
             } catch {
                 log.problem("\(label): push r\(r) failed: \(Self.describe(error))")
             }
@@ -156,14 +167,16 @@ struct PruneScenario {
         func pull(_ r: Int, prune: Bool, label: String) throws {
             try harvest(r)
             do {
-                let summary = try cluster.replicas[r].store.pull(from: cluster.folder, key: cluster.replicas[r].key, prune: prune)
+                let summary = try cluster.replicas[r].store.pull(
+                    from: cluster.folder, key: cluster.replicas[r].key, prune: prune)
                 counts.pulls += 1
                 let snapshots = summary.imported.filter { $0.header.kind == .snapshot }.count
                 counts.snapshots += snapshots
                 counts.pruned += summary.prune?.removedTransactions ?? 0
                 log.add(
                     "\(label): pull r\(r)\(prune ? "" : " (no prune)"): \(summary.imported.count) bundles (\(snapshots) snapshots)"
-                        + (summary.prune.map { ", pruned \($0.removedTransactions), blockers \($0.blockers)" } ?? "") + " \(try state(r))")
+                        + (summary.prune.map { ", pruned \($0.removedTransactions), blockers \($0.blockers)" } ?? "")
+                        + " \(try state(r))")
                 for warning in summary.warnings {
                     // Waiting is right when a missing transaction is in no bundle yet (its origin
                     // has not pushed it, though a snapshot carried its effects to the sender);
@@ -190,7 +203,8 @@ struct PruneScenario {
                 "\(label): prune r\(r)\(dryRun ? " (dry run)" : ""): \(report.removedTransactions) transactions, "
                     + "\(report.removedFiles.count) files, blockers \(report.blockers) \(try state(r))")
             if let (store, tree) = before {
-                let differences = try replica.everything().differences(from: store, mine: "after", theirs: "before", limit: 5)
+                let differences = try replica.everything().differences(
+                    from: store, mine: "after", theirs: "before", limit: 5)
                 if !differences.isEmpty { log.problem("\(label): a dry run changed r\(r): \(differences)") }
                 if FolderTree(cluster.folder) != tree { log.problem("\(label): a dry run changed the folder") }
             } else {
@@ -214,15 +228,18 @@ struct PruneScenario {
                 // Any replica writes, the one away included (offline).
                 let r = Int.random(in: 0..<n, using: &rng)
                 let statements = workloads[r].transaction(using: &rng)
-                let how = try await Self.write(statements, on: cluster.replicas[r], path: Int.random(in: 0..<10, using: &rng))
+                let how = try await Self.write(
+                    statements, on: cluster.replicas[r], path: Int.random(in: 0..<10, using: &rng))
                 counts.writes += 1
                 log.add("\(label): \(how) on r\(r): \(statements.joined(separator: "; "))")
             case 45..<60:
                 try push(active.randomElement(using: &rng)!, label: label)
             case 60..<78:
-                try pull(active.randomElement(using: &rng)!, prune: Int.random(in: 0..<4, using: &rng) > 0, label: label)
+                try pull(
+                    active.randomElement(using: &rng)!, prune: Int.random(in: 0..<4, using: &rng) > 0, label: label)
             case 78..<88:
-                try prune(active.randomElement(using: &rng)!, dryRun: Int.random(in: 0..<5, using: &rng) == 0, label: label)
+                try prune(
+                    active.randomElement(using: &rng)!, dryRun: Int.random(in: 0..<5, using: &rng) == 0, label: label)
             case 88..<93:
                 guard away == nil else { continue }
                 let member = Int.random(in: 0..<n, using: &rng)
@@ -248,9 +265,12 @@ struct PruneScenario {
             for r in (0..<n).shuffled(using: &rng) { try pull(r, prune: true, label: "quiesce \(rounds)") }
             let tokens = try cluster.tokens()
             let first = try cluster.replicas[0].tables()
-            settled = try tokens.allSatisfy { $0 == tokens[0] } && cluster.replicas.allSatisfy { try $0.tables() == first }
+            settled =
+                try tokens.allSatisfy { $0 == tokens[0] } && cluster.replicas.allSatisfy { try $0.tables() == first }
         }
-        if !settled { log.problem("no quiescence after \(rounds) rounds; tokens: \(try cluster.tokens().map(\.description))") }
+        if !settled {
+            log.problem("no quiescence after \(rounds) rounds; tokens: \(try cluster.tokens().map(\.description))")
+        }
         for r in 0..<n { try harvest(r) }
 
         // The checks. The model must hold every transaction ever made, or the rest proves little.
@@ -286,10 +306,14 @@ struct PruneScenario {
         print("seed=\(seed) \(problems.isEmpty ? "converged" : "FAILED"): \(summary)")
         let file = NSTemporaryDirectory() + "tidemark-prune-convergence-\(seed).txt"
         if !problems.isEmpty || ProcessInfo.processInfo.environment["TIDEMARK_TRACE"] != nil {
-            try? (log.lines + ["", "problems:"] + problems).joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
+            try? (log.lines + ["", "problems:"] + problems).joined(separator: "\n").write(
+                toFile: file, atomically: true, encoding: .utf8)
         }
         if !problems.isEmpty {
-            Issue.record(Comment(rawValue: "seed \(seed): \(problems.count) problems (trace: \(file)):\n" + problems.prefix(30).joined(separator: "\n")))
+            Issue.record(
+                Comment(
+                    rawValue: "seed \(seed): \(problems.count) problems (trace: \(file)):\n"
+                        + problems.prefix(30).joined(separator: "\n")))
         }
     }
 }
@@ -301,7 +325,9 @@ struct PruneScenario {
 /// matter that ConvergencePropertyTests covers, and would hide what this property is about.
 struct CardWorkload {
     static let schema = "CREATE TABLE cards(id TEXT PRIMARY KEY, tag TEXT UNIQUE, title TEXT, rank INTEGER);"
-    static let tables = [ReferenceModel.Table(name: "cards", columns: ["id", "tag", "title", "rank"], keyColumns: ["id"])]
+    static let tables = [
+        ReferenceModel.Table(name: "cards", columns: ["id", "tag", "title", "rank"], keyColumns: ["id"])
+    ]
 
     let tag: String
     private var counter = 0
@@ -316,7 +342,8 @@ struct CardWorkload {
         let rank = counter
         let label = Int.random(in: 0..<5, using: &rng) == 0 ? "NULL" : "'t\(Int.random(in: 0..<4, using: &rng))'"
         switch Int.random(in: 0..<100, using: &rng) {
-        case 0..<30: return ["INSERT OR IGNORE INTO cards(id, tag, title, rank) VALUES (\(key), \(label), \(title), \(rank))"]
+        case 0..<30:
+            return ["INSERT OR IGNORE INTO cards(id, tag, title, rank) VALUES (\(key), \(label), \(title), \(rank))"]
         case 30..<50: return ["UPDATE cards SET title = \(title) WHERE id = \(key)"]
         case 50..<60: return ["UPDATE cards SET rank = \(rank) WHERE id = \(key)"]
         case 60..<68: return ["UPDATE OR IGNORE cards SET tag = \(label) WHERE id = \(key)"]
@@ -324,11 +351,17 @@ struct CardWorkload {
         case 76..<88: return ["DELETE FROM cards WHERE id = \(key)"]
         case 88..<94:
             // A new life in one transaction: the delete and the insert have different generations.
-            return ["DELETE FROM cards WHERE id = \(key)", "INSERT OR IGNORE INTO cards(id, tag, title, rank) VALUES (\(key), \(label), \(title), \(rank))"]
+            return [
+                "DELETE FROM cards WHERE id = \(key)",
+                "INSERT OR IGNORE INTO cards(id, tag, title, rank) VALUES (\(key), \(label), \(title), \(rank))",
+            ]
         default:
             let other = "'k\(Int.random(in: 0..<6, using: &rng))'"
             guard other != key else { return ["UPDATE cards SET rank = \(rank) WHERE id = \(key)"] }
-            return ["UPDATE cards SET title = \(title) WHERE id = \(key)", "UPDATE cards SET rank = \(rank) WHERE id = \(other)"]
+            return [
+                "UPDATE cards SET title = \(title) WHERE id = \(key)",
+                "UPDATE cards SET rank = \(rank) WHERE id = \(other)",
+            ]
         }
     }
 
@@ -342,7 +375,8 @@ struct CardWorkload {
     static func violations(in rows: [String: [[SQLValue]: [SQLValue]]]) -> [String] {
         var seen: [SQLValue: [SQLValue]] = [:]
         var problems: [String] = []
-        for (key, row) in (rows["cards"] ?? [:]).sorted(by: { $0.key.description < $1.key.description }) where row[1] != .null {
+        for (key, row) in (rows["cards"] ?? [:]).sorted(by: { $0.key.description < $1.key.description })
+        where row[1] != .null {
             if let other = seen[row[1]] { problems.append("cards \(key) and \(other) share tag \(row[1])") }
             seen[row[1]] = key
         }

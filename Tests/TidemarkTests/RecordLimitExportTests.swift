@@ -14,7 +14,8 @@ import TidemarkTestSupport
     static func replica(photo: Int, note: Int) throws -> (TemporaryDirectory, TestReplica) {
         let directory = try TemporaryDirectory("tidemark-record-limit")
         let a = try TestReplica("a", in: directory)
-        _ = try a.store.execute(sql: "INSERT INTO items(id, name, photo, note) VALUES ('big', NULL, zeroblob(\(photo)), zeroblob(\(note)))")
+        _ = try a.store.execute(
+            sql: "INSERT INTO items(id, name, photo, note) VALUES ('big', NULL, zeroblob(\(photo)), zeroblob(\(note)))")
         return (directory, a)
     }
 
@@ -27,7 +28,8 @@ import TidemarkTestSupport
         let (directory, a) = try Self.replica(photo: 40 * Self.mebibyte, note: 40 * Self.mebibyte)
         let out = directory.file("a-1.tmb")
         let expectedBytes = 80 * Self.mebibyte + 3  // the two BLOBs and the key 'big'
-        #expect(throws: ExchangeError.rowTooLarge(path: out, table: "items", key: "(id = 'big')", bytes: expectedBytes)) {
+        #expect(throws: ExchangeError.rowTooLarge(path: out, table: "items", key: "(id = 'big')", bytes: expectedBytes))
+        {
             _ = try a.store.exportBundle(since: .zero, to: out, key: a.key)
         }
         #expect(!FileManager.default.fileExists(atPath: out))
@@ -40,7 +42,8 @@ import TidemarkTestSupport
             #expect(
                 error.description
                     == "cannot export \(out): row (id = 'big') of table 'items' holds \(expectedBytes) bytes of values; a bundle record "
-                    + "holds at most 67108864 bytes (64 MiB) of TEXT and BLOB values, so no peer could read it; nothing was written")
+                    + "holds at most 67108864 bytes (64 MiB) of TEXT and BLOB values, so no peer could read it; nothing was written"
+            )
             let hint = try #require(error.hint)
             #expect(hint.contains("within 64 MiB"), "\(hint)")
             #expect(hint.contains("update or delete this row"), "\(hint)")
@@ -53,7 +56,10 @@ import TidemarkTestSupport
     @Test func aSnapshotOfTheRowFailsTooAndSucceedsOnceTheRowIsSmaller() throws {
         let (directory, a) = try Self.replica(photo: 40 * Self.mebibyte, note: 40 * Self.mebibyte)
         let out = directory.file("a.tms")
-        #expect(throws: ExchangeError.rowTooLarge(path: out, table: "items", key: "(id = 'big')", bytes: 80 * Self.mebibyte + 3)) {
+        #expect(
+            throws: ExchangeError.rowTooLarge(
+                path: out, table: "items", key: "(id = 'big')", bytes: 80 * Self.mebibyte + 3)
+        ) {
             _ = try a.store.exportSnapshot(to: out, key: a.key)
         }
         #expect(try Self.leftovers(directory) == [])
@@ -65,7 +71,9 @@ import TidemarkTestSupport
         let verified = try Store.inspectBundle(at: out) { _, _ in }
         #expect(verified.header.kind == .snapshot)
         // The change bundle still cannot be written: history holds the 80 MiB insert.
-        #expect(throws: ExchangeError.self) { _ = try a.store.exportBundle(since: .zero, to: directory.file("a-1.tmb"), key: a.key) }
+        #expect(throws: ExchangeError.self) {
+            _ = try a.store.exportBundle(since: .zero, to: directory.file("a-1.tmb"), key: a.key)
+        }
     }
 
     @Test func pushingTheRowFailsNamingTheFolderAndPublishesNothing() throws {
@@ -99,7 +107,9 @@ import TidemarkTestSupport
         _ = try a.store.exportBundle(since: .zero, to: out, key: a.key)
         let imported = try b.store.importBundle(at: out)
         #expect(imported.appliedChanges == 1)
-        let lengths = try b.store.execute(sql: "SELECT length(photo), length(note), typeof(note) FROM items WHERE id = 'big'").0
+        let lengths = try b.store.execute(
+            sql: "SELECT length(photo), length(note), typeof(note) FROM items WHERE id = 'big'"
+        ).0
         #expect(lengths.first?.rows == [[.integer(Int64(limit / 2)), .integer(Int64(limit / 2 - 3)), .text("blob")]])
     }
 }

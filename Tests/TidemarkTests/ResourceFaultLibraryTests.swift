@@ -32,7 +32,8 @@ import TidemarkTestSupport
         let out = f.directory.file("out.tmb")
         #expect(throws: StoreError.storeLocked(path: f.a.path)) { try f.a.export(to: out) }
         #expect(!FileManager.default.fileExists(atPath: out))
-        #expect(try FileManager.default.contentsOfDirectory(atPath: f.directory.path).allSatisfy { !$0.hasPrefix(".tmp-") })
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: f.directory.path).allSatisfy { !$0.hasPrefix(".tmp-") })
         await holder.release()
         #expect(try f.a.export(to: out).transactionCount == 1)
     }
@@ -52,7 +53,10 @@ import TidemarkTestSupport
         let f = try Locked()
         let holder = try await StoreLockHolder(store: f.a.path, sql: "INSERT INTO items(id) VALUES ('held')")
         #expect(throws: StoreError.storeLocked(path: f.a.path)) { try f.a.store.push(to: f.exchange, key: f.a.key) }
-        #expect((FileManager.default.subpaths(atPath: f.exchange) ?? []).filter { !$0.hasSuffix("/") }.allSatisfy { !$0.contains(".tmb") && !$0.contains(".tmp-") })
+        #expect(
+            (FileManager.default.subpaths(atPath: f.exchange) ?? []).filter { !$0.hasSuffix("/") }.allSatisfy {
+                !$0.contains(".tmb") && !$0.contains(".tmp-")
+            })
         await holder.release()
         #expect(try f.a.store.push(to: f.exchange, key: f.a.key).path?.hasSuffix("/0000000001.tmb") == true)
     }
@@ -68,14 +72,24 @@ import TidemarkTestSupport
         #expect(mapped(.SQLITE_BUSY) == .storeLocked(path: path))
         #expect(mapped(.SQLITE_BUSY)?.hint?.contains("let it finish or close it, then run the command again") == true)
         #expect(mapped(.SQLITE_FULL) == .storeFull(path: path, .noSpace))
-        #expect(mapped(.SQLITE_FULL)?.description == "\(path): cannot write the store: disk full (no space left on the device); the write was rolled back")
-        #expect(mapped(.SQLITE_FULL)?.hint == "free space on the disk holding \(directory.path), then run the command again")
+        #expect(
+            mapped(.SQLITE_FULL)?.description
+                == "\(path): cannot write the store: disk full (no space left on the device); the write was rolled back"
+        )
+        #expect(
+            mapped(.SQLITE_FULL)?.hint == "free space on the disk holding \(directory.path), then run the command again"
+        )
         #expect(mapped(.SQLITE_IOERR_WRITE, "disk I/O error") == .storeIOError(path: path, message: "disk I/O error"))
         #expect(mapped(.SQLITE_IOERR_WRITE)?.hint?.contains("PRAGMA integrity_check") == true)
         #expect(mapped(.SQLITE_NOTADB) == .notADatabase(path: path))
-        #expect(mapped(.SQLITE_CONSTRAINT, "UNIQUE constraint failed") == .database(path: path, message: "UNIQUE constraint failed"))
+        #expect(
+            mapped(.SQLITE_CONSTRAINT, "UNIQUE constraint failed")
+                == .database(path: path, message: "UNIQUE constraint failed"))
         #expect(StoreError(sqliteError: CocoaError(.fileNoSuchFile), path: path) == nil)
-        guard case .fileTooLarge = FileFault(errno: EFBIG) else { Issue.record("EFBIG is \(FileFault(errno: EFBIG))"); return }
+        guard case .fileTooLarge = FileFault(errno: EFBIG) else {
+            Issue.record("EFBIG is \(FileFault(errno: EFBIG))")
+            return
+        }
         #expect(FileFault(errno: ENOSPC).description == "disk full (no space left on the device)")
         #expect(FileFault(errno: EROFS).description == "the file system is read-only")
         #expect(FileFault(errno: EACCES) == .permissionDenied)

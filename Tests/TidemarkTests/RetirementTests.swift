@@ -18,7 +18,8 @@ import TidemarkTestSupport
         let cHolds = try group["c"].store.currentToken()
         #expect(try group.replicas.allSatisfy { try $0.store.currentToken() == cHolds })
 
-        _ = try group["a"].store.execute(sql: "UPDATE items SET name = 'renamed by a' WHERE id = 'c-1'; INSERT INTO items(id) VALUES ('a-new')")
+        _ = try group["a"].store.execute(
+            sql: "UPDATE items SET name = 'renamed by a' WHERE id = 'c-1'; INSERT INTO items(id) VALUES ('a-new')")
         _ = try group["b"].store.execute(sql: "DELETE FROM tags WHERE item = 'c-2'; DELETE FROM items WHERE id = 'c-2'")
         try group.round(["a", "b"])
         _ = try group["b"].store.execute(sql: "UPDATE items SET qty = -1 WHERE id = 'a-1'")
@@ -93,10 +94,13 @@ import TidemarkTestSupport
 
         // Away, c writes through the library and through another SQLite client.
         _ = try c.store.execute(
-            sql: "INSERT INTO items(id, name, qty) VALUES ('c-away', 'written away', 1); UPDATE items SET note = 'c was here' WHERE id = 'a-2'",
+            sql:
+                "INSERT INTO items(id, name, qty) VALUES ('c-away', 'written away', 1); UPDATE items SET note = 'c was here' WHERE id = 'a-2'",
             author: "away")
         try await SQLiteShell.execute(
-            c.path, "INSERT INTO items(id, name) VALUES ('c-shell', 'from sqlite3'); UPDATE items SET price = 99.5 WHERE id = 'b-3'")
+            c.path,
+            "INSERT INTO items(id, name) VALUES ('c-shell', 'from sqlite3'); UPDATE items SET price = 99.5 WHERE id = 'b-3'"
+        )
         #expect(try c.store.currentToken()[c.id] > cHolds[c.id])
 
         // Back: the bundles c lacked are gone, so its next pull catches up from a snapshot.
@@ -138,7 +142,9 @@ import TidemarkTestSupport
             #expect(row("c-1")?[1] == .text("renamed by a"), "\(replica.name)")
             #expect(row("c-2") == nil, "\(replica.name)")
             for name in ["a", "b", "c"] {
-                #expect(try group.member(name, seenBy: replica.name)?.retired == false, "\(replica.name) sees \(name) retired")
+                #expect(
+                    try group.member(name, seenBy: replica.name)?.retired == false,
+                    "\(replica.name) sees \(name) retired")
             }
         }
         // Now every member has applied everything: all prune to nothing, and the folder empties.
@@ -156,10 +162,12 @@ import TidemarkTestSupport
     @Test func aDeletedRowStaysDeletedWhenAStaleMemberUpdatesItAfterPruning() async throws {
         let group = try ExchangeGroup(["a", "b", "c"])
         let (a, b, c) = (group["a"], group["b"], group["c"])
-        _ = try a.store.execute(sql: "INSERT INTO items(id, name, qty) VALUES ('x', 'doomed', 1); INSERT INTO tags VALUES ('x', 't', 1)")
+        _ = try a.store.execute(
+            sql: "INSERT INTO items(id, name, qty) VALUES ('x', 'doomed', 1); INSERT INTO tags VALUES ('x', 't', 1)")
         try group.round()
         try group.round()
-        #expect(try group.replicas.allSatisfy { try $0.tables()["items"]?.rows.contains { $0[0] == .text("x") } == true })
+        #expect(
+            try group.replicas.allSatisfy { try $0.tables()["items"]?.rows.contains { $0[0] == .text("x") } == true })
 
         // c stops syncing; a deletes the row; a and b sync, retire c, and prune everything.
         _ = try a.store.execute(sql: "DELETE FROM tags WHERE item = 'x'; DELETE FROM items WHERE id = 'x'")
@@ -172,20 +180,26 @@ import TidemarkTestSupport
             #expect(try replica.store.fetchHistory().isEmpty, "\(replica.name)")
             // The tombstone is row state, not history.
             let metadata = try #require(try replica.everything()["tidemark_rows_1"])
-            #expect(metadata.rows.contains { $0[0] == .text("x") && $0[1] == .integer(2) }, "\(replica.name): \(metadata)")
+            #expect(
+                metadata.rows.contains { $0[0] == .text("x") && $0[1] == .integer(2) }, "\(replica.name): \(metadata)")
         }
 
         // c, still holding x, updates it offline, through the library and the shell.
         _ = try c.store.execute(sql: "UPDATE items SET name = 'stale update' WHERE id = 'x'")
-        try await SQLiteShell.execute(c.path, "UPDATE items SET qty = 7 WHERE id = 'x'; INSERT OR REPLACE INTO tags VALUES ('x', 't', 2)")
+        try await SQLiteShell.execute(
+            c.path, "UPDATE items SET qty = 7 WHERE id = 'x'; INSERT OR REPLACE INTO tags VALUES ('x', 't', 2)")
 
         // c pushes first: a and b apply its stale changes, which change nothing.
         #expect(try group.push("c").export?.transactionCount == 2)
         for name in ["a", "b"] {
             let pulled = try group.pull(name)
             #expect(pulled.warnings.isEmpty, "\(pulled.warnings)")
-            #expect(try group[name].tables()["items"]?.rows.contains { $0[0] == .text("x") } == false, "x came back on \(name)")
-            #expect(try group[name].tables()["tags"]?.rows.contains { $0[0] == .text("x") } == false, "x's tag came back on \(name)")
+            #expect(
+                try group[name].tables()["items"]?.rows.contains { $0[0] == .text("x") } == false,
+                "x came back on \(name)")
+            #expect(
+                try group[name].tables()["tags"]?.rows.contains { $0[0] == .text("x") } == false,
+                "x's tag came back on \(name)")
         }
         // Then c pulls, catching up by snapshot: its own copy goes.
         let pulled = try group.pull("c")
@@ -195,8 +209,12 @@ import TidemarkTestSupport
         try group.round()
         try group.expectConverged()
         for replica in group.replicas {
-            #expect(try replica.tables()["items"]?.rows.contains { $0[0] == .text("x") } == false, "x came back on \(replica.name)")
-            #expect(try replica.tables()["tags"]?.rows.contains { $0[0] == .text("x") } == false, "x's tag came back on \(replica.name)")
+            #expect(
+                try replica.tables()["items"]?.rows.contains { $0[0] == .text("x") } == false,
+                "x came back on \(replica.name)")
+            #expect(
+                try replica.tables()["tags"]?.rows.contains { $0[0] == .text("x") } == false,
+                "x's tag came back on \(replica.name)")
         }
     }
 

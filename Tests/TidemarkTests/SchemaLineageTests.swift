@@ -20,7 +20,9 @@ import TidemarkTestSupport
         #expect(a.change == Schema.Change([.addColumn(table: "items", column: "note")]))
         #expect(a.id == Schema.versionID(parent: Schema.initialID, change: a.change))
         // A migration that changes nothing that replicates makes no version.
-        #expect(try group["a"].store.migrate(Store.Migration(sql: "CREATE INDEX items_by_name ON items(name);")).version == nil)
+        #expect(
+            try group["a"].store.migrate(Store.Migration(sql: "CREATE INDEX items_by_name ON items(name);")).version
+                == nil)
         #expect(try group["a"].store.status().lineage == [a])
 
         _ = try group["a"].store.execute(sql: "INSERT INTO items(id, name, note) VALUES ('i1', 'one', 'n')")
@@ -42,7 +44,9 @@ import TidemarkTestSupport
 
         let before = try StoreSnapshot.everything(of: b.path)
         let bytesBefore = try Self.files(of: b.path)
-        #expect(throws: ExchangeError.schemaFork(path: bundle, ours: ours, theirs: theirs)) { try b.store.importBundle(at: bundle) }
+        #expect(throws: ExchangeError.schemaFork(path: bundle, ours: ours, theirs: theirs)) {
+            try b.store.importBundle(at: bundle)
+        }
         #expect(try StoreSnapshot.everything(of: b.path) == before)
         #expect(try Self.files(of: b.path) == bytesBefore, "the store's files are unchanged, byte for byte")
         let pulled = try group.pull("b", prune: false)
@@ -83,7 +87,9 @@ import TidemarkTestSupport
         #expect(try group.pull("d", prune: false).waiting.map(\.version) == [version])
 
         // A device that installs the new release creates its store from the migrated schema.
-        let e = try TestReplica("e", in: group.directory, schema: "CREATE TABLE items(id TEXT PRIMARY KEY, name TEXT, note TEXT DEFAULT 'none');", preserve: [])
+        let e = try TestReplica(
+            "e", in: group.directory,
+            schema: "CREATE TABLE items(id TEXT PRIMARY KEY, name TEXT, note TEXT DEFAULT 'none');", preserve: [])
         try e.store.addPeer(name: "a", publicKeyBase64: Data(group["a"].store.publicKey).base64EncodedString())
         let summary = try e.store.importBundle(at: try #require(group.bundles.first))
         #expect(summary.adoptedVersions == [version] && summary.appliedTransactions == 1, "\(summary)")

@@ -46,7 +46,8 @@ import TidemarkTestSupport
         #expect(differences.isEmpty, "\(differences)")
         let received = Self.rowMetadata(try d.everything())
         #expect(received == metadata)
-        #expect(metadata.contains { table in table.rows.contains { $0[1] == .integer(2) } }, "the scenario has tombstones")
+        #expect(
+            metadata.contains { table in table.rows.contains { $0[1] == .integer(2) } }, "the scenario has tombstones")
 
         // Importing it again changes nothing.
         let before = try d.everything()
@@ -84,7 +85,8 @@ import TidemarkTestSupport
 
         // d is a member like the others: its writes travel, and once all have applied everything
         // every prune empties history.
-        _ = try d.store.execute(sql: "INSERT INTO items(id, name) VALUES ('d-1', 'from d'); UPDATE items SET note = 'd' WHERE id = 'a-1'")
+        _ = try d.store.execute(
+            sql: "INSERT INTO items(id, name) VALUES ('d-1', 'from d'); UPDATE items SET note = 'd' WHERE id = 'a-1'")
         try group.round()
         try group.round()
         try group.expectConverged()
@@ -218,7 +220,8 @@ import TidemarkTestSupport
         do {
             try group.push("b")
         } catch {
-            Issue.record("b's push failed (b \(caughtUp ? "took" : "did not take") a's snapshot on the pull between): \(error)")
+            Issue.record(
+                "b's push failed (b \(caughtUp ? "took" : "did not take") a's snapshot on the pull between): \(error)")
             return
         }
         try group.round()

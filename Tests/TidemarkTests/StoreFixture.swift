@@ -23,7 +23,8 @@ struct StoreFixture {
         directory = try TemporaryDirectory("tidemark-lib")
         path = directory.file("store.db")
         store = try Store.initialize(
-            path, setup: Store.Setup(replicaName: "a", schema: ("schema.sql", schema), tables: tables, preserve: preserve),
+            path,
+            setup: Store.Setup(replicaName: "a", schema: ("schema.sql", schema), tables: tables, preserve: preserve),
             options: options
         ).store
     }
@@ -40,7 +41,9 @@ extension History.Change {
     /// The values as a dictionary.
     var valueMap: [String: SQLValue] { Dictionary(uniqueKeysWithValues: values.map { ($0.name, $0.value) }) }
     /// The tombstone as a dictionary (nil when there is none).
-    var tombstoneMap: [String: SQLValue]? { tombstone.map { Dictionary(uniqueKeysWithValues: $0.map { ($0.name, $0.value) }) } }
+    var tombstoneMap: [String: SQLValue]? {
+        tombstone.map { Dictionary(uniqueKeysWithValues: $0.map { ($0.name, $0.value) }) }
+    }
 }
 
 /// What a change says about its row: kind, table, key, values and tombstone. Expectations compare
@@ -52,7 +55,10 @@ struct RowChange: Equatable {
     var values: [History.Column]
     var tombstone: [History.Column]?
 
-    init(type: History.ChangeType, table: String, key: [History.Column], values: [History.Column], tombstone: [History.Column]? = nil) {
+    init(
+        type: History.ChangeType, table: String, key: [History.Column], values: [History.Column],
+        tombstone: [History.Column]? = nil
+    ) {
         self.type = type
         self.table = table
         self.key = key

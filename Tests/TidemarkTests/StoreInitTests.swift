@@ -8,19 +8,23 @@ import TidemarkTestSupport
 @Suite struct StoreInitTests {
     /// The files a failed `initialize` must not leave behind for a store that did not exist.
     static func leftovers(_ path: String) -> [String] {
-        [path, path + "-wal", path + "-shm", path + "-journal", path + ".key"].filter { FileManager.default.fileExists(atPath: $0) }
+        [path, path + "-wal", path + "-shm", path + "-journal", path + ".key"].filter {
+            FileManager.default.fileExists(atPath: $0)
+        }
     }
 
     @Test func createsAStoreAndItsKey() throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("new.db")
         let (store, created) = try Store.initialize(
-            path, setup: Store.Setup(replicaName: "laptop", schema: ("s.sql", StoreFixture.schema), preserve: ["items.name"]))
+            path,
+            setup: Store.Setup(replicaName: "laptop", schema: ("s.sql", StoreFixture.schema), preserve: ["items.name"]))
         #expect(created)
         #expect(store.replica.name == "laptop")
         let key = try KeyFile.load(path + ".key")
         #expect(store.replica.id == Replica.ID(publicKey: key.publicKey))
-        let mode = try #require(try FileManager.default.attributesOfItem(atPath: path + ".key")[.posixPermissions] as? Int)
+        let mode = try #require(
+            try FileManager.default.attributesOfItem(atPath: path + ".key")[.posixPermissions] as? Int)
         #expect(mode & 0o077 == 0)
         #expect(store.trackedTables.map(\.name) == ["items", "tags"])
         #expect(store.trackedTable(named: "items")?.keyColumns == ["id"])
@@ -53,8 +57,12 @@ import TidemarkTestSupport
         #expect(history[0].author == nil)
         #expect(
             history[0].changes.rows == [
-                RowChange(type: .insert, table: "notes", key: [.init("id", .text("n1"))], values: [.init("id", .text("n1")), .init("body", .text("first"))]),
-                RowChange(type: .insert, table: "notes", key: [.init("id", .text("n2"))], values: [.init("id", .text("n2")), .init("body", .null)]),
+                RowChange(
+                    type: .insert, table: "notes", key: [.init("id", .text("n1"))],
+                    values: [.init("id", .text("n1")), .init("body", .text("first"))]),
+                RowChange(
+                    type: .insert, table: "notes", key: [.init("id", .text("n2"))],
+                    values: [.init("id", .text("n2")), .init("body", .null)]),
             ])
         #expect(store.trackedTables.map(\.name) == ["notes"])
     }
@@ -95,43 +103,63 @@ import TidemarkTestSupport
         #expect(Self.leftovers(path).isEmpty)
     }
 
-    static let untrackable: [(label: String, schema: String, track: [String], check: @Sendable (StoreError) -> Bool)] = [
-        ("unknown table", "CREATE TABLE items(id TEXT PRIMARY KEY);", ["nope"], { $0 == .unknownTable("nope") }),
-        (
-            "no primary key", "CREATE TABLE loose(a TEXT, b TEXT);", [],
-            {
-                guard case .untrackableTable("loose", let reason, let hint) = $0 else { return false }
-                return reason.contains("PRIMARY KEY") && hint.contains("PRIMARY KEY")
-            }
-        ),
-        (
-            "rowid alias", "CREATE TABLE counted(id INTEGER PRIMARY KEY, v);", [],
-            {
-                guard case .untrackableTable("counted", let reason, let hint) = $0 else { return false }
-                return reason.contains("INTEGER PRIMARY KEY") && hint.contains("UUID") && hint.contains("TEXT")
-            }
-        ),
-        (
-            "rowid alias, lower case", "CREATE TABLE counted(id integer primary key, v);", [],
-            { if case .untrackableTable("counted", _, let hint) = $0 { return hint.contains("UUID") } else { return false } }
-        ),
-        ("preserve of an unknown column", "CREATE TABLE items(id TEXT PRIMARY KEY);", [], { $0 == .unknownColumn(table: "items", column: "nope") }),
-        ("reserved name", "CREATE TABLE tidemark_mine(id TEXT PRIMARY KEY);", ["tidemark_mine"], {
-            if case .untrackableTable("tidemark_mine", _, _) = $0 { return true } else { return false }
-        }),
-        ("nothing to track", "CREATE VIEW just_a_view AS SELECT 1;", [], {
-            if case .nothingToTrack = $0 { return true } else { return false }
-        }),
-    ]
+    static let untrackable: [(label: String, schema: String, track: [String], check: @Sendable (StoreError) -> Bool)] =
+        [
+            ("unknown table", "CREATE TABLE items(id TEXT PRIMARY KEY);", ["nope"], { $0 == .unknownTable("nope") }),
+            (
+                "no primary key", "CREATE TABLE loose(a TEXT, b TEXT);", [],
+                {
+                    guard case .untrackableTable("loose", let reason, let hint) = $0 else { return false }
+                    return reason.contains("PRIMARY KEY") && hint.contains("PRIMARY KEY")
+                }
+            ),
+            (
+                "rowid alias", "CREATE TABLE counted(id INTEGER PRIMARY KEY, v);", [],
+                {
+                    guard case .untrackableTable("counted", let reason, let hint) = $0 else { return false }
+                    return reason.contains("INTEGER PRIMARY KEY") && hint.contains("UUID") && hint.contains("TEXT")
+                }
+            ),
+            (
+                "rowid alias, lower case", "CREATE TABLE counted(id integer primary key, v);", [],
+                {
+                    if case .untrackableTable("counted", _, let hint) = $0 {
+                        return hint.contains("UUID")
+                    } else {
+                        return false
+                    }
+                }
+            ),
+            (
+                "preserve of an unknown column", "CREATE TABLE items(id TEXT PRIMARY KEY);", [],
+                { $0 == .unknownColumn(table: "items", column: "nope") }
+            ),
+            (
+                "reserved name", "CREATE TABLE tidemark_mine(id TEXT PRIMARY KEY);", ["tidemark_mine"],
+                {
+                    if case .untrackableTable("tidemark_mine", _, _) = $0 { return true } else { return false }
+                }
+            ),
+            (
+                "nothing to track", "CREATE VIEW just_a_view AS SELECT 1;", [],
+                {
+                    if case .nothingToTrack = $0 { return true } else { return false }
+                }
+            ),
+        ]
 
     /// A new store that cannot be set up leaves no file behind.
     @Test(arguments: untrackable)
-    func untrackableSchemaLeavesNoStore(label: String, schema: String, track: [String], check: @Sendable (StoreError) -> Bool) throws {
+    func untrackableSchemaLeavesNoStore(
+        label: String, schema: String, track: [String], check: @Sendable (StoreError) -> Bool
+    ) throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("new.db")
         let preserve = label == "preserve of an unknown column" ? ["items.nope"] : []
         let error = #expect(throws: StoreError.self, "\(label)") {
-            try Store.initialize(path, setup: Store.Setup(replicaName: "a", schema: ("s.sql", schema), tables: track, preserve: preserve))
+            try Store.initialize(
+                path, setup: Store.Setup(replicaName: "a", schema: ("s.sql", schema), tables: track, preserve: preserve)
+            )
         }
         #expect(error.map(check) == true, "\(label): \(String(describing: error))")
         #expect(Self.leftovers(path).isEmpty, "\(label)")
@@ -139,10 +167,13 @@ import TidemarkTestSupport
 
     /// An existing database that cannot be adopted is left exactly as it was, with no key beside it.
     @Test(arguments: untrackable.filter { $0.label != "nothing to track" })
-    func untrackableDatabaseIsLeftAsItWas(label: String, schema: String, track: [String], check: @Sendable (StoreError) -> Bool) async throws {
+    func untrackableDatabaseIsLeftAsItWas(
+        label: String, schema: String, track: [String], check: @Sendable (StoreError) -> Bool
+    ) async throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("app.db")
-        try await SQLiteShell.execute(path, schema + "\nCREATE TABLE fine(id TEXT PRIMARY KEY, v); INSERT INTO fine VALUES ('x', 1);")
+        try await SQLiteShell.execute(
+            path, schema + "\nCREATE TABLE fine(id TEXT PRIMARY KEY, v); INSERT INTO fine VALUES ('x', 1);")
         let before = try await SQLiteShell.dump(path)
         let bytes = FileManager.default.contents(atPath: path)
         let preserve = label == "preserve of an unknown column" ? ["items.nope"] : []
@@ -163,7 +194,8 @@ import TidemarkTestSupport
     ])
     func applicationChosenKeysAreAccepted(schema: String) throws {
         let directory = try TemporaryDirectory()
-        let (store, _) = try Store.initialize(directory.file("s.db"), setup: Store.Setup(replicaName: "a", schema: ("s.sql", schema)))
+        let (store, _) = try Store.initialize(
+            directory.file("s.db"), setup: Store.Setup(replicaName: "a", schema: ("s.sql", schema)))
         #expect(store.trackedTables.map(\.name) == ["t"])
     }
 
@@ -171,7 +203,8 @@ import TidemarkTestSupport
         let directory = try TemporaryDirectory()
         let path = directory.file("s.db")
         #expect(throws: StoreError.invalidReplicaName("my laptop")) {
-            try Store.initialize(path, setup: Store.Setup(replicaName: "my laptop", schema: ("s.sql", StoreFixture.schema)))
+            try Store.initialize(
+                path, setup: Store.Setup(replicaName: "my laptop", schema: ("s.sql", StoreFixture.schema)))
         }
         #expect(Self.leftovers(path).isEmpty)
     }
@@ -193,7 +226,8 @@ import TidemarkTestSupport
     @Test func reinitializingWithTheSameSettingsChangesNothing() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("app.db")
-        try await SQLiteShell.execute(path, "CREATE TABLE items(id TEXT PRIMARY KEY, name TEXT); INSERT INTO items VALUES ('a', 'A');")
+        try await SQLiteShell.execute(
+            path, "CREATE TABLE items(id TEXT PRIMARY KEY, name TEXT); INSERT INTO items VALUES ('a', 'A');")
         let setup = Store.Setup(replicaName: "a", tables: ["items"], preserve: ["items.name"])
         let (first, created) = try Store.initialize(path, setup: setup)
         #expect(created)
@@ -213,7 +247,8 @@ import TidemarkTestSupport
         _ = try fixture.store.execute(sql: "INSERT INTO items(id) VALUES ('a')")
         let before = try await SQLiteShell.dump(fixture.path)
         let (again, created) = try Store.initialize(
-            fixture.path, setup: Store.Setup(replicaName: "a", schema: ("schema.sql", StoreFixture.schema), preserve: ["items.name"]))
+            fixture.path,
+            setup: Store.Setup(replicaName: "a", schema: ("schema.sql", StoreFixture.schema), preserve: ["items.name"]))
         #expect(!created)
         #expect(again.replica == fixture.store.replica)
         #expect(try await SQLiteShell.dump(fixture.path) == before)
@@ -224,7 +259,12 @@ import TidemarkTestSupport
         ("fewer tables", Store.Setup(replicaName: "a", tables: ["items"], preserve: ["items.name"])),
         ("other preserved columns", Store.Setup(replicaName: "a", preserve: ["items.note"])),
         ("no preserved columns", Store.Setup(replicaName: "a")),
-        ("a schema that adds a table", Store.Setup(replicaName: "a", schema: ("more.sql", "CREATE TABLE more(id TEXT PRIMARY KEY);"), preserve: ["items.name"])),
+        (
+            "a schema that adds a table",
+            Store.Setup(
+                replicaName: "a", schema: ("more.sql", "CREATE TABLE more(id TEXT PRIMARY KEY);"),
+                preserve: ["items.name"])
+        ),
     ])
     func reinitializingWithOtherSettingsIsRefusedAndChangesNothing(label: String, setup: Store.Setup) async throws {
         let fixture = try StoreFixture()

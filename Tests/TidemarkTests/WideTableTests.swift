@@ -15,7 +15,10 @@ import TidemarkTestSupport
         #expect(a.store.trackedTable(named: "wide")?.columns.count == Self.width)
         _ = try a.store.execute(sql: "INSERT INTO wide(id, c1, c100, c199) VALUES ('r', 1, 100, 199)")
         _ = try group.round(prune: false)
-        #expect(try b.store.execute(sql: "SELECT c1, c100, c199 FROM wide").0[0].rows == [[.integer(1), .integer(100), .integer(199)]])
+        #expect(
+            try b.store.execute(sql: "SELECT c1, c100, c199 FROM wide").0[0].rows == [
+                [.integer(1), .integer(100), .integer(199)]
+            ])
 
         // Concurrent updates of different columns, in every mask word, both survive.
         _ = try a.store.execute(sql: "UPDATE wide SET c5 = 5, c70 = 70, c150 = 150 WHERE id = 'r'")
@@ -26,7 +29,12 @@ import TidemarkTestSupport
         #expect(differences.isEmpty, "\(differences)")
         #expect(
             try a.store.execute(sql: "SELECT c1, c5, c6, c70, c71, c100, c150, c199 FROM wide").0[0].rows
-                == [[.integer(1), .integer(5), .integer(6), .integer(70), .integer(71), .integer(100), .integer(150), .integer(-199)]])
+                == [
+                    [
+                        .integer(1), .integer(5), .integer(6), .integer(70), .integer(71), .integer(100), .integer(150),
+                        .integer(-199),
+                    ]
+                ])
 
         // A migration adds a column past the last word; both replicas keep syncing it.
         try a.store.migrate(Store.Migration(sql: "ALTER TABLE wide ADD COLUMN extra TEXT"))
@@ -42,7 +50,8 @@ import TidemarkTestSupport
         let columns = (1..<1200).map { "c\($0)" }.joined(separator: ", ")
         let directory = try TemporaryDirectory("tidemark-wide")
         let error = #expect(throws: StoreError.self) {
-            try TestReplica("a", in: directory, schema: "CREATE TABLE wide(id TEXT PRIMARY KEY, \(columns));", preserve: [])
+            try TestReplica(
+                "a", in: directory, schema: "CREATE TABLE wide(id TEXT PRIMARY KEY, \(columns));", preserve: [])
         }
         #expect("\(error.map { "\($0)" } ?? "")".contains("at most 996 can be tracked"), "\(String(describing: error))")
     }

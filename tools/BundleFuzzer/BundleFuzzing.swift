@@ -38,12 +38,16 @@ enum BundleFuzzing {
         } else {
             switch decoder.header.kind {
             case .snapshot:
-                while let state = try decoder.nextRowState() { precondition(!state.key.isEmpty, "a row state without key") }
+                while let state = try decoder.nextRowState() {
+                    precondition(!state.key.isEmpty, "a row state without key")
+                }
             case .changes, .watermark:
                 while let head = try decoder.nextTransaction() {
                     var changes = 0
                     while try decoder.nextChange() != nil { changes += 1 }
-                    precondition(changes == head.changeCount, "a transaction yielded \(changes) of its \(head.changeCount) changes")
+                    precondition(
+                        changes == head.changeCount,
+                        "a transaction yielded \(changes) of its \(head.changeCount) changes")
                 }
             }
         }
@@ -54,10 +58,14 @@ enum BundleFuzzing {
     /// attestation per range, and nothing for kinds that carry no transactions.
     private static func checkInvariants(_ bundle: VerifiedBundle) {
         let declared = bundle.header.ranges.reduce(0) { $0 + Int($1.last - $1.first + 1) }
-        precondition(bundle.transactionCount == declared, "verified \(bundle.transactionCount) transactions, ranges declare \(declared)")
+        precondition(
+            bundle.transactionCount == declared,
+            "verified \(bundle.transactionCount) transactions, ranges declare \(declared)")
         precondition(bundle.attestations.count == bundle.header.ranges.count, "attestations do not match ranges")
         for (range, attestation) in zip(bundle.header.ranges, bundle.attestations) {
-            precondition(attestation.origin == range.origin && attestation.sequence == range.last, "attestation for another range")
+            precondition(
+                attestation.origin == range.origin && attestation.sequence == range.last,
+                "attestation for another range")
         }
         if bundle.header.kind == .watermark { precondition(bundle.changeCount == 0, "a watermark with records") }
     }

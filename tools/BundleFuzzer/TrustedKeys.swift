@@ -18,6 +18,8 @@ enum TrustedKeys {
 
     private static func hex(_ text: String) -> [UInt8] {
         let digits = Array(text.utf8)
-        return stride(from: 0, to: digits.count, by: 2).map { UInt8(String(decoding: digits[$0..<$0 + 2], as: UTF8.self), radix: 16)! }
+        return stride(from: 0, to: digits.count, by: 2).map {
+            UInt8(String(decoding: digits[$0..<$0 + 2], as: UTF8.self), radix: 16)!
+        }
     }
 }

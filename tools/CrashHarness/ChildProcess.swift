@@ -82,7 +82,8 @@ struct ChildProcess {
         // Sleep in short steps so a child that finishes early is noticed (and not killed).
         while clock.now < deadline {
             if let ending = try reap(pid, blocking: false) {
-                return KillOutcome(result: collect(ending: ending, files: files, started: started), killedMidCommand: false)
+                return KillOutcome(
+                    result: collect(ending: ending, files: files, started: started), killedMidCommand: false)
             }
             let remaining = deadline - clock.now
             let step = min(remaining, .milliseconds(2))
@@ -95,7 +96,9 @@ struct ChildProcess {
         // (or its zombie, if it exited just now).
         kill(pid, SIGKILL)
         let ending = try reap(pid, blocking: true)!
-        return KillOutcome(result: collect(ending: ending, files: files, started: started), killedMidCommand: ending == .signaled(SIGKILL))
+        return KillOutcome(
+            result: collect(ending: ending, files: files, started: started),
+            killedMidCommand: ending == .signaled(SIGKILL))
     }
 
     private struct OutputFiles {
@@ -121,7 +124,9 @@ struct ChildProcess {
         var pid: pid_t = 0
         let started = ContinuousClock.now
         let status = posix_spawn(&pid, executable, &actions, nil, argv, environ)
-        guard status == 0 else { throw HarnessError.cannotStart(command: commandLine, reason: String(cString: strerror(status))) }
+        guard status == 0 else {
+            throw HarnessError.cannotStart(command: commandLine, reason: String(cString: strerror(status)))
+        }
         return (pid, files, started)
     }
 

@@ -13,7 +13,8 @@ struct Cluster {
 
     /// The tracked table every trial writes: each write transaction inserts several rows sharing
     /// one `tag`, so a partly applied transaction shows as a tag with too few rows.
-    static let schema = "CREATE TABLE items(id TEXT PRIMARY KEY, tag TEXT NOT NULL, n INTEGER NOT NULL, payload TEXT NOT NULL);"
+    static let schema =
+        "CREATE TABLE items(id TEXT PRIMARY KEY, tag TEXT NOT NULL, n INTEGER NOT NULL, payload TEXT NOT NULL);"
 
     let sync: String
     let directory: String
@@ -42,13 +43,19 @@ struct Cluster {
         }
         var publicKeys: [String] = []
         for member in members {
-            try setup("init \(member.name)", ["init", "--store", member.store, "--replica", member.name, "--schema", schemaFile])
+            try setup(
+                "init \(member.name)",
+                ["init", "--store", member.store, "--replica", member.name, "--schema", schemaFile])
             let identity = try setup("identity \(member.name)", ["identity", "--store", member.store])
-            publicKeys.append(String(identity.stdout.split(separator: " ").last ?? "").trimmingCharacters(in: .whitespacesAndNewlines))
+            publicKeys.append(
+                String(identity.stdout.split(separator: " ").last ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+            )
         }
         for member in members {
             for (other, key) in zip(members, publicKeys) where other.name != member.name {
-                try setup("trust \(other.name) from \(member.name)", ["peers", "add", "--store", member.store, other.name, key])
+                try setup(
+                    "trust \(other.name) from \(member.name)",
+                    ["peers", "add", "--store", member.store, other.name, key])
             }
         }
     }

@@ -29,10 +29,15 @@ struct CrashHarnessCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The sync binary (default: the one beside this executable).", valueName: "path"))
     var sync: String?
 
-    @Option(help: ArgumentHelp("Draw kill delays from 0 to this many milliseconds (default: 1.25 x each command's usual duration).", valueName: "ms"))
+    @Option(
+        help: ArgumentHelp(
+            "Draw kill delays from 0 to this many milliseconds (default: 1.25 x each command's usual duration).",
+            valueName: "ms"))
     var maxDelay: Double?
 
-    @Option(help: ArgumentHelp("Work in this folder and keep it (default: a temporary folder, kept only on failure).", valueName: "dir"))
+    @Option(
+        help: ArgumentHelp(
+            "Work in this folder and keep it (default: a temporary folder, kept only on failure).", valueName: "dir"))
     var dir: String?
 
     @Flag(help: "Print only failures and the summary.")
@@ -47,7 +52,9 @@ struct CrashHarnessCommand: ParsableCommand {
     func run() throws {
         let seed = seed ?? UInt64.random(in: 0...UInt64.max)
         let syncPath = sync ?? Self.besideThisExecutable("sync")
-        guard FileManager.default.isExecutableFile(atPath: syncPath) else { throw HarnessError.syncBinaryNotFound(syncPath) }
+        guard FileManager.default.isExecutableFile(atPath: syncPath) else {
+            throw HarnessError.syncBinaryNotFound(syncPath)
+        }
         let directory = dir ?? NSTemporaryDirectory() + "tidemark-crash-\(UUID().uuidString.prefix(8))"
         Self.say("tidemark-crash  seed \(seed)  trials \(trials)  replicas \(replicas)")
         Self.say("  sync    \(syncPath)")
@@ -60,7 +67,9 @@ struct CrashHarnessCommand: ParsableCommand {
             cluster: cluster, seed: seed, maxDelay: maxDelay.map { .microseconds(Int64($0 * 1000)) },
             say: { line in if !quiet || line.contains("FAIL") { Self.say(line) } })
         runner.run(trials: trials)
-        for line in runner.summary.lines(seed: seed, trials: trials, elapsed: ContinuousClock.now - started) { Self.say(line) }
+        for line in runner.summary.lines(seed: seed, trials: trials, elapsed: ContinuousClock.now - started) {
+            Self.say(line)
+        }
 
         if runner.summary.failures.isEmpty {
             if dir == nil { try? FileManager.default.removeItem(atPath: directory) }
@@ -79,7 +88,9 @@ struct CrashHarnessCommand: ParsableCommand {
     /// build configuration in one folder).
     static func besideThisExecutable(_ name: String) -> String {
         #if os(Linux)
-            let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+            let executable =
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+                ?? CommandLine.arguments[0]
         #else
             let executable = Bundle.main.executablePath ?? CommandLine.arguments[0]
         #endif

@@ -23,7 +23,9 @@ enum StoreInspector {
         defer { try? database.close() }
         return try database.read { db in
             var counts: [String: Int] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT tag, count(*) FROM items GROUP BY tag") { counts[row[0]] = row[1] }
+            for row in try Row.fetchAll(db, sql: "SELECT tag, count(*) FROM items GROUP BY tag") {
+                counts[row[0]] = row[1]
+            }
             return counts
         }
     }
@@ -75,7 +77,8 @@ enum StoreInspector {
                 var inserts: [String: Int] = [:]
                 for change in transaction.changes where change.table == "items" && change.type == .insert {
                     guard case .text(let tag)? = change.values.first(where: { $0.name == "tag" })?.value else {
-                        facts.problems.append("\(transaction.replica.short) #\(transaction.sequence): an items insert without a text tag")
+                        facts.problems.append(
+                            "\(transaction.replica.short) #\(transaction.sequence): an items insert without a text tag")
                         continue
                     }
                     inserts[tag, default: 0] += 1
@@ -87,9 +90,13 @@ enum StoreInspector {
                         facts.problems.append("\(name) inserts rows of tag \(tag), which the harness never wrote")
                         continue
                     }
-                    if count != expected { facts.problems.append("\(name) inserts \(count) of the \(expected) rows of tag \(tag)") }
+                    if count != expected {
+                        facts.problems.append("\(name) inserts \(count) of the \(expected) rows of tag \(tag)")
+                    }
                     if transaction.contextName != tag {
-                        facts.problems.append("\(name) holds tag \(tag) but has context \(transaction.contextName ?? "nil") (sealed as a foreign write?)")
+                        facts.problems.append(
+                            "\(name) holds tag \(tag) but has context \(transaction.contextName ?? "nil") (sealed as a foreign write?)"
+                        )
                     }
                 }
             }
@@ -105,7 +112,9 @@ enum StoreInspector {
     /// `[]`, `[5]` or `[1...7]` when contiguous, else the first few numbers.
     private static func summarize(_ sequence: [Int64]) -> String {
         guard let first = sequence.first, let last = sequence.last else { return "[]" }
-        if first <= last && sequence == Array(first...last) { return first == last ? "[\(first)]" : "[\(first)...\(last)]" }
+        if first <= last && sequence == Array(first...last) {
+            return first == last ? "[\(first)]" : "[\(first)...\(last)]"
+        }
         return "\(sequence.prefix(12))\(sequence.count > 12 ? "… (\(sequence.count))" : "")"
     }
 }

@@ -45,16 +45,28 @@ struct Summary {
         for command in TrialCommand.allCases {
             let c = counts[command] ?? Counts()
             out.append(
-                "  " + command.rawValue.padding(toLength: 7, withPad: " ", startingAt: 0) + String(format: "  %6d  %18d  %18d  %20d", c.trials, c.killedMidCommand, c.killedAfterEffect, c.finishedBeforeKill))
+                "  " + command.rawValue.padding(toLength: 7, withPad: " ", startingAt: 0)
+                    + String(
+                        format: "  %6d  %18d  %18d  %20d", c.trials, c.killedMidCommand, c.killedAfterEffect,
+                        c.finishedBeforeKill))
         }
         let total = counts.values.reduce(Counts()) { a, c in
-            Counts(trials: a.trials + c.trials, killedMidCommand: a.killedMidCommand + c.killedMidCommand,
-                   finishedBeforeKill: a.finishedBeforeKill + c.finishedBeforeKill, killedAfterEffect: a.killedAfterEffect + c.killedAfterEffect)
+            Counts(
+                trials: a.trials + c.trials, killedMidCommand: a.killedMidCommand + c.killedMidCommand,
+                finishedBeforeKill: a.finishedBeforeKill + c.finishedBeforeKill,
+                killedAfterEffect: a.killedAfterEffect + c.killedAfterEffect)
         }
-        out.append("  total    " + String(format: "%6d  %18d  %18d  %20d", total.trials, total.killedMidCommand, total.killedAfterEffect, total.finishedBeforeKill))
+        out.append(
+            "  total    "
+                + String(
+                    format: "%6d  %18d  %18d  %20d", total.trials, total.killedMidCommand, total.killedAfterEffect,
+                    total.finishedBeforeKill))
         out.append("  pull warnings about temporaries still being written: \(temporaryWarnings)")
         out.append("  temporary files left in the exchange folder at the end: \(temporariesLeft.count)")
-        out.append("  convergence: " + (convergenceRounds.map { "all replicas hold the same rows after \($0) round(s) of push and pull" } ?? "NOT reached"))
+        out.append(
+            "  convergence: "
+                + (convergenceRounds.map { "all replicas hold the same rows after \($0) round(s) of push and pull" }
+                    ?? "NOT reached"))
         if failures.isEmpty {
             out.append("ok  no failures")
         } else {
@@ -66,7 +78,9 @@ struct Summary {
                 if let delay = failure.delay { place += ", kill after \(Self.milliseconds(delay))" }
                 out.append("  [\(place)] \(failure.message)")
                 if let trial = failure.trial {
-                    out.append("    replay: tidemark-crash --seed \(seed) --trials \(trial)   (same commands; kill timing may differ)")
+                    out.append(
+                        "    replay: tidemark-crash --seed \(seed) --trials \(trial)   (same commands; kill timing may differ)"
+                    )
                 }
             }
         }

@@ -65,13 +65,15 @@ struct TrialRunner {
         let target = Int.random(in: 0..<count, using: &random)
         let other = (target + Int.random(in: 1..<count, using: &random)) % count
         let delay = drawDelay(for: command)
-        current = Summary.Failure(trial: trial, command: command, replica: cluster.members[target].name, delay: delay, message: "")
+        current = Summary.Failure(
+            trial: trial, command: command, replica: cluster.members[target].name, delay: delay, message: "")
         summary.counts[command, default: Summary.Counts()].trials += 1
         let failuresBefore = summary.failures.count
         let exportFile = cluster.exports + "/trial-\(trial).tmb"
         defer { try? FileManager.default.removeItem(atPath: exportFile) }
 
-        guard let plan = plan(command: command, trial: trial, target: target, other: other, exportFile: exportFile) else {
+        guard let plan = plan(command: command, trial: trial, target: target, other: other, exportFile: exportFile)
+        else {
             return
         }
         let beforeFolder = FolderInspector.inspect(cluster.shared)
@@ -82,7 +84,8 @@ struct TrialRunner {
             fail("\(error)")
             return
         }
-        var line = "trial \(trial) \(command.rawValue) \(cluster.members[target].name) kill after \(Summary.milliseconds(delay)): "
+        var line =
+            "trial \(trial) \(command.rawValue) \(cluster.members[target].name) kill after \(Summary.milliseconds(delay)): "
         if outcome.killedMidCommand {
             summary.counts[command]!.killedMidCommand += 1
             line += "killed mid-command"
@@ -96,14 +99,18 @@ struct TrialRunner {
         // After the kill: the store and the folder are sound, and nothing is half applied.
         let afterKill = checkReplica(target, when: "after the kill")
         let afterFolder = checkFolder(when: "after the kill")
-        if outcome.killedMidCommand, effectComplete(command, plan: plan, target: afterKill, before: beforeFolder, after: afterFolder) {
+        if outcome.killedMidCommand,
+            effectComplete(command, plan: plan, target: afterKill, before: beforeFolder, after: afterFolder)
+        {
             summary.counts[command]!.killedAfterEffect += 1
             line += ", after its effect"
         }
         if command == .import, let afterKill {
             let applied = plan.newTags.intersection(afterKill)
             if !applied.isEmpty && applied != plan.newTags {
-                fail("the bundle was partly applied after the kill: \(applied.count) of its \(plan.newTags.count) new tags are present")
+                fail(
+                    "the bundle was partly applied after the kill: \(applied.count) of its \(plan.newTags.count) new tags are present"
+                )
             }
         }
 
@@ -121,11 +128,16 @@ struct TrialRunner {
         _ = checkFolder(when: "after the rerun")
 
         // Another replica pulls: whatever the kill left in the folder must not break it.
-        if let pull = mustRun(["pull", "--store", cluster.members[other].store, "--from", cluster.shared], step: "a pull by \(cluster.members[other].name)") {
+        if let pull = mustRun(
+            ["pull", "--store", cluster.members[other].store, "--from", cluster.shared],
+            step: "a pull by \(cluster.members[other].name)")
+        {
             _ = pull
             let holds = checkReplica(other, when: "after its pull")
             if command == .push, let afterRerun, let holds, !afterRerun.isSubset(of: holds) {
-                fail("\(cluster.members[other].name) pulled but lacks \(afterRerun.subtracting(holds).count) tags \(cluster.members[target].name) had pushed")
+                fail(
+                    "\(cluster.members[other].name) pulled but lacks \(afterRerun.subtracting(holds).count) tags \(cluster.members[target].name) had pushed"
+                )
             }
         }
         say(line + (summary.failures.count > failuresBefore ? "  FAILED" : ""))
@@ -133,7 +145,9 @@ struct TrialRunner {
 
     /// Builds the trial's command after running its preparation (writes, pushes, an export to
     /// `exportFile`); returns nil after a failed preparation.
-    private mutating func plan(command: TrialCommand, trial: Int, target: Int, other: Int, exportFile file: String) -> Plan? {
+    private mutating func plan(command: TrialCommand, trial: Int, target: Int, other: Int, exportFile file: String)
+        -> Plan?
+    {
         let members = cluster.members
         switch command {
         case .exec:
@@ -141,9 +155,15 @@ struct TrialRunner {
             return Plan(arguments: writeArguments(tag: tag, on: target), tag: tag)
         case .import:
             guard write(tag: "t\(trial)-source", on: other) else { return nil }
-            guard let token = mustRun(["token", "--store", members[target].store], step: "token of \(members[target].name)") else { return nil }
+            guard
+                let token = mustRun(
+                    ["token", "--store", members[target].store], step: "token of \(members[target].name)")
+            else { return nil }
             let since = token.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-            guard mustRun(["export", "--store", members[other].store, "--since", since, "--out", file], step: "export by \(members[other].name)") != nil
+            guard
+                mustRun(
+                    ["export", "--store", members[other].store, "--since", since, "--out", file],
+                    step: "export by \(members[other].name)") != nil
             else { return nil }
             let inBundle: Set<String>
             do { inBundle = try FolderInspector.tags(inBundle: file) } catch {
@@ -158,23 +178,40 @@ struct TrialRunner {
             }
             return Plan(arguments: ["import", "--store", members[target].store, file], newTags: newTags)
         case .push:
-            if Int.random(in: 0..<10, using: &random) < 6, !write(tag: "t\(trial)-before-push", on: target) { return nil }
+            if Int.random(in: 0..<10, using: &random) < 6, !write(tag: "t\(trial)-before-push", on: target) {
+                return nil
+            }
             return Plan(arguments: ["push", "--store", members[target].store, "--to", cluster.shared])
         case .pull:
-            if Int.random(in: 0..<10, using: &random) < 6, !write(tag: "t\(trial)-before-pull", on: other) { return nil }
-            guard mustRun(["push", "--store", members[other].store, "--to", cluster.shared], step: "push by \(members[other].name)") != nil
+            if Int.random(in: 0..<10, using: &random) < 6, !write(tag: "t\(trial)-before-pull", on: other) {
+                return nil
+            }
+            guard
+                mustRun(
+                    ["push", "--store", members[other].store, "--to", cluster.shared],
+                    step: "push by \(members[other].name)") != nil
             else { return nil }
             let sourceTags = (try? tags(heldBy: other)) ?? present[other]
-            return Plan(arguments: ["pull", "--store", members[target].store, "--from", cluster.shared], sourceTags: sourceTags)
+            return Plan(
+                arguments: ["pull", "--store", members[target].store, "--from", cluster.shared], sourceTags: sourceTags)
         case .prune:
             // Give the prune work: the target's history reaches everyone, whose watermarks it then reads.
-            guard mustRun(["push", "--store", members[target].store, "--to", cluster.shared], step: "push by \(members[target].name)") != nil
+            guard
+                mustRun(
+                    ["push", "--store", members[target].store, "--to", cluster.shared],
+                    step: "push by \(members[target].name)") != nil
             else { return nil }
             for index in members.indices where index != target {
-                guard mustRun(["pull", "--store", members[index].store, "--from", cluster.shared, "--no-prune"], step: "pull by \(members[index].name)") != nil
+                guard
+                    mustRun(
+                        ["pull", "--store", members[index].store, "--from", cluster.shared, "--no-prune"],
+                        step: "pull by \(members[index].name)") != nil
                 else { return nil }
             }
-            guard mustRun(["pull", "--store", members[target].store, "--from", cluster.shared, "--no-prune"], step: "pull by \(members[target].name)") != nil
+            guard
+                mustRun(
+                    ["pull", "--store", members[target].store, "--from", cluster.shared, "--no-prune"],
+                    step: "pull by \(members[target].name)") != nil
             else { return nil }
             return Plan(arguments: ["prune", "--store", members[target].store])
         }
@@ -185,15 +222,23 @@ struct TrialRunner {
     /// `sync exec` arguments for one transaction inserting 2–200 rows of `tag`, one statement per
     /// row (`INSERT OR IGNORE`, so rerunning it after a kill that landed after the commit is a no-op).
     private mutating func writeArguments(tag: String, on replica: Int) -> [String] {
-        let rowCount = Int.random(in: 0..<10, using: &random) < 7 ? Int.random(in: 2...20, using: &random) : Int.random(in: 50...200, using: &random)
+        let rowCount =
+            Int.random(in: 0..<10, using: &random) < 7
+            ? Int.random(in: 2...20, using: &random) : Int.random(in: 50...200, using: &random)
         let letters = Array("abcdefghijklmnopqrstuvwxyz")
         var statements: [String] = []
         for n in 1...rowCount {
-            let payload = String((0..<Int.random(in: 8...300, using: &random)).map { _ in letters.randomElement(using: &random)! })
-            statements.append("INSERT OR IGNORE INTO items(id, tag, n, payload) VALUES ('\(tag)-\(n)', '\(tag)', \(n), '\(payload)');")
+            let payload = String(
+                (0..<Int.random(in: 8...300, using: &random)).map { _ in letters.randomElement(using: &random)! })
+            statements.append(
+                "INSERT OR IGNORE INTO items(id, tag, n, payload) VALUES ('\(tag)-\(n)', '\(tag)', \(n), '\(payload)');"
+            )
         }
         ledger.register(tag, rowCount: rowCount, origin: replica)
-        return ["exec", "--store", cluster.members[replica].store, "--author", Self.author, "--context", tag, statements.joined(separator: "\n")]
+        return [
+            "exec", "--store", cluster.members[replica].store, "--author", Self.author, "--context", tag,
+            statements.joined(separator: "\n"),
+        ]
     }
 
     /// Runs a write that is not killed; returns whether it succeeded.
@@ -211,7 +256,9 @@ struct TrialRunner {
     @discardableResult
     private mutating func checkReplica(_ index: Int, when: String) -> Set<String>? {
         let member = cluster.members[index]
-        if let problem = StoreInspector.integrityProblem(of: member.store) { fail("\(member.name) \(when): \(problem)") }
+        if let problem = StoreInspector.integrityProblem(of: member.store) {
+            fail("\(member.name) \(when): \(problem)")
+        }
         let counts: [String: Int]
         do { counts = try StoreInspector.tagCounts(of: member.store) } catch {
             fail("\(member.name) \(when): cannot read its rows: \(error)")
@@ -223,13 +270,21 @@ struct TrialRunner {
                 fail("\(member.name) \(when): holds \(count) rows of tag \(tag), which the harness never wrote")
                 continue
             }
-            if count == expected { holds.insert(tag) } else { fail("\(member.name) \(when): holds \(count) of the \(expected) rows of tag \(tag)") }
+            if count == expected {
+                holds.insert(tag)
+            } else {
+                fail("\(member.name) \(when): holds \(count) of the \(expected) rows of tag \(tag)")
+            }
         }
         let lost = present[index].subtracting(holds)
         if !lost.isEmpty { fail("\(member.name) \(when): lost tags it held before: \(lost.sorted().prefix(8))") }
         let unacknowledged = ledger.acknowledged(by: index).subtracting(holds)
-        if !unacknowledged.isEmpty { fail("\(member.name) \(when): lacks its own acknowledged writes \(unacknowledged.sorted().prefix(8))") }
-        for problem in StoreInspector.history(of: member.store, ledger: ledger).problems { fail("\(member.name) \(when): \(problem)") }
+        if !unacknowledged.isEmpty {
+            fail("\(member.name) \(when): lacks its own acknowledged writes \(unacknowledged.sorted().prefix(8))")
+        }
+        for problem in StoreInspector.history(of: member.store, ledger: ledger).problems {
+            fail("\(member.name) \(when): \(problem)")
+        }
         present[index] = present[index].union(holds)
         return holds
     }
@@ -243,13 +298,16 @@ struct TrialRunner {
 
     /// Whether a killed command had already done what it is for.
     private func effectComplete(
-        _ command: TrialCommand, plan: Plan, target holds: Set<String>?, before: FolderInspector.Facts, after: FolderInspector.Facts
+        _ command: TrialCommand, plan: Plan, target holds: Set<String>?, before: FolderInspector.Facts,
+        after: FolderInspector.Facts
     ) -> Bool {
         switch command {
         case .exec: return plan.tag.map { holds?.contains($0) ?? false } ?? false
         case .import: return plan.newTags.isSubset(of: holds ?? [])
         case .pull: return plan.sourceTags.isSubset(of: holds ?? [])
-        case .push: return !Set(after.bundleTags.keys).subtracting(before.bundleTags.keys).filter { $0.hasSuffix(".tmb") }.isEmpty
+        case .push:
+            return !Set(after.bundleTags.keys).subtracting(before.bundleTags.keys).filter { $0.hasSuffix(".tmb") }
+                .isEmpty
         case .prune: return !Set(before.bundleTags.keys).subtracting(after.bundleTags.keys).isEmpty
         }
     }
@@ -263,13 +321,21 @@ struct TrialRunner {
             if !holds.contains(tag) { fail("\(member.name) lacks tag \(tag) after rerunning its write") }
             let facts = StoreInspector.history(of: member.store, ledger: ledger)
             if facts.transactionsPerTag[tag] != 1 {
-                fail("\(member.name): tag \(tag) is in \(facts.transactionsPerTag[tag] ?? 0) history transactions after the rerun, expected 1")
+                fail(
+                    "\(member.name): tag \(tag) is in \(facts.transactionsPerTag[tag] ?? 0) history transactions after the rerun, expected 1"
+                )
             }
         case .import:
-            if !plan.newTags.isSubset(of: holds) { fail("\(member.name) lacks \(plan.newTags.subtracting(holds).sorted().prefix(8)) after rerunning the import") }
+            if !plan.newTags.isSubset(of: holds) {
+                fail(
+                    "\(member.name) lacks \(plan.newTags.subtracting(holds).sorted().prefix(8)) after rerunning the import"
+                )
+            }
         case .pull:
             if !plan.sourceTags.isSubset(of: holds) {
-                fail("\(member.name) lacks \(plan.sourceTags.subtracting(holds).sorted().prefix(8)) after rerunning the pull")
+                fail(
+                    "\(member.name) lacks \(plan.sourceTags.subtracting(holds).sorted().prefix(8)) after rerunning the pull"
+                )
             }
         case .push:
             if let again = mustRun(["push", "--store", member.store, "--to", cluster.shared], step: "push again"),
@@ -303,7 +369,8 @@ struct TrialRunner {
 
     /// `warning: skipped DIR/ID/.tmp-…: still being written by its sender (will retry on the next pull)`.
     static func isTemporaryWarning(_ line: String) -> Bool {
-        line.hasPrefix("warning: skipped ") && line.contains("/.tmp-") && line.hasSuffix(": still being written by its sender (will retry on the next pull)")
+        line.hasPrefix("warning: skipped ") && line.contains("/.tmp-")
+            && line.hasSuffix(": still being written by its sender (will retry on the next pull)")
     }
 
     /// Runs a command that is not killed; records a failure and returns nil unless it ran clean.
@@ -356,8 +423,10 @@ struct TrialRunner {
         let required = present.reduce(ledger.acknowledgedTags) { $0.union($1) }
         for round in 1...6 {
             for member in members {
-                _ = mustRun(["push", "--store", member.store, "--to", cluster.shared], step: "final push by \(member.name)")
-                _ = mustRun(["pull", "--store", member.store, "--from", cluster.shared], step: "final pull by \(member.name)")
+                _ = mustRun(
+                    ["push", "--store", member.store, "--to", cluster.shared], step: "final push by \(member.name)")
+                _ = mustRun(
+                    ["pull", "--store", member.store, "--from", cluster.shared], step: "final pull by \(member.name)")
             }
             let rows = members.map { try? StoreInspector.rows(of: $0.store) }
             let complete = members.indices.allSatisfy { required.isSubset(of: (try? tags(heldBy: $0)) ?? []) }
@@ -369,12 +438,16 @@ struct TrialRunner {
         if summary.convergenceRounds == nil {
             for index in members.indices {
                 let held = (try? tags(heldBy: index)) ?? []
-                fail("\(members[index].name) did not converge: lacks \(required.subtracting(held).sorted().prefix(8)) of \(required.count) tags")
+                fail(
+                    "\(members[index].name) did not converge: lacks \(required.subtracting(held).sorted().prefix(8)) of \(required.count) tags"
+                )
             }
         }
         for index in members.indices { checkReplica(index, when: "at the end") }
         summary.temporariesLeft = checkFolder(when: "at the end").temporaries
         let rows = members.map { (try? StoreInspector.rows(of: $0.store))?.count ?? -1 }
-        say("converged: \(summary.convergenceRounds.map { "yes, after \($0) round(s)" } ?? "NO"); rows per replica \(rows); \(required.count) writes")
+        say(
+            "converged: \(summary.convergenceRounds.map { "yes, after \($0) round(s)" } ?? "NO"); rows per replica \(rows); \(required.count) writes"
+        )
     }
 }

@@ -49,7 +49,9 @@ public struct RandomWorkload: Sendable {
 
     /// The defaults of the columns the migrations add: what a row reads there when no write of its
     /// life set it.
-    public static let addedDefaults: [String: [String: SQLValue]] = ["notes": ["mood": .text("calm")], "users": ["level": .integer(0)]]
+    public static let addedDefaults: [String: [String: SQLValue]] = [
+        "notes": ["mood": .text("calm")], "users": ["level": .integer(0)],
+    ]
 
     /// `statements` as a replica that made the first `level` migrations writes them.
     public static func adapt(_ statements: [String], level: Int) -> [String] {
@@ -69,7 +71,8 @@ public struct RandomWorkload: Sendable {
     /// A write to the column the first migration adds, as a replica at `level` (at least 1) writes it.
     public mutating func moodUpdate<G: RandomNumberGenerator>(level: Int, using rng: inout G) -> String {
         counter += 1
-        return "UPDATE \(level > 1 ? "notes" : "posts") SET mood = 'm\(tag)-\(counter)' WHERE id = 'p\(Int.random(in: 0..<space.posts, using: &rng))'"
+        return
+            "UPDATE \(level > 1 ? "notes" : "posts") SET mood = 'm\(tag)-\(counter)' WHERE id = 'p\(Int.random(in: 0..<space.posts, using: &rng))'"
     }
 
     /// Sizes of the key and value spaces.
@@ -101,7 +104,9 @@ public struct RandomWorkload: Sendable {
 
     /// One transaction: one to `maxOperations` operations (mostly one), as SQL statements.
     public mutating func transaction<G: RandomNumberGenerator>(using rng: inout G, maxOperations: Int = 3) -> [String] {
-        let count = maxOperations <= 1 ? 1 : (Int.random(in: 0..<4, using: &rng) == 0 ? Int.random(in: 2...maxOperations, using: &rng) : 1)
+        let count =
+            maxOperations <= 1
+            ? 1 : (Int.random(in: 0..<4, using: &rng) == 0 ? Int.random(in: 2...maxOperations, using: &rng) : 1)
         return (0..<count).flatMap { _ in statement(using: &rng) }
     }
 
@@ -112,7 +117,9 @@ public struct RandomWorkload: Sendable {
         let post = "'p\(Int.random(in: 0..<space.posts, using: &rng))'"
         switch Int.random(in: 0..<100, using: &rng) {
         case 0..<22:
-            return ["INSERT OR IGNORE INTO users(id, email, name, score) VALUES (\(user), \(email(&rng)), \(name(&rng)), \(score(&rng)))"]
+            return [
+                "INSERT OR IGNORE INTO users(id, email, name, score) VALUES (\(user), \(email(&rng)), \(name(&rng)), \(score(&rng)))"
+            ]
         case 22..<31:
             return ["UPDATE OR IGNORE users SET email = \(email(&rng)) WHERE id = \(user)"]
         case 31..<40:
@@ -120,7 +127,9 @@ public struct RandomWorkload: Sendable {
         case 40..<47:
             return ["UPDATE OR IGNORE users SET score = \(score(&rng)) WHERE id = \(user)"]
         case 47..<50:
-            return ["UPDATE OR IGNORE users SET name = \(name(&rng)), score = \(score(&rng)), email = \(email(&rng)) WHERE id = \(user)"]
+            return [
+                "UPDATE OR IGNORE users SET name = \(name(&rng)), score = \(score(&rng)), email = \(email(&rng)) WHERE id = \(user)"
+            ]
         case 50..<51:
             // Insert if missing, then bump: one transaction writing one column twice.
             return [
@@ -147,7 +156,9 @@ public struct RandomWorkload: Sendable {
         case 79..<87:
             return ["UPDATE posts SET body = \(body()) WHERE id = \(post)"]
         case 87..<91:
-            return ["UPDATE posts SET user = \(user) WHERE id = \(post) AND EXISTS (SELECT 1 FROM users WHERE id = \(user))"]
+            return [
+                "UPDATE posts SET user = \(user) WHERE id = \(post) AND EXISTS (SELECT 1 FROM users WHERE id = \(user))"
+            ]
         case 91..<96:
             return ["DELETE FROM posts WHERE id = \(post)"]
         default:
@@ -157,7 +168,9 @@ public struct RandomWorkload: Sendable {
         }
     }
 
-    private func user<G: RandomNumberGenerator>(_ rng: inout G) -> String { "'u\(Int.random(in: 0..<space.users, using: &rng))'" }
+    private func user<G: RandomNumberGenerator>(_ rng: inout G) -> String {
+        "'u\(Int.random(in: 0..<space.users, using: &rng))'"
+    }
 
     private func email<G: RandomNumberGenerator>(_ rng: inout G) -> String {
         Int.random(in: 0..<6, using: &rng) == 0 ? "NULL" : "'e\(Int.random(in: 0..<space.emails, using: &rng))@x'"
@@ -186,10 +199,14 @@ public enum WorkloadConstraints {
                 emails[email] = key
             }
             if case .integer(let s) = score, s < 0 { problems.append("users \(key) has negative score \(s)") }
-            if name == .text("vip"), case .integer(let s) = score, s < 3 { problems.append("users \(key) is vip with score \(s)") }
+            if name == .text("vip"), case .integer(let s) = score, s < 3 {
+                problems.append("users \(key) is vip with score \(s)")
+            }
         }
         for (key, row) in (rows[posts] ?? [:]).sorted(by: { $0.key.description < $1.key.description }) {
-            if row[1] != .null, users[[row[1]]] == nil { problems.append("\(posts) \(key) is an orphan of user \(row[1])") }
+            if row[1] != .null, users[[row[1]]] == nil {
+                problems.append("\(posts) \(key) is an orphan of user \(row[1])")
+            }
         }
         return problems
     }
@@ -203,7 +220,10 @@ extension String {
         var rest = Substring(self)
         let isWordCharacter = { (c: Character) in c.isLetter || c.isNumber || c == "_" }
         while let range = rest.range(of: word) {
-            let before = range.lowerBound == rest.startIndex ? (result.last.map(isWordCharacter) ?? false) : isWordCharacter(rest[rest.index(before: range.lowerBound)])
+            let before =
+                range.lowerBound == rest.startIndex
+                ? (result.last.map(isWordCharacter) ?? false)
+                : isWordCharacter(rest[rest.index(before: range.lowerBound)])
             let after = range.upperBound < rest.endIndex && isWordCharacter(rest[range.upperBound])
             result += rest[..<range.lowerBound]
             result += before || after ? word : replacement

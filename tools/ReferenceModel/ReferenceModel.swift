@@ -70,7 +70,9 @@ public struct ReferenceModel: Sendable {
         public var origin: [UInt8]
         public var position: Int
         public static func < (lhs: Self, rhs: Self) -> Bool {
-            if lhs.timestamp.milliseconds != rhs.timestamp.milliseconds { return lhs.timestamp.milliseconds < rhs.timestamp.milliseconds }
+            if lhs.timestamp.milliseconds != rhs.timestamp.milliseconds {
+                return lhs.timestamp.milliseconds < rhs.timestamp.milliseconds
+            }
             if lhs.timestamp.counter != rhs.timestamp.counter { return lhs.timestamp.counter < rhs.timestamp.counter }
             if lhs.origin != rhs.origin { return lhs.origin.lexicographicallyPrecedes(rhs.origin) }
             return lhs.position < rhs.position
@@ -178,7 +180,8 @@ public struct ReferenceModel: Sendable {
             writes[row, default: []].append(
                 Write(
                     transaction: id,
-                    order: WriteOrder(timestamp: transaction.timestamp, origin: transaction.replica.bytes, position: position),
+                    order: WriteOrder(
+                        timestamp: transaction.timestamp, origin: transaction.replica.bytes, position: position),
                     type: change.type, generation: change.generation, values: values, isResolution: isResolution))
         }
     }
@@ -200,7 +203,9 @@ public struct ReferenceModel: Sendable {
         var values: [String: SQLValue] = [:]
         var winners: [String: Write] = [:]
         for column in table.columns where !table.keyColumns.contains(column) {
-            guard let winner = life.filter({ $0.values[column] != nil }).max(by: { $0.order < $1.order }) else { continue }
+            guard let winner = life.filter({ $0.values[column] != nil }).max(by: { $0.order < $1.order }) else {
+                continue
+            }
             values[column] = winner.values[column]
             winners[column] = winner
         }

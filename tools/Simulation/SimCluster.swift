@@ -71,8 +71,11 @@ final class SimCluster {
 
     /// An Ed25519 private key file (PKCS#8 PEM) for a 32-byte seed.
     static func writeKey(seed: [UInt8], to path: String) throws {
-        let prefix: [UInt8] = [0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20]
-        let pem = "-----BEGIN PRIVATE KEY-----\n\(Data(prefix + seed).base64EncodedString())\n-----END PRIVATE KEY-----\n"
+        let prefix: [UInt8] = [
+            0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20,
+        ]
+        let pem =
+            "-----BEGIN PRIVATE KEY-----\n\(Data(prefix + seed).base64EncodedString())\n-----END PRIVATE KEY-----\n"
         try pem.write(toFile: path, atomically: true, encoding: .utf8)
         chmod(path, 0o600)
     }
@@ -107,7 +110,8 @@ final class SimCluster {
             let columns = table.columns.map { "\"\($0)\"" }.joined(separator: ", ")
             let (sets, _) = try stores[replica].execute(sql: "SELECT \(columns) FROM \"\(table.name)\"")
             let keyIndexes = table.keyColumns.map { table.columns.firstIndex(of: $0)! }
-            result[table.name] = Dictionary(uniqueKeysWithValues: sets[0].rows.map { row in (keyIndexes.map { row[$0] }, row) })
+            result[table.name] = Dictionary(
+                uniqueKeysWithValues: sets[0].rows.map { row in (keyIndexes.map { row[$0] }, row) })
         }
         return result
     }

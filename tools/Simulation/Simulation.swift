@@ -10,7 +10,8 @@ import TidemarkTestSupport
 @main
 struct Simulation: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "tidemark-sim", abstract: "Simulates replicas writing and gossiping, and checks that they converge.")
+        commandName: "tidemark-sim",
+        abstract: "Simulates replicas writing and gossiping, and checks that they converge.")
 
     @Option(help: "Number of replicas.") var replicas = 50
     @Option(help: "Random write transactions, spread across the replicas.") var operations = 100_000
@@ -19,19 +20,26 @@ struct Simulation: ParsableCommand {
     @Option(help: "Key space: users.") var users = 2_000
     @Option(help: "Key space: posts.") var posts = 4_000
     @Option(help: "Value space: distinct emails (clashes under UNIQUE).") var emails = 1_500
-    @Option(help: "Most operations in one transaction (each transaction counts as one operation).") var maxOperations = 1
+    @Option(help: "Most operations in one transaction (each transaction counts as one operation).") var maxOperations =
+        1
     @Flag(help: "Keep the replicas' directory instead of removing it.") var keep = false
 
     func validate() throws {
         guard replicas >= 2 else { throw ValidationError("--replicas must be at least 2") }
-        guard operations >= 0, exchangeEvery >= 1 else { throw ValidationError("--operations must be ≥ 0 and --exchange-every ≥ 1") }
-        guard users >= 1, posts >= 1, emails >= 1, maxOperations >= 1 else { throw ValidationError("key spaces must be at least 1") }
+        guard operations >= 0, exchangeEvery >= 1 else {
+            throw ValidationError("--operations must be ≥ 0 and --exchange-every ≥ 1")
+        }
+        guard users >= 1, posts >= 1, emails >= 1, maxOperations >= 1 else {
+            throw ValidationError("key spaces must be at least 1")
+        }
     }
 
     func run() throws {
         let seed = self.seed ?? UInt64.random(in: 0...UInt64.max)
         var rng = SeededGenerator(seed: seed)
-        print("seed=\(seed) replicas=\(replicas) operations=\(operations) exchange-every=\(exchangeEvery) space=\(users)u/\(posts)p/\(emails)e")
+        print(
+            "seed=\(seed) replicas=\(replicas) operations=\(operations) exchange-every=\(exchangeEvery) space=\(users)u/\(posts)p/\(emails)e"
+        )
         let directory = NSTemporaryDirectory() + "tidemark-sim-\(seed)"
         try? FileManager.default.removeItem(atPath: directory)
         defer { if !keep { try? FileManager.default.removeItem(atPath: directory) } }
@@ -55,7 +63,9 @@ struct Simulation: ParsableCommand {
             }
             if Date().timeIntervalSince(progress) > 30 {
                 progress = Date()
-                log("  \(i + 1)/\(operations) operations, \(cluster.statistics(.writes).bundles) bundles, \(Int(progress.timeIntervalSince(start))) s")
+                log(
+                    "  \(i + 1)/\(operations) operations, \(cluster.statistics(.writes).bundles) bundles, \(Int(progress.timeIntervalSince(start))) s"
+                )
             }
         }
         let writeTime = Date().timeIntervalSince(start)
@@ -70,7 +80,9 @@ struct Simulation: ParsableCommand {
             for a in 0..<replicas {
                 for b in 0..<replicas where b != a { try cluster.exchange(from: a, to: b, phase: .gossip) }
             }
-            roundLog.append("round \(rounds): \(cluster.statistics(.gossip).bundles - before.bundles) bundles, \(cluster.statistics(.gossip).transactions - before.transactions) transactions applied")
+            roundLog.append(
+                "round \(rounds): \(cluster.statistics(.gossip).bundles - before.bundles) bundles, \(cluster.statistics(.gossip).transactions - before.transactions) transactions applied"
+            )
             log("  gossip " + roundLog.last!)
         } while try !cluster.quiescent() && rounds < 50
         let gossipTime = Date().timeIntervalSince(gossipStart)
@@ -83,7 +95,8 @@ struct Simulation: ParsableCommand {
         print(
             Summary(
                 seed: seed, replicas: replicas, operations: operations, committed: committed, writeTime: writeTime,
-                gossipTime: gossipTime, checkTime: checkTime, rounds: rounds, roundLog: roundLog, cluster: cluster, report: report
+                gossipTime: gossipTime, checkTime: checkTime, rounds: rounds, roundLog: roundLog, cluster: cluster,
+                report: report
             ).text)
         if !report.problems.isEmpty {
             log("all \(report.problems.count) problems:")
@@ -96,4 +109,3 @@ struct Simulation: ParsableCommand {
         FileHandle.standardError.write(Data((line + "\n").utf8))
     }
 }
-

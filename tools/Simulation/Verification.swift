@@ -30,7 +30,8 @@ struct Verification {
         var report = Report()
         // Exports fold every local change, so history carries every generation.
         for (i, store) in cluster.stores.enumerated() {
-            _ = try store.exportBundle(since: try store.currentToken(), to: cluster.directory + "/fold.tmb", key: cluster.keys[i])
+            _ = try store.exportBundle(
+                since: try store.currentToken(), to: cluster.directory + "/fold.tmb", key: cluster.keys[i])
         }
         // Equal tokens mean equal sets of transactions (verified chains): one history is the set.
         var model = ReferenceModel(tables: RandomWorkload.tables)
@@ -67,12 +68,16 @@ struct Verification {
             for survivor in survivors {
                 let index = model.tables[survivor.row.table]!.columns.firstIndex(of: survivor.column)!
                 if rows[survivor.row.table]?[survivor.row.key]?[index] != survivor.value {
-                    report.problems.append("lost write: \(survivor.row.compact).\(survivor.column) = \(survivor.value) by \(survivor.write.transaction)")
+                    report.problems.append(
+                        "lost write: \(survivor.row.compact).\(survivor.column) = \(survivor.value) by \(survivor.write.transaction)"
+                    )
                 }
             }
             let deleted = model.deletedRows()
             report.deletedRows = deleted.count
-            for row in deleted where rows[row.table]?[row.key] != nil { report.problems.append("resurrected: \(row.compact)") }
+            for row in deleted where rows[row.table]?[row.key] != nil {
+                report.problems.append("resurrected: \(row.compact)")
+            }
         }
         // Every resolution delete is listed by the replica that made it.
         var listed: [Replica.ID: Set<String>] = [:]
@@ -88,7 +93,8 @@ struct Verification {
             guard case .text(let id) = row.key[0] else { continue }
             let key = "\(row.table) {\"id\":\"\(id)\"} \(generation)"
             if listed[resolver]?.contains(key) != true {
-                report.problems.append("resolution of \(row.compact) generation \(generation) by \(resolver.short) not in its conflicts()")
+                report.problems.append(
+                    "resolution of \(row.compact) generation \(generation) by \(resolver.short) not in its conflicts()")
             }
         }
         return report
@@ -99,7 +105,9 @@ struct Verification {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for table in rows.keys.sorted() {
             for byte in table.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-            let ordered = rows[table]!.map { (KeyOrder.bytes($0.key), $0.value) }.sorted { $0.0.lexicographicallyPrecedes($1.0) }
+            let ordered = rows[table]!.map { (KeyOrder.bytes($0.key), $0.value) }.sorted {
+                $0.0.lexicographicallyPrecedes($1.0)
+            }
             for (_, row) in ordered {
                 for byte in KeyOrder.bytes(row) { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
             }
@@ -116,16 +124,19 @@ struct Verification {
     }
 
     static func differences(
-        _ actual: [String: [[SQLValue]: [SQLValue]]], _ expected: [String: [[SQLValue]: [SQLValue]]], model: ReferenceModel
+        _ actual: [String: [[SQLValue]: [SQLValue]]], _ expected: [String: [[SQLValue]: [SQLValue]]],
+        model: ReferenceModel
     ) -> [Difference] {
         var result: [Difference] = []
         for table in expected.keys.sorted() {
             let shape = model.tables[table]!
             let mine = actual[table] ?? [:]
             let theirs = expected[table]!
-            for key in Set(mine.keys).union(theirs.keys).sorted(by: { $0.description < $1.description }) where mine[key] != theirs[key] {
+            for key in Set(mine.keys).union(theirs.keys).sorted(by: { $0.description < $1.description })
+            where mine[key] != theirs[key] {
                 let row = ReferenceModel.RowID(table: table, key: key)
-                let text = "\(table) \(key): \(mine[key]?.description ?? "absent") but the model has \(theirs[key]?.description ?? "absent")"
+                let text =
+                    "\(table) \(key): \(mine[key]?.description ?? "absent") but the model has \(theirs[key]?.description ?? "absent")"
                 guard let a = mine[key], let b = theirs[key] else {
                     result.append(Difference(row: row, text: text, cells: 1, sameTransactionCells: 0))
                     continue
@@ -133,7 +144,8 @@ struct Verification {
                 let columns = shape.columns.indices.filter { a[$0] != b[$0] }.map { shape.columns[$0] }
                 let shared = columns.filter { model.winnerSharesClock(row, $0) }
                 let note = shared.isEmpty ? "" : " [\(shared.joined(separator: ", ")) written twice by one transaction]"
-                result.append(Difference(row: row, text: text + note, cells: columns.count, sameTransactionCells: shared.count))
+                result.append(
+                    Difference(row: row, text: text + note, cells: columns.count, sameTransactionCells: shared.count))
             }
         }
         return result
@@ -173,9 +185,11 @@ struct Summary {
             "total exchanged  \(writes.bundles + gossip.bundles) bundles, \(mb(writes.bytes + gossip.bytes))",
             "history          \(report.transactions) transactions, \(report.changes) changes",
             "resolutions      \(report.resolutions) system deletes ("
-                + report.resolutionKinds.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+                + report.resolutionKinds.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(
+                    separator: ", ")
                 + ") ending \(report.resolvedLives) row lives",
-            "final rows       " + report.rows.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+            "final rows       "
+                + report.rows.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
                 + "; \(report.deletedRows) identities deleted",
             "replicas equal   \(report.replicaHashes.count == 1 ? "yes" : "NO") (\(report.replicaHashes.count) distinct hashes: "
                 + report.replicaHashes.sorted().map { String($0, radix: 16) }.joined(separator: ", ") + ")",
@@ -185,7 +199,8 @@ struct Summary {
                 ? "divergence       none"
                 : "divergence       \(report.divergentCells) cells in \(report.divergentRows.count) rows differ from the model; "
                     + "\(report.sameTransactionCells) of them hold a column one transaction wrote twice",
-            report.problems.isEmpty ? "result           PASS" : "result           FAIL: \(report.problems.count) problems",
+            report.problems.isEmpty
+                ? "result           PASS" : "result           FAIL: \(report.problems.count) problems",
         ]
         lines += report.problems.prefix(8).map { "  " + $0 }
         if report.problems.count > 8 { lines.append("  … \(report.problems.count - 8) more on standard error") }

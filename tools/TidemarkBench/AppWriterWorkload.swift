@@ -11,7 +11,8 @@ struct AppWriterWorkload {
     var repetitions: Int
 
     func run(in scratch: URL) throws -> [Report.Row] {
-        var attached: [Double] = [], byPath: [Double] = []
+        var attached: [Double] = []
+        var byPath: [Double] = []
         Output.progress("app writer: \(transactions) one-row transactions, store attached and by path")
         for round in 0...repetitions {
             for attach in [true, false] {
@@ -26,8 +27,10 @@ struct AppWriterWorkload {
                 let time = try timed {
                     for arguments in rows.inserts {
                         try pool.write { db in
-                            try db.cachedStatement(sql: "INSERT INTO items(id, title, qty, price, payload) VALUES (?, ?, ?, ?, ?)")
-                                .execute(arguments: arguments)
+                            try db.cachedStatement(
+                                sql: "INSERT INTO items(id, title, qty, price, payload) VALUES (?, ?, ?, ?, ?)"
+                            )
+                            .execute(arguments: arguments)
                         }
                     }
                 }
@@ -35,7 +38,8 @@ struct AppWriterWorkload {
                 let expected = attach ? transactions : 1
                 guard sealed.count == expected else {
                     throw BenchError.unexpectedState(
-                        metric: "app_writer.one_row_tx", side: attach ? .tracked : .untracked, what: "history transactions",
+                        metric: "app_writer.one_row_tx", side: attach ? .tracked : .untracked,
+                        what: "history transactions",
                         expected: Int64(expected), found: Int64(sealed.count))
                 }
                 if round > 0 { attach ? attached.append(time.seconds) : byPath.append(time.seconds) }
@@ -44,7 +48,8 @@ struct AppWriterWorkload {
         }
         return [
             Report.Row(
-                metric: "app_writer.one_row_tx", ours: Measurement(samples: attached), baseline: Measurement(samples: byPath),
+                metric: "app_writer.one_row_tx", ours: Measurement(samples: attached),
+                baseline: Measurement(samples: byPath),
                 baselineName: "store opened by path", unit: "s", goal: nil)
         ]
     }

@@ -13,13 +13,13 @@ enum BenchError: Error, CustomStringConvertible {
 
     var description: String {
         switch self {
-        case let .connectionSettings(side, journalMode, synchronous):
+        case .connectionSettings(let side, let journalMode, let synchronous):
             "the \(side) connection has journal_mode=\(journalMode), synchronous=\(synchronous); expected wal, 1"
-        case let .unexpectedState(metric, side, what, expected, found):
+        case .unexpectedState(let metric, let side, let what, let expected, let found):
             "\(metric) on the \(side) side: expected \(expected) \(what), found \(found)"
-        case let .baselineMismatch(what, ours, baseline):
+        case .baselineMismatch(let what, let ours, let baseline):
             "the \(what) differs from the baseline's: \(ours) against \(baseline)"
-        case let .folderWarnings(warnings):
+        case .folderWarnings(let warnings):
             "a pull in the folder workload did not apply plain bundles only: " + warnings.joined(separator: "; ")
         }
     }

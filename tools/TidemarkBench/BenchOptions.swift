@@ -22,13 +22,19 @@ enum WorkloadName: String, CaseIterable, ExpressibleByArgument {
 struct BenchOptions: ParsableArguments {
     @Option(
         name: .customLong("workload"),
-        help: "Run only these workloads (repeatable): \(WorkloadName.allCases.map(\.rawValue).joined(separator: ", ")). Default: all.")
+        help:
+            "Run only these workloads (repeatable): \(WorkloadName.allCases.map(\.rawValue).joined(separator: ", ")). Default: all."
+    )
     var workloadArguments: [WorkloadName] = []
 
-    @Option(name: .customLong("rows"), help: "Capture: rows inserted, updated and deleted, N (default 1000000; 5000 with --quick).")
+    @Option(
+        name: .customLong("rows"),
+        help: "Capture: rows inserted, updated and deleted, N (default 1000000; 5000 with --quick).")
     var rowsArgument: Int?
 
-    @Option(name: .customLong("batch"), help: "Capture: rows per transaction in the batched phases (default 10000, capped at N).")
+    @Option(
+        name: .customLong("batch"),
+        help: "Capture: rows per transaction in the batched phases (default 10000, capped at N).")
     var batchArgument: Int = 10_000
 
     @Option(
@@ -36,12 +42,16 @@ struct BenchOptions: ParsableArguments {
         help: "Measured repetitions, R, after one discarded warm-up (default 5; 2 with --quick).")
     var repetitionsArgument: Int?
 
-    @Option(name: .customLong("changes"), help: "Changeset: changes exported and imported (default 1000000; 10000 with --quick).")
+    @Option(
+        name: .customLong("changes"),
+        help: "Changeset: changes exported and imported (default 1000000; 10000 with --quick).")
     var changesArgument: Int?
 
     @Option(
         name: .customLong("memory-changes"),
-        help: "Memory: change counts to export and import in child processes (repeatable; default 1000000 and 10000000; 10000 and 50000 with --quick).")
+        help:
+            "Memory: change counts to export and import in child processes (repeatable; default 1000000 and 10000000; 10000 and 50000 with --quick)."
+    )
     var memoryChangesArguments: [Int] = []
 
     @Option(name: .customLong("replicas"), help: "Folder: replicas (default 20; 3 with --quick).")
@@ -50,7 +60,9 @@ struct BenchOptions: ParsableArguments {
     @Option(name: .customLong("operations"), help: "Folder: operations per replica (default 10000; 300 with --quick).")
     var operationsArgument: Int?
 
-    @Option(name: .customLong("transactions"), help: "History: one-row transactions in the large store (default 1000000; 5000 with --quick).")
+    @Option(
+        name: .customLong("transactions"),
+        help: "History: one-row transactions in the large store (default 1000000; 5000 with --quick).")
     var transactionsArgument: Int?
 
     @Option(help: "Folder: the seed of the random operations.")
@@ -62,20 +74,25 @@ struct BenchOptions: ParsableArguments {
     @Flag(help: "Print one JSON object per metric and line; the run header goes to standard error.")
     var json = false
 
-    @Option(name: .customLong("json-output"), help: "Also write the JSON lines to this file (the table still goes to standard output).")
+    @Option(
+        name: .customLong("json-output"),
+        help: "Also write the JSON lines to this file (the table still goes to standard output).")
     var jsonOutput: String?
 
     func validate() throws {
         for (name, value) in [
             ("--rows", rowsArgument), ("--repetitions", repetitionsArgument), ("--changes", changesArgument),
-            ("--replicas", replicasArgument), ("--operations", operationsArgument), ("--transactions", transactionsArgument),
+            ("--replicas", replicasArgument), ("--operations", operationsArgument),
+            ("--transactions", transactionsArgument),
         ] {
             if let value, value < 1 { throw ValidationError("\(name) must be at least 1.") }
         }
         if batchArgument < 1 { throw ValidationError("--batch must be at least 1.") }
         if changes < 4 { throw ValidationError("--changes must be at least 4.") }
         if replicas < 2 { throw ValidationError("--replicas must be at least 2.") }
-        if memoryChangesArguments.contains(where: { $0 < 1 }) { throw ValidationError("--memory-changes must be at least 1.") }
+        if memoryChangesArguments.contains(where: { $0 < 1 }) {
+            throw ValidationError("--memory-changes must be at least 1.")
+        }
     }
 
     var workloads: [WorkloadName] { workloadArguments.isEmpty ? WorkloadName.allCases : workloadArguments }
@@ -84,7 +101,9 @@ struct BenchOptions: ParsableArguments {
     /// B: rows per transaction in the batched capture workloads.
     var batch: Int { min(batchArgument, rows) }
     var changes: Int { changesArgument ?? (quick ? 10_000 : 1_000_000) }
-    var memoryChanges: [Int] { memoryChangesArguments.isEmpty ? (quick ? [10_000, 50_000] : [1_000_000, 10_000_000]) : memoryChangesArguments }
+    var memoryChanges: [Int] {
+        memoryChangesArguments.isEmpty ? (quick ? [10_000, 50_000] : [1_000_000, 10_000_000]) : memoryChangesArguments
+    }
     var replicas: Int { replicasArgument ?? (quick ? 3 : 20) }
     var operations: Int { operationsArgument ?? (quick ? 300 : 10_000) }
     var transactions: Int { transactionsArgument ?? (quick ? 5_000 : 1_000_000) }

@@ -28,17 +28,22 @@ enum BundleWorkload {
         let target = scratch.appendingPathComponent("target.sqlite").path
         let bundle = scratch.appendingPathComponent("all.tmb").path
         Output.progress("bundle: building a store with \(changes) changes")
-        let (store, _) = try Store.initialize(source, setup: Store.Setup(replicaName: "source", schema: ("bench", Fixtures.schema)))
-        let (receiver, _) = try Store.initialize(target, setup: Store.Setup(replicaName: "target", schema: ("bench", Fixtures.schema)))
+        let (store, _) = try Store.initialize(
+            source, setup: Store.Setup(replicaName: "source", schema: ("bench", Fixtures.schema)))
+        let (receiver, _) = try Store.initialize(
+            target, setup: Store.Setup(replicaName: "target", schema: ("bench", Fixtures.schema)))
         try receiver.addPeer(name: "source", publicKeyBase64: Data(store.publicKey).base64EncodedString())
         var written = 0
         while written < changes {
             let count = min(10_000, changes - written)
             _ = try store.write { db in
-                let statement = try db.cachedStatement(sql: "INSERT INTO items(id, title, qty, price, payload) VALUES (?, ?, ?, ?, ?)")
+                let statement = try db.cachedStatement(
+                    sql: "INSERT INTO items(id, title, qty, price, payload) VALUES (?, ?, ?, ?, ?)")
                 for i in written..<written + count {
                     let payload = Data((0..<32).map { UInt8(truncatingIfNeeded: i &* 31 &+ $0) })
-                    try statement.execute(arguments: [String(format: "k%08d", i), "Item \(i)", i, Double(i) * 0.25, payload])
+                    try statement.execute(arguments: [
+                        String(format: "k%08d", i), "Item \(i)", i, Double(i) * 0.25, payload,
+                    ])
                 }
             }
             written += count
@@ -49,7 +54,8 @@ enum BundleWorkload {
         let imported = try child(["child-import", target, bundle])
         guard imported.changes == changes, export.changes == changes else {
             throw BenchError.unexpectedState(
-                metric: "bundle", side: .tracked, what: "changes exported/imported", expected: Int64(changes), found: Int64(imported.changes))
+                metric: "bundle", side: .tracked, what: "changes exported/imported", expected: Int64(changes),
+                found: Int64(imported.changes))
         }
         return Result(changes: changes, export: export, import: imported)
     }
@@ -68,7 +74,9 @@ enum BundleWorkload {
         let data = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
-            throw BenchError.unexpectedState(metric: "bundle", side: .tracked, what: "child exit status", expected: 0, found: Int64(process.terminationStatus))
+            throw BenchError.unexpectedState(
+                metric: "bundle", side: .tracked, what: "child exit status", expected: 0,
+                found: Int64(process.terminationStatus))
         }
         return try JSONDecoder().decode(ChildResult.self, from: data)
     }

@@ -12,7 +12,8 @@ enum CaptureWorkload {
             name: "capture.\(label)",
             phases: [
                 phase(
-                    "capture.insert.\(label)", sql: "INSERT INTO items(id, title, qty, price, payload) VALUES (?, ?, ?, ?, ?)",
+                    "capture.insert.\(label)",
+                    sql: "INSERT INTO items(id, title, qty, price, payload) VALUES (?, ?, ?, ?, ?)",
                     arguments: rows.inserts, batch: batch, check: .init(sql: "SELECT count(*) FROM items", expected: n)),
                 phase(
                     "capture.update.\(label)", sql: "UPDATE items SET qty = ? WHERE id = ?",

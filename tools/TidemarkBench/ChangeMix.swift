@@ -51,7 +51,8 @@ struct ChangeMix {
         }
     }
 
-    private func insert(_ rows: Range<Int>, _ transaction: (@escaping (Database) throws -> Void) throws -> Void) throws {
+    private func insert(_ rows: Range<Int>, _ transaction: (@escaping (Database) throws -> Void) throws -> Void) throws
+    {
         for start in stride(from: rows.lowerBound, to: rows.upperBound, by: batch) {
             let range = start..<min(start + batch, rows.upperBound)
             try transaction { db in
@@ -63,7 +64,8 @@ struct ChangeMix {
 
     /// A fingerprint of the table that both sides must reach: row count and sums over columns.
     static func fingerprint(_ db: Database) throws -> [Int64] {
-        let row = try Row.fetchOne(db, sql: "SELECT count(*), total(qty), sum(length(title)), sum(length(payload)) FROM items")!
+        let row = try Row.fetchOne(
+            db, sql: "SELECT count(*), total(qty), sum(length(title)), sum(length(payload)) FROM items")!
         return [row[0], Int64(row[1] as Double), row[2] ?? 0, row[3] ?? 0]
     }
 }

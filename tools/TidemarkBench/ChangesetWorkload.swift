@@ -29,7 +29,8 @@ struct ChangesetWorkload {
         let changes = Double(mix.changes)
         for round in 0..<(warmUps + repetitions) {
             let measured = round >= warmUps
-            Output.progress("bundle vs changeset: " + (measured ? "repetition \(round - warmUps + 1)/\(repetitions)" : "warm-up"))
+            Output.progress(
+                "bundle vs changeset: " + (measured ? "repetition \(round - warmUps + 1)/\(repetitions)" : "warm-up"))
 
             // Export: a cold copy of the source store (its local changes not yet folded).
             try PlainDatabase.copy(path("source.sqlite"), to: path("rep-source.sqlite"))
@@ -56,11 +57,14 @@ struct ChangesetWorkload {
             let (applied, sessionFingerprint) = try {
                 let queue = try PlainDatabase.open(path("rep-plain.sqlite"))
                 let changeset = try Data(contentsOf: URL(fileURLWithPath: path("session.changeset")))
-                let result = try timed { try PlainDatabase.transaction(queue) { db in try SessionRecorder.apply(changeset, to: db) } }
+                let result = try timed {
+                    try PlainDatabase.transaction(queue) { db in try SessionRecorder.apply(changeset, to: db) }
+                }
                 return (result, try queue.read { db in try ChangeMix.fingerprint(db) })
             }()
             guard ourFingerprint == sessionFingerprint, Int(ourFingerprint[0]) == mix.finalRowCount else {
-                throw BenchError.baselineMismatch(what: "imported table", ours: ourFingerprint, baseline: sessionFingerprint)
+                throw BenchError.baselineMismatch(
+                    what: "imported table", ours: ourFingerprint, baseline: sessionFingerprint)
             }
             guard measured else { continue }
             samples.exportOurs.append(changes / exported.seconds)
@@ -75,17 +79,21 @@ struct ChangesetWorkload {
         return [
             Report.Row(
                 metric: "export.throughput", ours: Measurement(samples: samples.exportOurs),
-                baseline: Measurement(samples: samples.exportSession), baselineName: "session changeset", unit: "changes/s",
+                baseline: Measurement(samples: samples.exportSession), baselineName: "session changeset",
+                unit: "changes/s",
                 goal: .atLeast(1.0)),
             Report.Row(
                 metric: "import.throughput", ours: Measurement(samples: samples.importOurs),
-                baseline: Measurement(samples: samples.importSession), baselineName: "changeset_apply", unit: "changes/s",
+                baseline: Measurement(samples: samples.importSession), baselineName: "changeset_apply",
+                unit: "changes/s",
                 goal: .atLeast(0.8)),
             Report.Row(
-                metric: "bundle.bytes_per_change", ours: perChange(samples.bundleBytes), baseline: perChange(samples.compressedChangesetBytes),
+                metric: "bundle.bytes_per_change", ours: perChange(samples.bundleBytes),
+                baseline: perChange(samples.compressedChangesetBytes),
                 baselineName: "changeset, deflated", unit: "bytes", goal: .atMost(1.0)),
             Report.Row(
-                metric: "bundle.bytes_per_change.raw", ours: perChange(samples.bundleBytes), baseline: perChange(samples.changesetBytes),
+                metric: "bundle.bytes_per_change.raw", ours: perChange(samples.bundleBytes),
+                baseline: perChange(samples.changesetBytes),
                 baselineName: "changeset", unit: "bytes", goal: .atMost(1.0)),
         ]
     }
@@ -124,7 +132,8 @@ struct ChangesetWorkload {
 
     private func expect(_ what: String, _ found: Int, _ expected: Int) throws {
         guard found == expected else {
-            throw BenchError.unexpectedState(metric: "bundle", side: .tracked, what: what, expected: Int64(expected), found: Int64(found))
+            throw BenchError.unexpectedState(
+                metric: "bundle", side: .tracked, what: what, expected: Int64(expected), found: Int64(found))
         }
     }
 

@@ -15,7 +15,9 @@ struct ChildExport: ParsableCommand {
         let summary = try opened.exportBundle(since: .zero, to: bundle, key: key)
         let elapsed = ContinuousClock.now - start
         try BundleWorkload.report(
-            .init(seconds: elapsed.seconds, peakBytes: BundleWorkload.peakResidentBytes(), changes: summary.changeCount, bytes: summary.bytes))
+            .init(
+                seconds: elapsed.seconds, peakBytes: BundleWorkload.peakResidentBytes(), changes: summary.changeCount,
+                bytes: summary.bytes))
     }
 }
 
@@ -32,6 +34,8 @@ struct ChildImport: ParsableCommand {
         let elapsed = ContinuousClock.now - start
         let bytes = (try FileManager.default.attributesOfItem(atPath: bundle)[.size] as? Int) ?? 0
         try BundleWorkload.report(
-            .init(seconds: elapsed.seconds, peakBytes: BundleWorkload.peakResidentBytes(), changes: summary.appliedChanges, bytes: bytes))
+            .init(
+                seconds: elapsed.seconds, peakBytes: BundleWorkload.peakResidentBytes(),
+                changes: summary.appliedChanges, bytes: bytes))
     }
 }

@@ -40,7 +40,8 @@ enum Fixtures {
 
     /// Runs `body` with a new `side` target on fresh files under `scratch`. The target is closed and
     /// its files removed before this returns.
-    static func withFreshTarget<T>(_ side: Side, under scratch: URL, _ body: (any BenchTarget) throws -> T) throws -> T {
+    static func withFreshTarget<T>(_ side: Side, under scratch: URL, _ body: (any BenchTarget) throws -> T) throws -> T
+    {
         let directory = scratch.appendingPathComponent(UUID().uuidString)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -18,16 +18,23 @@ struct FolderWorkload {
         let folder = scratch.appendingPathComponent("exchange").path
         let saved = scratch.appendingPathComponent("bundles").path
         let before = scratch.appendingPathComponent("before").path
-        for path in [folder, saved, before] { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
+        for path in [folder, saved, before] {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        }
         let paths = (0..<replicas).map { scratch.appendingPathComponent("replica\($0).sqlite").path }
         Output.progress("folder: \(replicas) replicas write \(operationsPerReplica) operations each (seed \(seed))")
         try writeReplicas(paths)
-        for path in paths { try PlainDatabase.copy(path, to: before + "/" + URL(fileURLWithPath: path).lastPathComponent) }
+        for path in paths {
+            try PlainDatabase.copy(path, to: before + "/" + URL(fileURLWithPath: path).lastPathComponent)
+        }
 
         // The exchange, timed call by call; the copies of each new bundle are made outside the clock.
         let stores = try paths.map { try Store.open($0) }
         let keys = try paths.map { try KeyFile.load(KeyFile.defaultPath(forStore: $0)) }
-        var pushSeconds = 0.0, pullSeconds = 0.0, rounds = 0, bundles = 0
+        var pushSeconds = 0.0
+        var pullSeconds = 0.0
+        var rounds = 0
+        var bundles = 0
         var applied: [[String]] = Array(repeating: [], count: replicas)
         while true {
             rounds += 1
@@ -46,7 +53,9 @@ struct FolderWorkload {
                 pullSeconds += pull.seconds
                 guard pull.value.warnings.isEmpty else { throw BenchError.folderWarnings(pull.value.warnings) }
                 for summary in pull.value.imported {
-                    guard summary.header.kind == .changes else { throw BenchError.folderWarnings(["snapshot \(summary.path) imported"]) }
+                    guard summary.header.kind == .changes else {
+                        throw BenchError.folderWarnings(["snapshot \(summary.path) imported"])
+                    }
                     applied[index].append(saved + "/" + Self.savedName(summary.path))
                     importedAny = true
                 }
@@ -55,7 +64,8 @@ struct FolderWorkload {
         }
         let fingerprints = try stores.map { store in try store.write { db in try ChangeMix.fingerprint(db) }.0 }
         guard Set(fingerprints).count == 1 else {
-            throw BenchError.baselineMismatch(what: "replicas after quiescence", ours: fingerprints[0], baseline: fingerprints.last!)
+            throw BenchError.baselineMismatch(
+                what: "replicas after quiescence", ours: fingerprints[0], baseline: fingerprints.last!)
         }
 
         Output.progress("folder: replaying \(applied.map(\.count).reduce(0, +)) imports on the copies")
@@ -65,7 +75,8 @@ struct FolderWorkload {
             let store = try Store.open(copy)
             for bundle in applied[index] { rawSeconds += try timed { try store.importBundle(at: bundle) }.seconds }
             guard try store.write({ db in try ChangeMix.fingerprint(db) }).0 == fingerprints[0] else {
-                throw BenchError.baselineMismatch(what: "replayed replica \(index)", ours: fingerprints[0], baseline: [])
+                throw BenchError.baselineMismatch(
+                    what: "replayed replica \(index)", ours: fingerprints[0], baseline: [])
             }
         }
         let raw = Measurement(samples: [rawSeconds])
@@ -75,7 +86,8 @@ struct FolderWorkload {
                     metric: "folder.quiescence", ours: Measurement(samples: [pushSeconds + pullSeconds]), baseline: raw,
                     baselineName: "raw import", unit: "s", goal: .atMost(1.5)),
                 Report.Row(
-                    metric: "folder.pull", ours: Measurement(samples: [pullSeconds]), baseline: raw, baselineName: "raw import", unit: "s",
+                    metric: "folder.pull", ours: Measurement(samples: [pullSeconds]), baseline: raw,
+                    baselineName: "raw import", unit: "s",
                     goal: .atMost(1.5)),
             ],
             [
@@ -97,7 +109,9 @@ struct FolderWorkload {
     private func writeReplicas(_ paths: [String]) throws {
         var generator = SeededGenerator(seed: seed)
         let stores = try paths.enumerated().map { index, path in
-            try Store.initialize(path, setup: Store.Setup(replicaName: "replica\(index)", schema: ("bench", Fixtures.schema))).store
+            try Store.initialize(
+                path, setup: Store.Setup(replicaName: "replica\(index)", schema: ("bench", Fixtures.schema))
+            ).store
         }
         for store in stores {
             for (index, other) in stores.enumerated() where other !== store {
@@ -108,7 +122,9 @@ struct FolderWorkload {
         for (index, store) in stores.enumerated() {
             for start in stride(from: 0, to: operationsPerReplica, by: batch) {
                 let count = min(batch, operationsPerReplica - start)
-                let draws = (0..<count).map { _ in (generator.next() % 10, Int(generator.next() % UInt64(keySpace)), generator.next()) }
+                let draws = (0..<count).map { _ in
+                    (generator.next() % 10, Int(generator.next() % UInt64(keySpace)), generator.next())
+                }
                 _ = try store.write { db in
                     for (kind, key, value) in draws {
                         let id = ChangeMix.key(key)
@@ -117,9 +133,11 @@ struct FolderWorkload {
                             var arguments = ChangeMix.insertArguments(key)
                             arguments += [Int(value % 1_000_000), "r\(index)"]
                             try db.execute(
-                                sql: ChangeMix.insertSQL + " ON CONFLICT(id) DO UPDATE SET qty = ?, title = ?", arguments: arguments)
+                                sql: ChangeMix.insertSQL + " ON CONFLICT(id) DO UPDATE SET qty = ?, title = ?",
+                                arguments: arguments)
                         case 6..<8:
-                            try db.execute(sql: "UPDATE items SET price = ? WHERE id = ?", arguments: [Double(value % 1000), id])
+                            try db.execute(
+                                sql: "UPDATE items SET price = ? WHERE id = ?", arguments: [Double(value % 1000), id])
                         default:
                             try db.execute(sql: "DELETE FROM items WHERE id = ?", arguments: [id])
                         }

@@ -24,7 +24,9 @@ struct HistoryWorkload {
         Output.progress("history: writing \(transactions) one-row transactions")
         let writing = try timed {
             for i in 0..<transactions {
-                _ = try large.write { db in try db.execute(sql: ChangeMix.insertSQL, arguments: ChangeMix.insertArguments(i)) }
+                _ = try large.write { db in
+                    try db.execute(sql: ChangeMix.insertSQL, arguments: ChangeMix.insertArguments(i))
+                }
             }
         }
         // The first push folds the local changes into row state: the one-off cost of local writes,
@@ -34,25 +36,32 @@ struct HistoryWorkload {
         // Workload 8: one new peer per repetition (and one for the warm-up), each bundle applied to
         // the large store and to an empty replica.
         let (empty, _) = try Store.initialize(path("empty.sqlite"), setup: setup("empty"))
-        var onLarge: [Double] = [], onEmpty: [Double] = []
+        var onLarge: [Double] = []
+        var onEmpty: [Double] = []
         for round in 0...repetitions {
             let peer = path("peer\(round).sqlite")
             let (store, _) = try Store.initialize(peer, setup: setup("peer\(round)"))
             _ = try store.write { db in
                 for i in 0..<smallBundleChanges {
-                    try db.execute(sql: ChangeMix.insertSQL, arguments: ChangeMix.insertArguments(transactions + round * smallBundleChanges + i))
+                    try db.execute(
+                        sql: ChangeMix.insertSQL,
+                        arguments: ChangeMix.insertArguments(transactions + round * smallBundleChanges + i))
                 }
             }
             let bundle = path("small\(round).tmb")
-            _ = try store.exportBundle(since: .zero, to: bundle, key: try KeyFile.load(KeyFile.defaultPath(forStore: peer)))
+            _ = try store.exportBundle(
+                since: .zero, to: bundle, key: try KeyFile.load(KeyFile.defaultPath(forStore: peer)))
             for target in [large, empty] {
                 try target.addPeer(name: "peer\(round)", publicKeyBase64: Data(store.publicKey).base64EncodedString())
             }
             let largeTime = try timed { try large.importBundle(at: bundle) }
             let emptyTime = try timed { try empty.importBundle(at: bundle) }
-            guard largeTime.value.appliedChanges == smallBundleChanges, emptyTime.value.appliedChanges == smallBundleChanges else {
+            guard largeTime.value.appliedChanges == smallBundleChanges,
+                emptyTime.value.appliedChanges == smallBundleChanges
+            else {
                 throw BenchError.unexpectedState(
-                    metric: "history.small_import", side: .tracked, what: "applied changes", expected: Int64(smallBundleChanges),
+                    metric: "history.small_import", side: .tracked, what: "applied changes",
+                    expected: Int64(smallBundleChanges),
                     found: Int64(min(largeTime.value.appliedChanges, emptyTime.value.appliedChanges)))
             }
             if round > 0 {
@@ -84,21 +93,33 @@ struct HistoryWorkload {
         return (
             [
                 Report.Row(
-                    metric: "history.small_import", ours: Measurement(samples: onLarge), baseline: Measurement(samples: onEmpty),
+                    metric: "history.small_import", ours: Measurement(samples: onLarge),
+                    baseline: Measurement(samples: onEmpty),
                     baselineName: "empty store", unit: "s", goal: .atMost(2.0)),
                 Report.Row(
-                    metric: "history.store_size_after_vacuum", ours: Measurement(samples: [Double(footprint.storeBytes) / megabyte]),
+                    metric: "history.store_size_after_vacuum",
+                    ours: Measurement(samples: [Double(footprint.storeBytes) / megabyte]),
                     baseline: Measurement(samples: [Double(footprint.untrackedWithTombstonesBytes) / megabyte]),
                     baselineName: "untracked + tombstones", unit: "MiB", goal: .atMost(1.1)),
             ],
             [
-                .init(metric: "history.write_transactions_per_s", value: Double(transactions) / writing.seconds, unit: "tx/s", goal: nil),
+                .init(
+                    metric: "history.write_transactions_per_s", value: Double(transactions) / writing.seconds,
+                    unit: "tx/s", goal: nil),
                 .init(metric: "history.first_push_seconds", value: firstPush.seconds, unit: "s", goal: nil),
-                .init(metric: "history.pruned_transactions", value: Double(pruning.value.removedTransactions), unit: "tx", goal: nil),
+                .init(
+                    metric: "history.pruned_transactions", value: Double(pruning.value.removedTransactions), unit: "tx",
+                    goal: nil),
                 .init(metric: "history.prune_seconds", value: pruning.seconds, unit: "s", goal: nil),
-                .init(metric: "history.store_size_before_prune", value: Double(beforePrune) / megabyte, unit: "MiB", goal: nil),
-                .init(metric: "history.store_size_after_prune", value: Double(afterPrune) / megabyte, unit: "MiB", goal: nil),
-                .init(metric: "history.untracked_size", value: Double(footprint.untrackedBytes) / megabyte, unit: "MiB", goal: nil),
+                .init(
+                    metric: "history.store_size_before_prune", value: Double(beforePrune) / megabyte, unit: "MiB",
+                    goal: nil),
+                .init(
+                    metric: "history.store_size_after_prune", value: Double(afterPrune) / megabyte, unit: "MiB",
+                    goal: nil),
+                .init(
+                    metric: "history.untracked_size", value: Double(footprint.untrackedBytes) / megabyte, unit: "MiB",
+                    goal: nil),
                 .init(metric: "history.tombstones", value: Double(footprint.tombstones), unit: "rows", goal: nil),
             ]
         )

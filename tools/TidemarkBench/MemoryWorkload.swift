@@ -15,20 +15,30 @@ struct MemoryWorkload {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let result = try BundleWorkload.run(changes: changes, in: directory)
             try? FileManager.default.removeItem(at: directory)
-            let peak = (export: Double(result.export.peakBytes) / megabyte, import: Double(result.import.peakBytes) / megabyte)
+            let peak = (
+                export: Double(result.export.peakBytes) / megabyte, import: Double(result.import.peakBytes) / megabyte
+            )
             peaks.append(peak)
             figures += [
                 .init(metric: "memory.export.peak.\(changes)", value: peak.export, unit: "MiB", goal: .atMost(100)),
                 .init(metric: "memory.import.peak.\(changes)", value: peak.import, unit: "MiB", goal: .atMost(100)),
-                .init(metric: "memory.export.throughput.\(changes)", value: Double(changes) / result.export.seconds, unit: "changes/s", goal: nil),
-                .init(metric: "memory.import.throughput.\(changes)", value: Double(changes) / result.import.seconds, unit: "changes/s", goal: nil),
-                .init(metric: "memory.bytes_per_change.\(changes)", value: result.bytesPerChange, unit: "bytes", goal: nil),
+                .init(
+                    metric: "memory.export.throughput.\(changes)", value: Double(changes) / result.export.seconds,
+                    unit: "changes/s", goal: nil),
+                .init(
+                    metric: "memory.import.throughput.\(changes)", value: Double(changes) / result.import.seconds,
+                    unit: "changes/s", goal: nil),
+                .init(
+                    metric: "memory.bytes_per_change.\(changes)", value: result.bytesPerChange, unit: "bytes", goal: nil
+                ),
             ]
         }
         if peaks.count > 1, let first = peaks.first, let last = peaks.last {
+            let exportGrowth = (last.export) / (first.export)
+            let importGrowth = (last.import) / (first.import)
             figures += [
-                .init(metric: "memory.export.growth", value: last.export / first.export, unit: "×", goal: .atMost(1.2)),
-                .init(metric: "memory.import.growth", value: last.import / first.import, unit: "×", goal: .atMost(1.2)),
+                .init(metric: "memory.export.growth", value: exportGrowth, unit: "×", goal: .atMost(1.2)),
+                .init(metric: "memory.import.growth", value: importGrowth, unit: "×", goal: .atMost(1.2)),
             ]
         }
         return figures

@@ -12,14 +12,14 @@ struct Report {
 
         var value: Double {
             switch self {
-            case let .atMost(value), let .atLeast(value): value
+            case .atMost(let value), .atLeast(let value): value
             }
         }
 
         func isMet(by ratio: Double) -> Bool {
             switch self {
-            case let .atMost(limit): ratio <= limit
-            case let .atLeast(limit): ratio >= limit
+            case .atMost(let limit): ratio <= limit
+            case .atLeast(let limit): ratio >= limit
             }
         }
 
@@ -71,12 +71,15 @@ struct Report {
     /// A fixed-width table of the rows.
     func table() -> String {
         guard !rows.isEmpty else { return "" }
-        let header = ["metric", "unit", "ours med", "min", "max", "baseline", "med", "min", "max", "ratio", "goal", "met"]
+        let header = [
+            "metric", "unit", "ours med", "min", "max", "baseline", "med", "min", "max", "ratio", "goal", "met",
+        ]
         let cells = rows.map { row in
             [row.metric, row.unit] + [row.ours.median, row.ours.min, row.ours.max].map(Self.format) + [row.baselineName]
                 + [row.baseline.median, row.baseline.min, row.baseline.max].map(Self.format)
                 + [
-                    String(format: "%.2f", row.ratio), row.goal.map { "\($0.symbol) " + String(format: "%.2f", $0.value) } ?? "—",
+                    String(format: "%.2f", row.ratio),
+                    row.goal.map { "\($0.symbol) " + String(format: "%.2f", $0.value) } ?? "—",
                     row.met.map { $0 ? "yes" : "NO" } ?? "—",
                 ]
         }
@@ -89,7 +92,10 @@ struct Report {
         }
         let judged = rows.filter { $0.goal != nil }
         let met = judged.filter { $0.met == true }.count
-        return ([line(header)] + cells.map(line) + ["\(met) of \(judged.count) compared metrics met their goal (ratio = ours / baseline; rows without a goal are references)"])
+        return
+            ([line(header)] + cells.map(line) + [
+                "\(met) of \(judged.count) compared metrics met their goal (ratio = ours / baseline; rows without a goal are references)"
+            ])
             .joined(separator: "\n") + "\n"
     }
 
@@ -111,7 +117,9 @@ struct Report {
     /// `metric, value, unit, baseline, baseline_value, ratio, goal, met`.
     func jsonLines() throws -> String {
         let encoder = JSONEncoder()
-        func json(_ value: some Encodable) throws -> String { String(decoding: try encoder.encode(value), as: UTF8.self) }
+        func json(_ value: some Encodable) throws -> String {
+            String(decoding: try encoder.encode(value), as: UTF8.self)
+        }
         func object(_ fields: [(String, String)]) -> String {
             "{" + fields.map { "\"\($0)\":\($1)" }.joined(separator: ",") + "}\n"
         }
@@ -127,13 +135,15 @@ struct Report {
             object([
                 ("metric", try json(f.metric)), ("value", try json(f.value)), ("unit", try json(f.unit)),
                 ("baseline", "null"), ("baseline_value", "null"), ("ratio", "null"),
-                ("goal", try f.goal.map { try json($0.value) } ?? "null"), ("met", try f.met.map { try json($0) } ?? "null"),
+                ("goal", try f.goal.map { try json($0.value) } ?? "null"),
+                ("met", try f.met.map { try json($0) } ?? "null"),
             ])
         }
         return (rowLines + figureLines).joined()
     }
 
     private static func format(_ value: Double) -> String {
-        value >= 1000 ? String(format: "%.0f", value) : value >= 1 ? String(format: "%.3f", value) : String(format: "%.4f", value)
+        value >= 1000
+            ? String(format: "%.0f", value) : value >= 1 ? String(format: "%.3f", value) : String(format: "%.4f", value)
     }
 }

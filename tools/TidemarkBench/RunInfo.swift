@@ -18,11 +18,12 @@ struct RunInfo {
         var names = utsname()
         uname(&names)
         #if DEBUG
-        let configuration = "debug"
+            let configuration = "debug"
         #else
-        let configuration = "release"
+            let configuration = "release"
         #endif
-        let sqlite = (try? DatabaseQueue().read { db in try String.fetchOne(db, sql: "SELECT sqlite_version()") }) ?? nil
+        let sqlite =
+            (try? DatabaseQueue().read { db in try String.fetchOne(db, sql: "SELECT sqlite_version()") }) ?? nil
         return RunInfo(
             date: Date(), system: "\(field(&names.sysname)) \(field(&names.release))", machine: field(&names.machine),
             cores: ProcessInfo.processInfo.activeProcessorCount, configuration: configuration,

@@ -14,7 +14,8 @@ struct Runner {
         for side in Side.allCases { samples[side] = Array(repeating: [], count: workload.phases.count) }
         for round in 0..<(warmUps + repetitions) {
             let measured = round >= warmUps
-            Output.progress("\(workload.name): " + (measured ? "repetition \(round - warmUps + 1)/\(repetitions)" : "warm-up"))
+            Output.progress(
+                "\(workload.name): " + (measured ? "repetition \(round - warmUps + 1)/\(repetitions)" : "warm-up"))
             for side in Side.allCases {
                 let times = try Fixtures.withFreshTarget(side, under: scratch) { target in
                     try workload.phases.map { phase in try timed(phase, on: target) }
@@ -33,7 +34,8 @@ struct Runner {
                 // Not Tidemark: what the simplest capture trigger costs over the same baseline.
                 Report.Row(
                     metric: phase.metric + ".trigger_floor", ours: Measurement(samples: samples[.triggerFloor]![index]),
-                    baseline: Measurement(samples: samples[.untracked]![index]), baselineName: "untracked", unit: "s", goal: nil),
+                    baseline: Measurement(samples: samples[.untracked]![index]), baselineName: "untracked", unit: "s",
+                    goal: nil),
             ]
         }
     }
@@ -45,7 +47,8 @@ struct Runner {
         let count = try target.read { db in try Int64.fetchOne(db, sql: phase.check.sql) ?? -1 }
         guard count == phase.check.expected else {
             throw BenchError.unexpectedState(
-                metric: phase.metric, side: target.side, what: "from `\(phase.check.sql)`", expected: phase.check.expected,
+                metric: phase.metric, side: target.side, what: "from `\(phase.check.sql)`",
+                expected: phase.check.expected,
                 found: count)
         }
         if let before = capturedBefore, let after = target.capturedChanges, after - before != phase.capturedChanges {

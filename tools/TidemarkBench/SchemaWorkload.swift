@@ -16,7 +16,8 @@ struct SchemaWorkload {
             INSERT INTO items(id, title, qty, price, payload) SELECT printf('k%08d', i), 'Item ' || i, i, i * 0.25, zeroblob(32) FROM n
             """
         Output.progress("schema: \(rows) rows, tracked and untracked")
-        let (store, _) = try Store.initialize(path("tracked.sqlite"), setup: Store.Setup(replicaName: "schema", schema: ("bench", Fixtures.schema)))
+        let (store, _) = try Store.initialize(
+            path("tracked.sqlite"), setup: Store.Setup(replicaName: "schema", schema: ("bench", Fixtures.schema)))
         _ = try store.execute(sql: fill)
         // Folds the inserts into row metadata outside the timed region, as any export would.
         try store.migrate(Store.Migration(sql: "CREATE INDEX items_by_qty ON items(qty)"))
@@ -26,7 +27,8 @@ struct SchemaWorkload {
             try db.execute(sql: fill)
             try db.execute(sql: "CREATE INDEX items_by_qty ON items(qty)")
         }
-        var ours: [Double] = [], baseline: [Double] = []
+        var ours: [Double] = []
+        var baseline: [Double] = []
         for round in 0...repetitions {
             let alter = "ALTER TABLE items ADD COLUMN extra\(round) TEXT DEFAULT 'none'"
             let tracked = try timed { try store.migrate(Store.Migration(sql: alter)) }

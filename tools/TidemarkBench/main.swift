@@ -33,23 +33,32 @@ struct BenchCommand: ParsableCommand {
                         report.rows += try runner.run(capture, in: scratch)
                     }
                 case .changeset:
-                    report.rows += try ChangesetWorkload(mix: ChangeMix(changes: options.changes), repetitions: options.repetitions)
-                        .run(in: scratch)
+                    report.rows += try ChangesetWorkload(
+                        mix: ChangeMix(changes: options.changes), repetitions: options.repetitions
+                    )
+                    .run(in: scratch)
                 case .memory:
                     report.figures += try MemoryWorkload(sizes: options.memoryChanges).run(in: scratch)
                 case .folder:
-                    let result = try FolderWorkload(replicas: options.replicas, operationsPerReplica: options.operations, seed: options.seed)
-                        .run(in: scratch)
+                    let result = try FolderWorkload(
+                        replicas: options.replicas, operationsPerReplica: options.operations, seed: options.seed
+                    )
+                    .run(in: scratch)
                     report.rows += result.rows
                     report.figures += result.figures
                 case .history:
-                    let result = try HistoryWorkload(transactions: options.transactions, repetitions: options.repetitions).run(in: scratch)
+                    let result = try HistoryWorkload(
+                        transactions: options.transactions, repetitions: options.repetitions
+                    ).run(in: scratch)
                     report.rows += result.rows
                     report.figures += result.figures
                 case .schema:
-                    report.rows += try SchemaWorkload(rows: options.rows, repetitions: options.repetitions).run(in: scratch)
+                    report.rows += try SchemaWorkload(rows: options.rows, repetitions: options.repetitions).run(
+                        in: scratch)
                 case .appwriter:
-                    report.rows += try AppWriterWorkload(transactions: options.operations, repetitions: options.repetitions).run(in: scratch)
+                    report.rows += try AppWriterWorkload(
+                        transactions: options.operations, repetitions: options.repetitions
+                    ).run(in: scratch)
                 }
             }
         }

@@ -22,25 +22,31 @@ extension Catalog {
             withRecordsBody(Wire.be32(200) + bomb))
         invalid(
             "declared-length-too-large", "The declared raw length is one more than the DEFLATE stream yields",
-            flags: ["Compression", "Resigned"], error: "bad-compression", withRecordsBody(Wire.be32(UInt32(raw.count + 1)) + deflated))
+            flags: ["Compression", "Resigned"], error: "bad-compression",
+            withRecordsBody(Wire.be32(UInt32(raw.count + 1)) + deflated))
         invalid(
             "declared-length-too-small", "The declared raw length is one less than the DEFLATE stream yields",
-            flags: ["Compression", "Resigned"], error: "bad-compression", withRecordsBody(Wire.be32(UInt32(raw.count - 1)) + deflated))
+            flags: ["Compression", "Resigned"], error: "bad-compression",
+            withRecordsBody(Wire.be32(UInt32(raw.count - 1)) + deflated))
         invalid(
             "declared-length-zero", "A compressed TRANSACTIONS frame declaring 0 raw bytes (an empty DEFLATE stream)",
-            flags: ["Compression", "Resigned"], error: "bad-compression", withRecordsBody(Wire.be32(0) + Zlib.deflate([])))
+            flags: ["Compression", "Resigned"], error: "bad-compression",
+            withRecordsBody(Wire.be32(0) + Zlib.deflate([])))
         invalid(
-            "declared-length-over-limit", "The declared raw length is 16 MiB + 1", flags: ["Compression", "Resigned", "Limits"],
+            "declared-length-over-limit", "The declared raw length is 16 MiB + 1",
+            flags: ["Compression", "Resigned", "Limits"],
             error: "bad-compression", withRecordsBody(Wire.be32(16 * 1024 * 1024 + 1) + deflated))
         invalid(
             "bytes-after-deflate-stream", "One byte follows the end of the DEFLATE stream inside the payload",
-            flags: ["Compression", "Resigned"], error: "bad-compression", withRecordsBody(Wire.be32(UInt32(raw.count)) + deflated + [0]))
+            flags: ["Compression", "Resigned"], error: "bad-compression",
+            withRecordsBody(Wire.be32(UInt32(raw.count)) + deflated + [0]))
         invalid(
             "deflate-stream-cut", "The DEFLATE stream lacks its last two bytes", flags: ["Compression", "Resigned"],
             error: "bad-compression",
             withRecordsBody(Wire.be32(UInt32(raw.count)) + deflated.dropLast(2)))
         invalid(
-            "zlib-wrapper", "The payload is zlib (RFC 1950) rather than raw DEFLATE (RFC 1951)", flags: ["Compression", "Resigned"],
+            "zlib-wrapper", "The payload is zlib (RFC 1950) rather than raw DEFLATE (RFC 1951)",
+            flags: ["Compression", "Resigned"],
             error: "bad-compression", withRecordsBody(Wire.be32(UInt32(raw.count)) + Zlib.deflate(raw, windowBits: 15)))
         invalid(
             "compressed-payload-too-short", "A compressed payload of 3 bytes, too short for its raw length",
@@ -50,17 +56,20 @@ extension Catalog {
         d.cuts = [raw.count / 2]
         d.editFrames = { frames in frames.insert(Frame(type: Frame.transactions, flags: 0, body: []), at: 2) }
         invalid(
-            "empty-transactions-frame", "An uncompressed TRANSACTIONS frame with an empty payload between two others, inside a record",
+            "empty-transactions-frame",
+            "An uncompressed TRANSACTIONS frame with an empty payload between two others, inside a record",
             flags: ["Framing", "Resigned"], error: "empty-frame", d)
         d.cuts = [base.transactions[0].encoded.count]
         invalid(
             "empty-transactions-frame-between-records",
             "An uncompressed TRANSACTIONS frame with an empty payload between two others, "
-                + "where one transaction record ends and the next begins", flags: ["Framing", "Resigned"], error: "empty-frame", d)
+                + "where one transaction record ends and the next begins", flags: ["Framing", "Resigned"],
+            error: "empty-frame", d)
         d = base
         d.editFrames = { frames in frames.insert(Frame(type: Frame.transactions, flags: 0, body: []), at: 2) }
         invalid(
-            "empty-transactions-frame-last", "An uncompressed TRANSACTIONS frame with an empty payload after the last record",
+            "empty-transactions-frame-last",
+            "An uncompressed TRANSACTIONS frame with an empty payload after the last record",
             flags: ["Framing", "Resigned"], error: "empty-frame", d)
     }
 }

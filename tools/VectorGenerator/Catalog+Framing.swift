@@ -13,11 +13,14 @@ extension Catalog {
         invalid("empty-file", "Zero bytes", flags: ["Framing", "Truncated"], error: "bad-magic", bytes: [])
         var d = base
         d.editPreamble = { $0[0] = 0x88 }
-        invalid("bad-magic", "The first magic byte is 0x88 instead of 0x89", flags: ["Framing", "Resigned"], error: "bad-magic", d)
+        invalid(
+            "bad-magic", "The first magic byte is 0x88 instead of 0x89", flags: ["Framing", "Resigned"],
+            error: "bad-magic", d)
         d = base
         d.editPreamble = { $0.remove(at: 4) }
         invalid(
-            "text-mode-newline", "A text-mode transfer turned the magic's CR LF into LF", flags: ["Framing", "Resigned"],
+            "text-mode-newline", "A text-mode transfer turned the magic's CR LF into LF",
+            flags: ["Framing", "Resigned"],
             error: "bad-magic", d)
         d = base
         d.editPreamble = { $0[9] = 2 }
@@ -27,26 +30,35 @@ extension Catalog {
             error: "unsupported-version", d)
         d = base
         d.editPreamble = { $0[9] = 0 }
-        invalid("version-zero", "Format version 0", flags: ["Framing", "Resigned", "Version"], error: "unsupported-version", d)
+        invalid(
+            "version-zero", "Format version 0", flags: ["Framing", "Resigned", "Version"], error: "unsupported-version",
+            d)
         d = base
         d.editPreamble = { $0[11] = 1 }
-        invalid("reserved-flags", "Preamble flag bit 0 set", flags: ["Framing", "Resigned"], error: "reserved-flags", d)
+        invalid(
+            "reserved-flags", "Preamble flag bit 0 set", flags: ["Framing", "Resigned"], error: "reserved-flags", d)
         d = base
         d.editPreamble = { $0[10] = 0x80 }
-        invalid("reserved-flags-high", "Preamble flag bit 15 set", flags: ["Framing", "Resigned"], error: "reserved-flags", d)
+        invalid(
+            "reserved-flags-high", "Preamble flag bit 15 set", flags: ["Framing", "Resigned"], error: "reserved-flags",
+            d)
 
         // Truncation: the file is cut; nothing can be re-signed.
         invalid(
-            "only-magic", "The file ends after the magic", flags: ["Framing", "Truncated"], error: "truncated", bytes: Array(file.prefix(8))
+            "only-magic", "The file ends after the magic", flags: ["Framing", "Truncated"], error: "truncated",
+            bytes: Array(file.prefix(8))
         )
         invalid(
-            "truncated-in-preamble", "The file ends inside the sender's public key", flags: ["Framing", "Truncated"], error: "truncated",
+            "truncated-in-preamble", "The file ends inside the sender's public key", flags: ["Framing", "Truncated"],
+            error: "truncated",
             bytes: Array(file.prefix(30)))
         invalid(
-            "truncated-in-frame-head", "The file ends inside the HEADER frame's length field", flags: ["Framing", "Truncated"],
+            "truncated-in-frame-head", "The file ends inside the HEADER frame's length field",
+            flags: ["Framing", "Truncated"],
             error: "truncated", bytes: Array(file.prefix(header.start + 4)))
         invalid(
-            "truncated-in-header", "The file ends in the middle of the HEADER payload", flags: ["Framing", "Truncated"], error: "truncated",
+            "truncated-in-header", "The file ends in the middle of the HEADER payload",
+            flags: ["Framing", "Truncated"], error: "truncated",
             bytes: Array(file.prefix((header.bodyStart + header.end) / 2)))
         let cuts = [records.bodyStart, records.bodyStart + 17, (records.bodyStart + records.end) / 2, records.end - 1]
         for (i, cut) in cuts.enumerated() {
@@ -61,14 +73,17 @@ extension Catalog {
             flags: ["Framing", "Truncated"],
             error: "truncated", bytes: Array(file.prefix(records.end)))
         invalid(
-            "truncated-in-attestation", "The file ends inside the ATTESTATION payload", flags: ["Framing", "Truncated"], error: "truncated",
+            "truncated-in-attestation", "The file ends inside the ATTESTATION payload",
+            flags: ["Framing", "Truncated"], error: "truncated",
             bytes: Array(file.prefix(attestation.end - 10)))
         invalid(
-            "missing-signature", "The file ends where the SIGNATURE frame should start", flags: ["Framing", "Truncated"],
+            "missing-signature", "The file ends where the SIGNATURE frame should start",
+            flags: ["Framing", "Truncated"],
             error: "truncated",
             bytes: Array(file.prefix(signature.start)))
         invalid(
-            "truncated-in-signature", "The last byte of the signature is missing", flags: ["Framing", "Truncated"], error: "truncated",
+            "truncated-in-signature", "The last byte of the signature is missing", flags: ["Framing", "Truncated"],
+            error: "truncated",
             bytes: Array(file.dropLast()))
 
         // §3.2 frame heads.
@@ -79,7 +94,9 @@ extension Catalog {
             error: "unknown-frame-type", d)
         d = base
         d.editFrames = { $0[0].flags = 0x02 }
-        invalid("reserved-frame-flags", "HEADER frame flag bit 1 set", flags: ["Framing", "Resigned"], error: "reserved-flags", d)
+        invalid(
+            "reserved-frame-flags", "HEADER frame flag bit 1 set", flags: ["Framing", "Resigned"],
+            error: "reserved-flags", d)
         d = base
         d.editFrames = { $0[1].flags = 0x81 }
         invalid(
@@ -88,9 +105,11 @@ extension Catalog {
             error: "reserved-flags", d)
         var bytes = file
         bytes.replaceSubrange(
-            attestation.start + 2..<attestation.start + 6, with: Wire.be32(UInt32(attestation.end - attestation.bodyStart + 1000)))
+            attestation.start + 2..<attestation.start + 6,
+            with: Wire.be32(UInt32(attestation.end - attestation.bodyStart + 1000)))
         invalid(
-            "frame-length-past-end", "The ATTESTATION frame's length runs 1000 bytes past the end of the file", flags: ["Framing"],
+            "frame-length-past-end", "The ATTESTATION frame's length runs 1000 bytes past the end of the file",
+            flags: ["Framing"],
             error: "truncated", bytes: bytes)
         bytes = file
         bytes.replaceSubrange(records.start + 2..<records.start + 6, with: [0xff, 0xff, 0xff, 0xff])
@@ -101,54 +120,67 @@ extension Catalog {
         bytes = file
         bytes.replaceSubrange(records.start + 2..<records.start + 6, with: Wire.be32(16 * 1024 * 1024 + 1))
         invalid(
-            "frame-length-over-limit", "A TRANSACTIONS frame length of 16 MiB + 1", flags: ["Framing", "Limits"], error: "frame-too-long",
+            "frame-length-over-limit", "A TRANSACTIONS frame length of 16 MiB + 1", flags: ["Framing", "Limits"],
+            error: "frame-too-long",
             bytes: bytes)
 
         // §3.2 frame order.
         d = base
         d.editFrames = { $0.removeFirst() }
         invalid(
-            "missing-header", "The first frame is TRANSACTIONS; the HEADER frame is missing", flags: ["Framing", "Resigned"],
+            "missing-header", "The first frame is TRANSACTIONS; the HEADER frame is missing",
+            flags: ["Framing", "Resigned"],
             error: "frame-order", d)
         d = base
         d.editFrames = { $0.insert($0[0], at: 1) }
-        invalid("duplicate-header", "A second HEADER frame follows the first", flags: ["Framing", "Resigned"], error: "frame-order", d)
+        invalid(
+            "duplicate-header", "A second HEADER frame follows the first", flags: ["Framing", "Resigned"],
+            error: "frame-order", d)
         d = base
         d.editFrames = { $0.removeAll { $0.type == Frame.attestation } }
         invalid(
-            "missing-attestation", "The range has no ATTESTATION frame", flags: ["Framing", "Resigned"], error: "frame-order", d)
+            "missing-attestation", "The range has no ATTESTATION frame", flags: ["Framing", "Resigned"],
+            error: "frame-order", d)
         d = base
         d.editFrames = { $0.append($0.last!) }
-        invalid("extra-attestation", "The ATTESTATION frame appears twice", flags: ["Framing", "Resigned"], error: "frame-order", d)
+        invalid(
+            "extra-attestation", "The ATTESTATION frame appears twice", flags: ["Framing", "Resigned"],
+            error: "frame-order", d)
         d = base
         d.editFrames = { f in f.insert(f.removeLast(), at: 1) }
         invalid(
-            "attestation-before-records", "The ATTESTATION frame comes before the TRANSACTIONS frame", flags: ["Framing", "Resigned"],
+            "attestation-before-records", "The ATTESTATION frame comes before the TRANSACTIONS frame",
+            flags: ["Framing", "Resigned"],
             error: "frame-order", d)
         d = base
         d.editFrames = { f in f.append(f[1]) }
         invalid(
-            "records-after-attestation", "A second TRANSACTIONS frame follows the attestation", flags: ["Framing", "Resigned"],
+            "records-after-attestation", "A second TRANSACTIONS frame follows the attestation",
+            flags: ["Framing", "Resigned"],
             error: "frame-order", d)
 
         // §3.2 the signature frame.
         bytes = Array(file.dropLast(64 + 6))
         bytes += [Frame.signature, 0, 0, 0, 0, 63] + Array(file.suffix(64).dropLast())
         invalid(
-            "signature-63-bytes", "The SIGNATURE frame holds 63 bytes", flags: ["Framing", "Signature"], error: "bad-signature-frame",
+            "signature-63-bytes", "The SIGNATURE frame holds 63 bytes", flags: ["Framing", "Signature"],
+            error: "bad-signature-frame",
             bytes: bytes)
         bytes = Array(file.dropLast(64 + 6))
         bytes += [Frame.signature, 0, 0, 0, 0, 65] + Array(file.suffix(64)) + [0]
         invalid(
-            "signature-65-bytes", "The SIGNATURE frame holds 65 bytes", flags: ["Framing", "Signature"], error: "bad-signature-frame",
+            "signature-65-bytes", "The SIGNATURE frame holds 65 bytes", flags: ["Framing", "Signature"],
+            error: "bad-signature-frame",
             bytes: bytes)
         bytes = file
         bytes[signature.start + 1] = 1
         invalid(
-            "compressed-signature-frame", "The SIGNATURE frame has the compressed flag", flags: ["Framing", "Signature"],
+            "compressed-signature-frame", "The SIGNATURE frame has the compressed flag",
+            flags: ["Framing", "Signature"],
             error: "bad-signature-frame", bytes: bytes)
         invalid(
-            "trailing-bytes", "One zero byte after the SIGNATURE frame", flags: ["Framing"], error: "trailing-bytes", bytes: file + [0])
+            "trailing-bytes", "One zero byte after the SIGNATURE frame", flags: ["Framing"], error: "trailing-bytes",
+            bytes: file + [0])
         invalid(
             "second-signature", "The SIGNATURE frame appears twice", flags: ["Framing"], error: "trailing-bytes",
             bytes: file + Array(file[signature.start...]))

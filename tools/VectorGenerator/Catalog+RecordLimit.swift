@@ -30,7 +30,9 @@ extension Catalog {
         // tags (note, name) = (1, 'work'): the key's TEXT counts, so 4 + (64 MiB − 3) = 64 MiB + 1.
         d.rowStates[2].generation = 5
         d.rowStates[2].cells = [
-            .init("color", .blob([UInt8](repeating: 0, count: Self.recordValueLimit - 3)), clock: (World.time(20), w.alice.id))
+            .init(
+                "color", .blob([UInt8](repeating: 0, count: Self.recordValueLimit - 3)),
+                clock: (World.time(20), w.alice.id))
         ]
         Self.cutEvery16MiB(&d)
         invalid(
@@ -43,7 +45,8 @@ extension Catalog {
     /// Starts a new TRANSACTIONS frame every 16 MiB of the record stream, the largest payload a
     /// frame may inflate to (§3.2).
     static func cutEvery16MiB(_ d: inout Draft) {
-        let length = d.transactions.reduce(0) { $0 + $1.encoded.count } + d.rowStates.reduce(0) { $0 + $1.encoded.count }
+        let length =
+            d.transactions.reduce(0) { $0 + $1.encoded.count } + d.rowStates.reduce(0) { $0 + $1.encoded.count }
         let frame = 16 * 1024 * 1024
         d.cuts = Array(stride(from: frame, to: length, by: frame))
     }

@@ -4,7 +4,8 @@ extension Catalog {
     /// Version 1 adds `notes.color`; version 2 starts tracking `links(id, url)`.
     static let addColor = [UInt8](Wire.varint(1) + [2] + Wire.name("notes") + Wire.name("color"))
     static let trackLinks = [UInt8](
-        Wire.varint(1) + [1] + Wire.name("links") + Wire.varint(1) + Wire.name("id") + Wire.varint(2) + Wire.name("id") + Wire.name("url"))
+        Wire.varint(1) + [1] + Wire.name("links") + Wire.varint(1) + Wire.name("id") + Wire.varint(2) + Wire.name("id")
+            + Wire.name("url"))
 
     /// One version of each later kind: rename table `drafts` to `sketches`, rename column
     /// `archive.note` to `remark`, drop column `archive.size`, untrack `old(id, v)` keyed by `id`.
@@ -12,11 +13,17 @@ extension Catalog {
         Wire.varint(4) + [3] + Wire.name("drafts") + Wire.name("sketches")
             + [4] + Wire.name("archive") + Wire.name("note") + Wire.name("remark")
             + [5] + Wire.name("archive") + Wire.name("size")
-            + [6] + Wire.name("old") + Wire.varint(1) + Wire.name("id") + Wire.varint(2) + Wire.name("id") + Wire.name("v"))
+            + [6] + Wire.name("old") + Wire.varint(1) + Wire.name("id") + Wire.varint(2) + Wire.name("id")
+            + Wire.name("v"))
 
     /// Alice's #1-#4: #1-#2 under the initial schema, #3 under version 1, #4 under version 2.
     func migrated() -> Draft {
-        var d = alice(1...4, tables: [Table(name: "notes", keyColumns: ["id"], columns: ["body", "color", "id", "pinned", "title"]), World.tags, World.labels])
+        var d = alice(
+            1...4,
+            tables: [
+                Table(name: "notes", keyColumns: ["id"], columns: ["body", "color", "id", "pinned", "title"]),
+                World.tags, World.labels,
+            ])
         d.schemaChanges = [Self.addColor, Self.trackLinks]
         d.schemaRuns = [(0, 3, 1), (0, 4, 2)]
         let ids = d.schemaIDs
@@ -44,7 +51,8 @@ extension Catalog {
         renames.transactions[2].attributes = [Attribute(id: 2, data: renamed[0])]
         renames.transactions[3].attributes = [Attribute(id: 2, data: renamed[1])]
         valid(
-            "schema-lineage-renames", "Version 1 renames a table and a column, drops a column and untracks a table, in canonical "
+            "schema-lineage-renames",
+            "Version 1 renames a table and a column, drops a column and untracks a table, in canonical "
                 + "order (kinds 3, 4, 5, 6); #3 and #4 name the versions that follow from it",
             flags: ["Schema"], renames)
 
@@ -52,12 +60,14 @@ extension Catalog {
         var d = migrated()
         d.transactions[3].attributes = []
         invalid(
-            "schema-attribute-missing", "Transaction #4 carries no schema version, but the runs place it under version 2",
+            "schema-attribute-missing",
+            "Transaction #4 carries no schema version, but the runs place it under version 2",
             flags: flags, error: "schema-mismatch", d)
         d = alice(1...2)
         d.transactions[1].attributes = [Attribute(id: 2, data: migrated().schemaIDs[0])]
         invalid(
-            "schema-attribute-unexpected", "Transaction #2 names a schema version, but the header has no lineage (the initial schema)",
+            "schema-attribute-unexpected",
+            "Transaction #2 names a schema version, but the header has no lineage (the initial schema)",
             flags: flags, error: "schema-mismatch", d)
         d = migrated()
         d.transactions[3].attributes = [Attribute(id: 2, data: d.schemaIDs[0])]
@@ -72,10 +82,14 @@ extension Catalog {
 
         d = migrated()
         d.schemaRuns = [(0, 3, 1), (0, 5, 2)]
-        invalid("schema-run-outside-range", "A run starts at #5, past the end of Alice's range", flags: flags, error: "bad-header", d)
+        invalid(
+            "schema-run-outside-range", "A run starts at #5, past the end of Alice's range", flags: flags,
+            error: "bad-header", d)
         d = migrated()
         d.schemaRuns = [(0, 4, 2), (0, 3, 1)]
-        invalid("schema-runs-not-ascending", "The runs are not in ascending order of first sequence", flags: flags, error: "bad-header", d)
+        invalid(
+            "schema-runs-not-ascending", "The runs are not in ascending order of first sequence", flags: flags,
+            error: "bad-header", d)
         d = migrated()
         d.schemaChanges = [Self.addColor, Self.trackLinks, Self.addColor]
         invalid(
@@ -84,11 +98,13 @@ extension Catalog {
         d = migrated()
         d.schemaChanges[0] = Wire.varint(1) + [4] + Wire.name("notes") + Wire.name("title") + Wire.name("title")
         invalid(
-            "schema-rename-to-itself", "Version 1 renames column notes.title to its own name", flags: flags, error: "bad-header", d)
+            "schema-rename-to-itself", "Version 1 renames column notes.title to its own name", flags: flags,
+            error: "bad-header", d)
         d = migrated()
         d.schemaChanges[0] = Wire.varint(1) + [7] + Wire.name("notes") + Wire.name("color")
         invalid(
-            "schema-unknown-operation", "Version 1's change holds an operation of reserved kind 7", flags: flags, error: "bad-header", d)
+            "schema-unknown-operation", "Version 1's change holds an operation of reserved kind 7", flags: flags,
+            error: "bad-header", d)
         d = migrated()
         d.schemaChanges[1] = Wire.varint(2) + Array(Self.addColor.dropFirst()) + Array(Self.trackLinks.dropFirst())
         invalid(

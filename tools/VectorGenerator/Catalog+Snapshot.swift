@@ -25,7 +25,8 @@ extension Catalog {
                     .init("title", .text("groceries"), clock: (World.time(31, counter: 2), w.carol.id)),
                 ]),
             RowStateRecord(
-                table: "tags", generation: 4, key: [Column("note", .integer(1)), Column("name", .text("work"))], cells: []),
+                table: "tags", generation: 4, key: [Column("note", .integer(1)), Column("name", .text("work"))],
+                cells: []),
             RowStateRecord(table: "labels", generation: 1, key: [Column("name", .text("work"))], cells: []),
         ]
         return d
@@ -41,7 +42,9 @@ extension Catalog {
             flags: ["Snapshot", "Uncompressed"], base)
         var empty = base
         empty.rowStates = []
-        valid("snapshot-empty", "A snapshot with no row states: no TRANSACTIONS frame", flags: ["Snapshot", "Empty"], empty)
+        valid(
+            "snapshot-empty", "A snapshot with no row states: no TRANSACTIONS frame", flags: ["Snapshot", "Empty"],
+            empty)
 
         let flags = ["Snapshot", "Record", "Resigned"]
         var d = base
@@ -53,14 +56,16 @@ extension Catalog {
         let unclocked = Self.column("title", .text("hello, world"))
         d.editRecords = { $0[0].replaceUnique(unclocked + [0], with: unclocked + [2]) }
         invalid(
-            "snapshot-bad-clock-presence", "A column's clock-present byte is 02", flags: flags, error: "bad-presence-byte", d)
+            "snapshot-bad-clock-presence", "A column's clock-present byte is 02", flags: flags,
+            error: "bad-presence-byte", d)
         d = base
         d.rowStates[1].generation = 0
         invalid("snapshot-generation-zero", "A row state with generation 0", flags: flags, error: "bad-generation", d)
         d = base
         d.rowStates[1].cells.reverse()
         invalid(
-            "snapshot-columns-not-sorted", "A live row's columns in descending order (title, pinned, body)", flags: flags,
+            "snapshot-columns-not-sorted", "A live row's columns in descending order (title, pinned, body)",
+            flags: flags,
             error: "columns-not-canonical", d)
         d = base
         d.editRecords = { $0.insert(aliceFirst, at: 0) }

@@ -23,22 +23,26 @@ extension Catalog {
             flags: ["Compressed", "Values"], samples)
 
         valid(
-            "relay-three-origins", "Carol relays Alice's #2-#4 and Bob's #1-#3 with her own #1, interleaved; three ranges and attestations",
+            "relay-three-origins",
+            "Carol relays Alice's #2-#4 and Bob's #1-#3 with her own #1, interleaved; three ranges and attestations",
             flags: ["Compressed", "Relay"], relay(compressed: true))
 
         let bob = Draft(
-            world: w, sender: w.bob, created: World.time(36), since: .zero, through: Token([(w.bob, 3)]), tables: [World.notes],
+            world: w, sender: w.bob, created: World.time(36), since: .zero, through: Token([(w.bob, 3)]),
+            tables: [World.notes],
             transactions: (1...3).map { w.tx(w.bob, $0) })
         valid(
             "bob-history", "Bob's history: a NULL column, a transaction with no changes, and a 2 kB TEXT value",
             flags: ["Compressed", "EmptyTransaction"], bob)
 
         var limits = Draft(
-            world: w, sender: w.carol, created: World.time(41), since: Token([(w.carol, 1)]), through: Token([(w.carol, 2)]),
+            world: w, sender: w.carol, created: World.time(41), since: Token([(w.carol, 1)]),
+            through: Token([(w.carol, 2)]),
             tables: [World.wide], transactions: [w.tx(w.carol, 2)])
         limits.compressTransactions = { _ in true }
         valid(
-            "limits", "Wide and long: a 63-column table, a change with 62 value columns, the longest author name (4096 bytes), the largest process id (2^31-1)",
+            "limits",
+            "Wide and long: a 63-column table, a change with 62 value columns, the longest author name (4096 bytes), the largest process id (2^31-1)",
             flags: ["Compressed", "Limits"], limits)
 
         // Frame boundaries inside records: first after each transaction's prefix (in changes, values,
@@ -48,7 +52,8 @@ extension Catalog {
         let prefixes = spanning.transactions.map(Self.prefixLength)
         let ends = [0, lengths[0], lengths[0] + lengths[1]]
         spanning.cuts = [
-            prefixes[0] + 1, prefixes[0] + 9, prefixes[0] + 10, lengths[0] - 1, ends[1], ends[1] + prefixes[1] + 2, ends[2],
+            prefixes[0] + 1, prefixes[0] + 9, prefixes[0] + 10, lengths[0] - 1, ends[1], ends[1] + prefixes[1] + 2,
+            ends[2],
             ends[2] + prefixes[2] + 7, ends[2] + prefixes[2] + 8,
         ]
         spanning.compressTransactions = { $0 % 3 == 1 }
@@ -72,17 +77,23 @@ extension Catalog {
             flags: ["Compressed"], packed)
 
         var attributes = alice(1...1, tables: [World.notes])
-        attributes.transactions[0].attributes = [Attribute(id: 1, data: Array("future".utf8)), Attribute(id: 101, data: [])]
+        attributes.transactions[0].attributes = [
+            Attribute(id: 1, data: Array("future".utf8)), Attribute(id: 101, data: []),
+        ]
         attributes.transactions[0].changes[0].attributes = [Attribute(id: 3, data: [0xde, 0xad, 0xbe, 0xef])]
         valid(
-            "odd-attributes-skipped", "Unknown odd attribute ids on a transaction and a change are skipped; the chain hash covers them",
+            "odd-attributes-skipped",
+            "Unknown odd attribute ids on a transaction and a change are skipped; the chain hash covers them",
             flags: ["Extensibility"], attributes)
 
         let everything = Token([(w.alice, 4), (w.bob, 3), (w.carol, 1)])
         valid(
-            "no-transactions", "A changes bundle with nothing new: no tables, no ranges, no TRANSACTIONS or ATTESTATION frames",
+            "no-transactions",
+            "A changes bundle with nothing new: no tables, no ranges, no TRANSACTIONS or ATTESTATION frames",
             flags: ["Empty"],
-            Draft(world: w, sender: w.bob, created: World.time(80), since: everything, through: everything, tables: [], transactions: []))
+            Draft(
+                world: w, sender: w.bob, created: World.time(80), since: everything, through: everything, tables: [],
+                transactions: []))
 
         valid(
             "watermark", "A watermark (kind 3): Bob states the token he has applied",
@@ -98,10 +109,13 @@ extension Catalog {
         last.sequence = .max
         maxSequence.transactions = [last]
         maxSequence.ranges = [
-            OriginRange(publicKey: w.alice.publicKey, first: .max, last: .max, previous: Wire.sha256(Array("an earlier head".utf8)))
+            OriginRange(
+                publicKey: w.alice.publicKey, first: .max, last: .max,
+                previous: Wire.sha256(Array("an earlier head".utf8)))
         ]
         valid(
-            "sequence-max", "A transaction with the largest sequence number, 2^63-1, continuing an arbitrary earlier head",
+            "sequence-max",
+            "A transaction with the largest sequence number, 2^63-1, continuing an arbitrary earlier head",
             flags: ["Limits"], maxSequence)
     }
 }

@@ -9,44 +9,52 @@ extension Catalog {
         var bytes = file
         bytes[bytes.count - 1] ^= 0x01
         invalid(
-            "flipped-bit-in-signature", "Bit 0 of the signature's last byte is flipped", flags: ["Signature"], error: "bad-signature",
+            "flipped-bit-in-signature", "Bit 0 of the signature's last byte is flipped", flags: ["Signature"],
+            error: "bad-signature",
             bytes: bytes)
         bytes = file
         bytes[bytes.count - 40] ^= 0x10
         invalid(
-            "flipped-bit-in-signature-r", "A bit of the signature's R half is flipped", flags: ["Signature"], error: "bad-signature",
+            "flipped-bit-in-signature-r", "A bit of the signature's R half is flipped", flags: ["Signature"],
+            error: "bad-signature",
             bytes: bytes)
         bytes = file
         bytes[bytes.uniqueOffset(of: Wire.name("hello")) + 1] ^= 0x01
         invalid(
-            "flipped-bit-in-records", "A bit of the TEXT 'hello' is flipped ('iello'): the chain and the file signature break",
+            "flipped-bit-in-records",
+            "A bit of the TEXT 'hello' is flipped ('iello'): the chain and the file signature break",
             flags: ["Signature", "Chain"], error: "chain-mismatch", bytes: bytes)
         bytes = file
         bytes[bytes.uniqueOffset(of: Wire.name("alice")) + 5] ^= 0x01
         invalid(
-            "flipped-bit-in-header", "A bit of the sender name is flipped ('alicd')", flags: ["Signature"], error: "bad-signature",
+            "flipped-bit-in-header", "A bit of the sender name is flipped ('alicd')", flags: ["Signature"],
+            error: "bad-signature",
             bytes: bytes)
         bytes = file
         bytes[20] ^= 0x01
         invalid(
-            "flipped-bit-in-sender-key", "A bit of the sender's public key in the preamble is flipped", flags: ["Signature"],
+            "flipped-bit-in-sender-key", "A bit of the sender's public key in the preamble is flipped",
+            flags: ["Signature"],
             error: "bad-signature", bytes: bytes)
         bytes = alice(1...3, compressed: true).build(world: w).file
         let records = FrameWalk.first(Frame.transactions, in: bytes)
         bytes[(records.bodyStart + records.end) / 2] ^= 0x04
         invalid(
-            "flipped-bit-in-compressed-records", "A bit in the middle of a DEFLATE stream is flipped", flags: ["Signature", "Compression"],
+            "flipped-bit-in-compressed-records", "A bit in the middle of a DEFLATE stream is flipped",
+            flags: ["Signature", "Compression"],
             error: "bad-compression", bytes: bytes)
         var d = base
         d.signer = w.mallory
         invalid(
-            "signed-by-other-key", "Signed by Mallory's key while the preamble names Alice's", flags: ["Signature"], error: "bad-signature",
+            "signed-by-other-key", "Signed by Mallory's key while the preamble names Alice's", flags: ["Signature"],
+            error: "bad-signature",
             d)
         d = base
         d.editPreamble = { $0.replaceSubrange(12..<44, with: w.bob.publicKey) }
         d.signer = w.alice
         invalid(
-            "sender-key-replaced", "Signed by Alice but the preamble names Bob's key", flags: ["Signature"], error: "bad-signature", d)
+            "sender-key-replaced", "Signed by Alice but the preamble names Bob's key", flags: ["Signature"],
+            error: "bad-signature", d)
 
         // §5.2 sequence numbers and clocks, re-chained and re-attested by the origin.
         let flags = ["Chain", "Resigned"]
@@ -65,39 +73,49 @@ extension Catalog {
             "replayed-transaction", "Alice's #1 appears twice", flags: flags, error: "sequence-gap",
             model { $0.transactions.insert($0.transactions[0], at: 1) })
         invalid(
-            "sequence-beyond-range", "Alice's range ends at #2 but the records continue to #3", flags: flags, error: "outside-ranges",
+            "sequence-beyond-range", "Alice's range ends at #2 but the records continue to #3", flags: flags,
+            error: "outside-ranges",
             model { $0.ranges[0].last = 2 })
         invalid(
-            "range-without-transactions", "Alice's range #1-#3 has no records at all", flags: flags, error: "range-incomplete",
+            "range-without-transactions", "Alice's range #1-#3 has no records at all", flags: flags,
+            error: "range-incomplete",
             model { $0.editRecords = { $0 = [] } })
         invalid(
-            "clock-not-increasing", "Alice's #2 has the same timestamp as her #1", flags: flags, error: "clock-not-increasing",
+            "clock-not-increasing", "Alice's #2 has the same timestamp as her #1", flags: flags,
+            error: "clock-not-increasing",
             model { $0.transactions[1].timestamp = $0.transactions[0].timestamp })
         invalid(
-            "clock-decreasing", "Alice's #2 is timestamped one counter tick before her #1", flags: flags, error: "clock-not-increasing",
+            "clock-decreasing", "Alice's #2 is timestamped one counter tick before her #1", flags: flags,
+            error: "clock-not-increasing",
             model { $0.transactions[1].timestamp = $0.transactions[0].timestamp - 1 })
         invalid(
             "clock-zero", "Alice's #1 has timestamp 0", flags: flags, error: "clock-not-increasing",
             model { $0.transactions[0].timestamp = 0 })
         invalid(
-            "clock-negative", "Alice's #1 has timestamp -1 (all 64 bits set)", flags: flags, error: "clock-not-increasing",
+            "clock-negative", "Alice's #1 has timestamp -1 (all 64 bits set)", flags: flags,
+            error: "clock-not-increasing",
             model { $0.transactions[0].timestamp = -1 })
         var atMax = Draft(
             world: w, sender: w.alice, created: World.time(90), since: Token(entries: [(w.alice.id, Int64.max - 1)]),
             through: Token(entries: [(w.alice.id, Int64.max)]), tables: [World.notes], transactions: [])
         atMax.ranges = [
-            OriginRange(publicKey: w.alice.publicKey, first: .max, last: .max, previous: Wire.sha256(Array("an earlier head".utf8)))
+            OriginRange(
+                publicKey: w.alice.publicKey, first: .max, last: .max,
+                previous: Wire.sha256(Array("an earlier head".utf8)))
         ]
         invalid(
-            "range-incomplete-at-max-sequence", "A range #(2^63-1)-#(2^63-1) without its transaction; the attestation is genuine",
+            "range-incomplete-at-max-sequence",
+            "A range #(2^63-1)-#(2^63-1) without its transaction; the attestation is genuine",
             flags: flags + ["Limits"], error: "range-incomplete", atMax)
 
         // §5.2 attestations.
         invalid(
-            "wrong-attestation-key", "Alice's attestation is signed by Mallory", flags: flags + ["Attestation"], error: "bad-attestation",
+            "wrong-attestation-key", "Alice's attestation is signed by Mallory", flags: flags + ["Attestation"],
+            error: "bad-attestation",
             model { d in
                 d.editAttestations = { a in
-                    a[0].signature = w.mallory.sign(Wire.attestationMessage(origin: a[0].origin, sequence: a[0].sequence, head: a[0].head))
+                    a[0].signature = w.mallory.sign(
+                        Wire.attestationMessage(origin: a[0].origin, sequence: a[0].sequence, head: a[0].head))
                 }
             })
         invalid(
@@ -107,7 +125,8 @@ extension Catalog {
             model { d in
                 d.editAttestations = { a in
                     a[0].origin = w.bob.id
-                    a[0].signature = w.bob.sign(Wire.attestationMessage(origin: w.bob.id, sequence: a[0].sequence, head: a[0].head))
+                    a[0].signature = w.bob.sign(
+                        Wire.attestationMessage(origin: w.bob.id, sequence: a[0].sequence, head: a[0].head))
                 }
             })
         invalid(
@@ -116,16 +135,19 @@ extension Catalog {
             model { d in
                 d.editAttestations = { a in
                     a[0].sequence = 2
-                    a[0].signature = w.alice.sign(Wire.attestationMessage(origin: a[0].origin, sequence: 2, head: a[0].head))
+                    a[0].signature = w.alice.sign(
+                        Wire.attestationMessage(origin: a[0].origin, sequence: 2, head: a[0].head))
                 }
             })
         invalid(
-            "attestation-wrong-head", "A genuine attestation of Alice's head after #2, relabelled as #3 and re-signed by Alice",
+            "attestation-wrong-head",
+            "A genuine attestation of Alice's head after #2, relabelled as #3 and re-signed by Alice",
             flags: flags + ["Attestation"], error: "chain-mismatch",
             model { d in
                 d.editAttestations = { a in
                     a[0].head = w.head(w.alice, through: 2)
-                    a[0].signature = w.alice.sign(Wire.attestationMessage(origin: a[0].origin, sequence: 3, head: a[0].head))
+                    a[0].signature = w.alice.sign(
+                        Wire.attestationMessage(origin: a[0].origin, sequence: 3, head: a[0].head))
                 }
             })
         invalid(
@@ -133,7 +155,8 @@ extension Catalog {
             error: "bad-attestation",
             model { d in d.editFrames = { f in f[f.count - 1].body.append(0) } })
         invalid(
-            "attestation-sequence-zero", "The attestation's sequence number is 0", flags: flags + ["Attestation"], error: "bad-attestation",
+            "attestation-sequence-zero", "The attestation's sequence number is 0", flags: flags + ["Attestation"],
+            error: "bad-attestation",
             model { d in d.editAttestations = { a in a[0].sequence = 0 } })
 
         // A hostile relay: Carol alters what she relays and signs the file with her own key.
@@ -152,13 +175,15 @@ extension Catalog {
             d.editAttestations = { $0[aliceIndex] = genuine }
         }
         invalid(
-            "dropped-middle-transaction", "Carol drops Alice's #3 and re-signs the file", flags: relayFlags, error: "sequence-gap",
+            "dropped-middle-transaction", "Carol drops Alice's #3 and re-signs the file", flags: relayFlags,
+            error: "sequence-gap",
             relayed { d in
                 d.transactions.removeAll { $0.origin.name == "alice" && $0.sequence == 3 }
                 keepGenuine(&d, 4)
             })
         invalid(
-            "dropped-middle-renumbered", "Carol drops Alice's #3, renumbers #4 as #3 and presents Alice's genuine attestation of #3",
+            "dropped-middle-renumbered",
+            "Carol drops Alice's #3, renumbers #4 as #3 and presents Alice's genuine attestation of #3",
             flags: relayFlags, error: "chain-mismatch",
             relayed { d in
                 d.transactions.removeAll { $0.origin.name == "alice" && $0.sequence == 3 }
@@ -168,7 +193,8 @@ extension Catalog {
                 keepGenuine(&d, 3)
             })
         invalid(
-            "dropped-last-transaction", "Carol drops Alice's #4 but keeps the range #2-#4", flags: relayFlags, error: "range-incomplete",
+            "dropped-last-transaction", "Carol drops Alice's #4 but keeps the range #2-#4", flags: relayFlags,
+            error: "range-incomplete",
             relayed { d in
                 d.transactions.removeAll { $0.origin.name == "alice" && $0.sequence == 4 }
                 keepGenuine(&d, 4)
@@ -179,7 +205,8 @@ extension Catalog {
             relayed { d in
                 d.transactions.append(
                     Transaction(
-                        origin: w.alice, sequence: 5, timestamp: World.time(45), author: "alice", contextName: nil, processID: nil,
+                        origin: w.alice, sequence: 5, timestamp: World.time(45), author: "alice", contextName: nil,
+                        processID: nil,
                         changes: [
                             Change(
                                 kind: .insert, table: "notes", key: [Column("id", .integer(666))],
@@ -198,7 +225,8 @@ extension Catalog {
             relayed { d in
                 d.transactions.append(
                     Transaction(
-                        origin: w.alice, sequence: 5, timestamp: World.time(45), author: "alice", contextName: nil, processID: nil,
+                        origin: w.alice, sequence: 5, timestamp: World.time(45), author: "alice", contextName: nil,
+                        processID: nil,
                         changes: [
                             Change(
                                 kind: .insert, table: "notes", key: [Column("id", .integer(666))],
@@ -211,16 +239,20 @@ extension Catalog {
                 }
             })
         invalid(
-            "forged-origin-outside-ranges", "Carol slips in a transaction of Mallory, who has no range", flags: relayFlags,
+            "forged-origin-outside-ranges", "Carol slips in a transaction of Mallory, who has no range",
+            flags: relayFlags,
             error: "outside-ranges",
             relayed { d in
                 d.transactions.insert(
                     Transaction(
-                        origin: w.mallory, sequence: 1, timestamp: World.time(13), author: nil, contextName: nil, processID: nil,
-                        changes: [Change(kind: .delete, table: "notes", key: [Column("id", .integer(1))], columns: [])]), at: 3)
+                        origin: w.mallory, sequence: 1, timestamp: World.time(13), author: nil, contextName: nil,
+                        processID: nil,
+                        changes: [Change(kind: .delete, table: "notes", key: [Column("id", .integer(1))], columns: [])]),
+                    at: 3)
             })
         invalid(
-            "tampered-relayed-change", "Carol changes Bob's title 'from bob' to 'from rob' and re-signs the file", flags: relayFlags,
+            "tampered-relayed-change", "Carol changes Bob's title 'from bob' to 'from rob' and re-signs the file",
+            flags: relayFlags,
             error: "chain-mismatch",
             relayed { d in d.tamperStream = { $0.replaceUnique(Wire.name("from bob"), with: Wire.name("from rob")) } })
         invalid(
@@ -230,14 +262,17 @@ extension Catalog {
             relayed { d in
                 d.editAttestations = { a in
                     a[bobIndex].signature = w.carol.sign(
-                        Wire.attestationMessage(origin: a[bobIndex].origin, sequence: a[bobIndex].sequence, head: a[bobIndex].head))
+                        Wire.attestationMessage(
+                            origin: a[bobIndex].origin, sequence: a[bobIndex].sequence, head: a[bobIndex].head))
                 }
             })
         invalid(
-            "attestations-out-of-order", "The ATTESTATION frames are not in the header's range order", flags: relayFlags + ["Attestation"],
+            "attestations-out-of-order", "The ATTESTATION frames are not in the header's range order",
+            flags: relayFlags + ["Attestation"],
             error: "bad-attestation", relayed { d in d.editAttestations = { $0.swapAt(0, 1) } })
         invalid(
-            "range-previous-wrong", "Alice's #3 sent with `previous` = her head after #1 (not #2) and her genuine attestation of #3",
+            "range-previous-wrong",
+            "Alice's #3 sent with `previous` = her head after #1 (not #2) and her genuine attestation of #3",
             flags: relayFlags, error: "chain-mismatch",
             {
                 var d = alice(3...3)
@@ -247,7 +282,8 @@ extension Catalog {
                 return d
             }())
         invalid(
-            "range-key-replaced", "Alice's range lists Mallory's public key; the records name Alice", flags: flags, error: "outside-ranges",
+            "range-key-replaced", "Alice's range lists Mallory's public key; the records name Alice", flags: flags,
+            error: "outside-ranges",
             model {
                 $0.ranges[0].publicKey = w.mallory.publicKey
                 $0.ranges[0].previous = Wire.genesis(w.mallory.id)

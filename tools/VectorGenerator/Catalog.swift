@@ -57,7 +57,9 @@ struct Catalog {
     mutating func valid(_ name: String, _ comment: String, flags: [String] = [], _ draft: Draft) {
         let built = draft.build(world: w)
         vectors.append(
-            Vector(group: group, name: name, comment: comment, flags: flags, file: built.file, result: .valid(draft.expectedJSON(built))))
+            Vector(
+                group: group, name: name, comment: comment, flags: flags, file: built.file,
+                result: .valid(draft.expectedJSON(built))))
     }
 
     /// An invalid vector built from a draft: every stage after the draft's hooks is consistent, so the
@@ -65,12 +67,15 @@ struct Catalog {
     mutating func invalid(_ name: String, _ comment: String, flags: [String], error: String, _ draft: Draft) {
         vectors.append(
             Vector(
-                group: group, name: name, comment: comment, flags: flags, file: draft.build(world: w).file, result: .invalid(error: error)))
+                group: group, name: name, comment: comment, flags: flags, file: draft.build(world: w).file,
+                result: .invalid(error: error)))
     }
 
     /// An invalid vector given as bytes.
     mutating func invalid(_ name: String, _ comment: String, flags: [String], error: String, bytes: [UInt8]) {
-        vectors.append(Vector(group: group, name: name, comment: comment, flags: flags, file: bytes, result: .invalid(error: error)))
+        vectors.append(
+            Vector(
+                group: group, name: name, comment: comment, flags: flags, file: bytes, result: .invalid(error: error)))
     }
 
     // MARK: - Base drafts
@@ -79,15 +84,19 @@ struct Catalog {
     func alice(_ sequences: ClosedRange<Int64> = 1...3, tables: [Table]? = nil, compressed: Bool = false) -> Draft {
         let since = Token([(w.alice, sequences.lowerBound - 1)])
         var d = Draft(
-            world: w, sender: w.alice, created: World.time(60), since: since, through: Token([(w.alice, sequences.upperBound)]),
-            tables: tables ?? [World.notes, World.tags, World.labels], transactions: sequences.map { w.tx(w.alice, $0) })
+            world: w, sender: w.alice, created: World.time(60), since: since,
+            through: Token([(w.alice, sequences.upperBound)]),
+            tables: tables ?? [World.notes, World.tags, World.labels], transactions: sequences.map { w.tx(w.alice, $0) }
+        )
         d.compressTransactions = { _ in compressed }
         return d
     }
 
     /// Carol relays Alice's #2…#4 and Bob's #1…#3 with her own #1, interleaved as she applied them.
     func relay(compressed: Bool = true) -> Draft {
-        let order: [(Identity, Int64)] = [(w.bob, 1), (w.alice, 2), (w.carol, 1), (w.alice, 3), (w.bob, 2), (w.alice, 4), (w.bob, 3)]
+        let order: [(Identity, Int64)] = [
+            (w.bob, 1), (w.alice, 2), (w.carol, 1), (w.alice, 3), (w.bob, 2), (w.alice, 4), (w.bob, 3),
+        ]
         var d = Draft(
             world: w, sender: w.carol, created: World.time(70), since: Token([(w.alice, 1)]),
             through: Token([(w.alice, 4), (w.bob, 3), (w.carol, 1)]), tables: [World.notes, World.tags, World.labels],

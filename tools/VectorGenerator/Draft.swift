@@ -63,10 +63,13 @@ struct Draft {
         var byOrigin: [[UInt8]: (Identity, Int64, Int64)] = [:]
         for t in transactions {
             let prior = byOrigin[t.origin.id]
-            byOrigin[t.origin.id] = (t.origin, min(prior?.1 ?? t.sequence, t.sequence), max(prior?.2 ?? t.sequence, t.sequence))
+            byOrigin[t.origin.id] = (
+                t.origin, min(prior?.1 ?? t.sequence, t.sequence), max(prior?.2 ?? t.sequence, t.sequence)
+            )
         }
         ranges = byOrigin.values.map { origin, first, last in
-            OriginRange(publicKey: origin.publicKey, first: first, last: last, previous: world.head(origin, through: first - 1))
+            OriginRange(
+                publicKey: origin.publicKey, first: first, last: last, previous: world.head(origin, through: first - 1))
         }.sorted { $0.origin.lexicographicallyPrecedes($1.origin) }
     }
 
@@ -91,8 +94,12 @@ struct Draft {
         out += Wire.varint(UInt64(ranges.count))
         for r in ranges { out += r.encoded }
         guard !schemaChanges.isEmpty else { return out + headerTail }
-        var data = Wire.varint(UInt64(schemaChanges.count)) + schemaChanges.flatMap { $0 } + Wire.varint(UInt64(schemaRuns.count))
-        for run in schemaRuns { data += Wire.varint(UInt64(run.range)) + Wire.varint(UInt64(run.first)) + Wire.varint(UInt64(run.position)) }
+        var data =
+            Wire.varint(UInt64(schemaChanges.count)) + schemaChanges.flatMap { $0 }
+            + Wire.varint(UInt64(schemaRuns.count))
+        for run in schemaRuns {
+            data += Wire.varint(UInt64(run.range)) + Wire.varint(UInt64(run.first)) + Wire.varint(UInt64(run.position))
+        }
         return out + Wire.varint(1) + Wire.varint(2) + Wire.bytes(data)
     }
 
@@ -100,7 +107,9 @@ struct Draft {
     var schemaIDs: [[UInt8]] {
         var ids: [[UInt8]] = []
         for change in schemaChanges {
-            ids.append(Wire.sha256(Array("tidemark-schema-v1".utf8) + [0] + (ids.last ?? [UInt8](repeating: 0, count: 32)) + change))
+            ids.append(
+                Wire.sha256(
+                    Array("tidemark-schema-v1".utf8) + [0] + (ids.last ?? [UInt8](repeating: 0, count: 32)) + change))
         }
         return ids
     }
@@ -138,7 +147,8 @@ struct Draft {
             let head = heads[r.origin]!
             let signer = world.identity(id: r.origin)
             let signature =
-                signer?.sign(Wire.attestationMessage(origin: r.origin, sequence: r.last, head: head)) ?? [UInt8](repeating: 0, count: 64)
+                signer?.sign(Wire.attestationMessage(origin: r.origin, sequence: r.last, head: head))
+                ?? [UInt8](repeating: 0, count: 64)
             return AttestationRecord(origin: r.origin, sequence: r.last, head: head, signature: signature)
         }
         editAttestations(&attestations)
@@ -146,14 +156,21 @@ struct Draft {
         var stream = records.flatMap { $0 }
         tamperStream(&stream)
 
-        var frames = [Frame(type: Frame.header, flags: compressHeader ? 1 : 0, body: compressHeader ? Self.compressed(header) : header)]
+        var frames = [
+            Frame(
+                type: Frame.header, flags: compressHeader ? 1 : 0,
+                body: compressHeader ? Self.compressed(header) : header)
+        ]
         let starts = ([0] + cuts.filter { $0 > 0 && $0 < stream.count }).sorted()
         if !stream.isEmpty {
             for (i, start) in starts.enumerated() {
                 let end = i + 1 < starts.count ? starts[i + 1] : stream.count
                 let chunk = Array(stream[start..<end])
                 let compress = compressTransactions(i)
-                frames.append(Frame(type: Frame.transactions, flags: compress ? 1 : 0, body: compress ? Self.compressed(chunk) : chunk))
+                frames.append(
+                    Frame(
+                        type: Frame.transactions, flags: compress ? 1 : 0,
+                        body: compress ? Self.compressed(chunk) : chunk))
             }
         }
         for a in attestations {
@@ -172,7 +189,8 @@ struct Draft {
         file += Wire.frame(type: Frame.signature, flags: 0, body: signature)
         editFile(&file)
         return Built(
-            file: file, headerPayload: header, records: records, chainHashes: chainHashes, attestations: attestations, digest: digest,
+            file: file, headerPayload: header, records: records, chainHashes: chainHashes, attestations: attestations,
+            digest: digest,
             signature: signature)
     }
 

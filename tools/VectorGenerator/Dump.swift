@@ -41,9 +41,12 @@ struct Dump {
         let inline = recordFrames.count == 1 && recordFrames[0].flags & 1 == 0
         var records: [UInt8] = []
         for span in spans {
-            let name = [0x01: "HEADER", 0x02: "TRANSACTIONS", 0x03: "ATTESTATION", 0x7f: "SIGNATURE"][Int(span.type)] ?? "?"
+            let name =
+                [0x01: "HEADER", 0x02: "TRANSACTIONS", 0x03: "ATTESTATION", 0x7f: "SIGNATURE"][Int(span.type)] ?? "?"
             section("\(name) frame")
-            emit(span.start, file[span.start..<span.start + 1], "frame type 0x\(String(format: "%02x", span.type)) (\(name))")
+            emit(
+                span.start, file[span.start..<span.start + 1],
+                "frame type 0x\(String(format: "%02x", span.type)) (\(name))")
             emit(
                 span.start + 1, file[span.start + 1..<span.start + 2],
                 "frame flags = \(span.flags)\(span.flags & 1 == 1 ? " (compressed)" : "")")
@@ -67,7 +70,8 @@ struct Dump {
             default:
                 emit(
                     span.bodyStart, file[span.bodyStart..<span.end],
-                    "Ed25519 signature of \"tidemark-bundle-v1\\0\" || SHA-256(bytes 0000-\(String(format: "%04x", span.start - 1)))")
+                    "Ed25519 signature of \"tidemark-bundle-v1\\0\" || SHA-256(bytes 0000-\(String(format: "%04x", span.start - 1)))"
+                )
             }
         }
         if !inline && !records.isEmpty {
@@ -101,13 +105,17 @@ struct Dump {
         }
     }
 
-    private mutating func put(_ c: Cursor, _ r: Range<Int>, _ text: String) { emit(c.base + r.lowerBound, c.bytes[r], text) }
+    private mutating func put(_ c: Cursor, _ r: Range<Int>, _ text: String) {
+        emit(c.base + r.lowerBound, c.bytes[r], text)
+    }
 
     private mutating func name(_ c: inout Cursor, _ what: String) {
         let (n, lr) = c.varint()
         let r = c.take(Int(n))
         let text = String(decoding: c.bytes[r], as: UTF8.self)
-        put(c, lr.lowerBound..<r.upperBound, "\(what): length \(n), \"\(text.count > 40 ? String(text.prefix(37)) + "..." : text)\"")
+        put(
+            c, lr.lowerBound..<r.upperBound,
+            "\(what): length \(n), \"\(text.count > 40 ? String(text.prefix(37)) + "..." : text)\"")
     }
 
     private mutating func token(_ c: inout Cursor, _ what: String) {
@@ -128,7 +136,10 @@ struct Dump {
     private mutating func header(_ body: [UInt8], at base: Int) {
         var c = Cursor(bytes: body, base: base)
         let kind = c.take(1)
-        put(c, kind, "kind = \(body[kind.lowerBound]) (\(["?", "changes", "snapshot", "watermark"][min(3, Int(body[kind.lowerBound]))]))")
+        put(
+            c, kind,
+            "kind = \(body[kind.lowerBound]) (\(["?", "changes", "snapshot", "watermark"][min(3, Int(body[kind.lowerBound]))]))"
+        )
         name(&c, "sender name")
         let (created, cr) = c.varint()
         put(c, cr, "created = \(time(created))")
@@ -194,7 +205,10 @@ struct Dump {
 
     private mutating func change(_ c: inout Cursor) {
         let op = c.take(1)
-        put(c, op, "  change: type \(c.bytes[op.lowerBound]) (\(["?", "insert", "update", "delete"][min(3, Int(c.bytes[op.lowerBound]))]))")
+        put(
+            c, op,
+            "  change: type \(c.bytes[op.lowerBound]) (\(["?", "insert", "update", "delete"][min(3, Int(c.bytes[op.lowerBound]))]))"
+        )
         let (g, gr) = c.varint()
         put(c, gr, "    generation = \(g)")
         name(&c, "    table")
@@ -218,7 +232,9 @@ struct Dump {
         case 0: put(c, start..<c.at, "      NULL")
         case 1:
             let (v, r) = c.varint()
-            put(c, start..<r.upperBound, "      INTEGER, zigzag \(v) = \(Int64(bitPattern: v >> 1) ^ -Int64(bitPattern: v & 1))")
+            put(
+                c, start..<r.upperBound,
+                "      INTEGER, zigzag \(v) = \(Int64(bitPattern: v >> 1) ^ -Int64(bitPattern: v & 1))")
         case 2:
             let r = c.take(8)
             let bits = c.bytes[r].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }

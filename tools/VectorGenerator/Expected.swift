@@ -7,7 +7,9 @@ extension Draft {
             ("kind", .string(kindWord)),
             (
                 "sender",
-                .object([("name", .string(senderName)), ("publicKey", .hex(sender.publicKey)), ("replica", .hex(sender.id))])
+                .object([
+                    ("name", .string(senderName)), ("publicKey", .hex(sender.publicKey)), ("replica", .hex(sender.id)),
+                ])
             ),
             ("created", .integer(created)),
             ("since", Self.token(since)),

@@ -20,7 +20,8 @@ enum FrameWalk {
         while at + 6 <= file.count {
             let length = Int(file[at + 2]) << 24 | Int(file[at + 3]) << 16 | Int(file[at + 4]) << 8 | Int(file[at + 5])
             guard at + 6 + length <= file.count else { break }
-            out.append(FrameSpan(type: file[at], flags: file[at + 1], start: at, bodyStart: at + 6, end: at + 6 + length))
+            out.append(
+                FrameSpan(type: file[at], flags: file[at + 1], start: at, bodyStart: at + 6, end: at + 6 + length))
             at += 6 + length
         }
         return out

@@ -20,7 +20,9 @@ indirect enum JSON {
         case .null: return .null
         case .integer(let i): return .integer(i)
         case .real(let d):
-            if d.isNaN { return .object([("real", .string("nan")), ("bits", .string(String(format: "%016llx", d.bitPattern)))]) }
+            if d.isNaN {
+                return .object([("real", .string("nan")), ("bits", .string(String(format: "%016llx", d.bitPattern)))])
+            }
             if d.isInfinite { return .object([("real", .string(d < 0 ? "-Infinity" : "Infinity"))]) }
             // A JSON number that reads back as an integer (or loses the sign of zero) is spelled out.
             if d == d.rounded() { return .object([("real", .string("\(d)"))]) }
@@ -42,14 +44,17 @@ indirect enum JSON {
             let inline = "[" + items.map { $0.rendered() }.joined(separator: ", ") + "]"
             if items.allSatisfy(\.isFlat), inline.count <= 120 { return inline }
             let inner = indent + "  "
-            return "[\n" + items.map { inner + $0.rendered(indent: inner) }.joined(separator: ",\n") + "\n" + indent + "]"
+            return "[\n" + items.map { inner + $0.rendered(indent: inner) }.joined(separator: ",\n") + "\n" + indent
+                + "]"
         case .object(let pairs):
             if pairs.isEmpty { return "{}" }
             if pairs.count <= 2, pairs.allSatisfy({ $0.1.isScalar }) {
                 return "{" + pairs.map { Self.quote($0.0) + ": " + $0.1.rendered() }.joined(separator: ", ") + "}"
             }
             let inner = indent + "  "
-            return "{\n" + pairs.map { inner + Self.quote($0.0) + ": " + $0.1.rendered(indent: inner) }.joined(separator: ",\n") + "\n"
+            return "{\n"
+                + pairs.map { inner + Self.quote($0.0) + ": " + $0.1.rendered(indent: inner) }.joined(separator: ",\n")
+                + "\n"
                 + indent + "}"
         }
     }

@@ -21,7 +21,8 @@ struct Identity {
 
     /// PKCS#8 (RFC 8410) private key, the form `sync init` writes.
     var privatePEM: String {
-        let der: [UInt8] = [0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20] + seed
+        let der: [UInt8] =
+            [0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20] + seed
         return "-----BEGIN PRIVATE KEY-----\n\(Data(der).base64EncodedString())\n-----END PRIVATE KEY-----\n"
     }
 
@@ -151,7 +152,11 @@ struct RowStateRecord {
         out += Wire.varint(UInt64(cells.count))
         for c in cells {
             out += Wire.name(c.name) + Wire.value(c.value)
-            if let clock = c.clock { out += [1] + Wire.varint(UInt64(bitPattern: clock.timestamp)) + clock.origin } else { out += [0] }
+            if let clock = c.clock {
+                out += [1] + Wire.varint(UInt64(bitPattern: clock.timestamp)) + clock.origin
+            } else {
+                out += [0]
+            }
         }
         return out + Attribute.encode(attributes)
     }

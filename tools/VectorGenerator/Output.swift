@@ -10,7 +10,8 @@ struct Output {
             let url = root.appendingPathComponent(folder)
             try fm.createDirectory(at: url, withIntermediateDirectories: true)
             // Remove what an earlier run wrote, so renamed vectors do not linger.
-            for name in try fm.contentsOfDirectory(atPath: url.path) where [".tmb", ".json", ".pem"].contains(where: name.hasSuffix) {
+            for name in try fm.contentsOfDirectory(atPath: url.path)
+            where [".tmb", ".json", ".pem"].contains(where: name.hasSuffix) {
                 try fm.removeItem(at: url.appendingPathComponent(name))
             }
         }
@@ -26,10 +27,17 @@ struct Output {
             switch v.result {
             case .valid(let expected):
                 let json = "\(folder)/\(v.name).json"
-                try (expected.rendered() + "\n").write(to: root.appendingPathComponent(json), atomically: true, encoding: .utf8)
-                test += [("result", .string("valid")), ("flags", .array(v.flags.map(JSON.string))), ("expected", .string(json))]
+                try (expected.rendered() + "\n").write(
+                    to: root.appendingPathComponent(json), atomically: true, encoding: .utf8)
+                test += [
+                    ("result", .string("valid")), ("flags", .array(v.flags.map(JSON.string))),
+                    ("expected", .string(json)),
+                ]
             case .invalid(let error):
-                test += [("result", .string("invalid")), ("flags", .array(v.flags.map(JSON.string))), ("error", .string(error))]
+                test += [
+                    ("result", .string("invalid")), ("flags", .array(v.flags.map(JSON.string))),
+                    ("error", .string(error)),
+                ]
             }
             if groups.last?.0 != v.group { groups.append((v.group, [])) }
             groups[groups.count - 1].1.append(.object(test))
@@ -50,7 +58,8 @@ struct Output {
             ("notes", .object(Self.flagNotes.map { ($0.0, .string($0.1)) })),
             ("testGroups", .array(groups.map { .object([("type", .string($0.0)), ("tests", .array($0.1))]) })),
         ])
-        try (manifest.rendered() + "\n").write(to: root.appendingPathComponent("manifest.json"), atomically: true, encoding: .utf8)
+        try (manifest.rendered() + "\n").write(
+            to: root.appendingPathComponent("manifest.json"), atomically: true, encoding: .utf8)
         if let example = catalog.vectors.first(where: { $0.name == "example" }) {
             try Dump.annotate(example.file).write(
                 to: root.appendingPathComponent("example.annotated.txt"), atomically: true, encoding: .utf8)
@@ -60,8 +69,10 @@ struct Output {
     private func writeKeys(_ world: World) throws {
         var entries: [JSON] = []
         for who in world.everyone {
-            try who.privatePEM.write(to: root.appendingPathComponent("keys/\(who.name).pem"), atomically: true, encoding: .utf8)
-            try who.publicPEM.write(to: root.appendingPathComponent("keys/\(who.name).pub.pem"), atomically: true, encoding: .utf8)
+            try who.privatePEM.write(
+                to: root.appendingPathComponent("keys/\(who.name).pem"), atomically: true, encoding: .utf8)
+            try who.publicPEM.write(
+                to: root.appendingPathComponent("keys/\(who.name).pub.pem"), atomically: true, encoding: .utf8)
             entries.append(
                 .object([
                     ("name", .string(who.name)), ("privateKey", .string("\(who.name).pem")),
@@ -93,7 +104,10 @@ struct Output {
             "The file signature is valid: the defect was made before signing, as a hostile sender or relay would, so only the "
                 + "stated check can catch it."
         ),
-        ("Schema", "Carries schema versions: the header's schema lineage and the transactions' schema version attribute (schema.md §4)."),
+        (
+            "Schema",
+            "Carries schema versions: the header's schema lineage and the transactions' schema version attribute (schema.md §4)."
+        ),
         ("Signature", "The file signature does not verify (§5.1)."),
         ("Snapshot", "A snapshot bundle (kind 2) of row states (§4.4), or row states where they do not belong."),
         ("Truncated", "Data ends early."),

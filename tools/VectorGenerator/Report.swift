@@ -5,7 +5,8 @@ enum Report {
     /// Vectors written exactly as BundleEncoder writes them: re-encoding their content must give
     /// the same bytes before the signature.
     static let referenceLayout: Set<String> = [
-        "alice-history", "all-value-kinds", "relay-three-origins", "bob-history", "limits", "no-transactions", "watermark",
+        "alice-history", "all-value-kinds", "relay-three-origins", "bob-history", "limits", "no-transactions",
+        "watermark",
     ]
 
     /// Returns how many vectors TidemarkCore handles differently from what the vector says.
@@ -14,7 +15,8 @@ enum Report {
         var problems = 0
         for v in catalog.vectors {
             let path = root.appendingPathComponent("\(v.isValid ? "valid" : "invalid")/\(v.name).tmb").path
-            let (output, status) = child(me, ["check", path] + (referenceLayout.contains(v.name) ? ["--reencode"] : []))
+            let (output, status) = child(
+                me, ["check", path] + (referenceLayout.contains(v.name) ? ["--reencode"] : []))
             let lines = output.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
             let verdict = lines.first ?? ""
             var line: String

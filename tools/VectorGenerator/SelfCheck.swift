@@ -25,7 +25,9 @@ enum SelfCheck {
             }
             let verified = try decoder.finish()
             print("valid")
-            print(json(verified, transactions: transactions, rowStates: rowStates, signature: Array(bytes.suffix(64))).rendered())
+            print(
+                json(verified, transactions: transactions, rowStates: rowStates, signature: Array(bytes.suffix(64)))
+                    .rendered())
             print("reencoded: " + (shouldReencode ? reencode(bytes, verified, decoded, keys: keys) : "not asked"))
         } catch let error as BundleError {
             print("invalid \(layer(error)): \(error)")
@@ -44,7 +46,8 @@ enum SelfCheck {
 
     /// Whether BundleEncoder, given the decoded content, writes the same bytes before the signature.
     static func reencode(
-        _ bytes: [UInt8], _ verified: VerifiedBundle, _ decoded: [(History.TransactionHeader, [History.Change])], keys: [Identity]
+        _ bytes: [UInt8], _ verified: VerifiedBundle, _ decoded: [(History.TransactionHeader, [History.Change])],
+        keys: [Identity]
     ) -> String {
         guard let signer = keys.first(where: { $0.publicKey == verified.senderKey }) else { return "no key" }
         do {
@@ -74,7 +77,13 @@ enum SelfCheck {
         let h = v.header
         var pairs: [(String, JSON)] = [
             ("kind", .string(["", "changes", "snapshot", "watermark"][Int(h.kind.rawValue)])),
-            ("sender", .object([("name", .string(h.senderName)), ("publicKey", .hex(v.senderKey)), ("replica", .hex(v.sender.bytes))])),
+            (
+                "sender",
+                .object([
+                    ("name", .string(h.senderName)), ("publicKey", .hex(v.senderKey)),
+                    ("replica", .hex(v.sender.bytes)),
+                ])
+            ),
             ("created", .integer(h.created.packed)),
             ("since", token(h.since)),
             ("through", token(h.through)),
@@ -93,7 +102,8 @@ enum SelfCheck {
                 .array(
                     h.ranges.map {
                         .object([
-                            ("origin", .hex($0.origin.bytes)), ("publicKey", .hex($0.publicKey)), ("first", .integer($0.first)),
+                            ("origin", .hex($0.origin.bytes)), ("publicKey", .hex($0.publicKey)),
+                            ("first", .integer($0.first)),
                             ("last", .integer($0.last)), ("previous", .hex($0.previous)),
                         ])
                     })
@@ -104,7 +114,8 @@ enum SelfCheck {
                 .array(
                     v.attestations.map {
                         .object([
-                            ("origin", .hex($0.origin.bytes)), ("sequence", .integer($0.sequence)), ("head", .hex($0.head)),
+                            ("origin", .hex($0.origin.bytes)), ("sequence", .integer($0.sequence)),
+                            ("head", .hex($0.head)),
                             ("signature", .hex($0.signature)),
                         ])
                     })
@@ -115,7 +126,9 @@ enum SelfCheck {
         if h.kind == .snapshot { pairs.insert(("rowStates", .array(rowStates)), at: 8) }
         if !h.lineage.isEmpty {
             let lineage = h.lineage.map { v in
-                JSON.object([("position", .integer(Int64(v.position))), ("id", .hex(v.id)), ("change", .hex(v.change.encoded()))])
+                JSON.object([
+                    ("position", .integer(Int64(v.position))), ("id", .hex(v.id)), ("change", .hex(v.change.encoded())),
+                ])
             }
             pairs.insert(("schemaLineage", .array(lineage)), at: 7)
         }
@@ -131,7 +144,11 @@ enum SelfCheck {
                 .array(
                     r.cells.map { c in
                         let clock: JSON =
-                            c.clock.map { .object([("timestamp", .integer($0.timestamp.packed)), ("origin", .hex($0.origin.bytes))]) }
+                            c.clock.map {
+                                .object([
+                                    ("timestamp", .integer($0.timestamp.packed)), ("origin", .hex($0.origin.bytes)),
+                                ])
+                            }
                             ?? .null
                         return .array([.string(c.name), .value(value(c.value)), clock])
                     })
@@ -143,7 +160,9 @@ enum SelfCheck {
         .object(t.sequences.keys.sorted().map { (Wire.hex($0.bytes), .integer(t[$0])) })
     }
 
-    static func json(_ head: History.TransactionHeader, _ changes: [History.Change], chainHash: [UInt8], schema: [UInt8]?) -> JSON {
+    static func json(
+        _ head: History.TransactionHeader, _ changes: [History.Change], chainHash: [UInt8], schema: [UInt8]?
+    ) -> JSON {
         .object([
             ("origin", .hex(head.origin.bytes)),
             ("sequence", .integer(head.sequence)),
@@ -162,7 +181,8 @@ enum SelfCheck {
                         case .delete: columns = Array((c.tombstone ?? []).dropFirst(c.key.count))
                         }
                         return .object([
-                            ("type", .string(c.type.rawValue)), ("generation", .integer(c.generation)), ("table", .string(c.table)),
+                            ("type", .string(c.type.rawValue)), ("generation", .integer(c.generation)),
+                            ("table", .string(c.table)),
                             ("key", .array(c.key.map { .array([.string($0.name), .value(value($0.value))]) })),
                             ("columns", .array(columns.map { .array([.string($0.name), .value(value($0.value))]) })),
                         ])

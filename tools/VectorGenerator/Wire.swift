@@ -82,7 +82,8 @@ extension Array where Element == UInt8 {
     func uniqueOffset(of pattern: [UInt8], _ what: String = "") -> Int {
         var found: [Int] = []
         if pattern.count <= count {
-            for i in 0...(count - pattern.count) where self[i] == pattern[0] && Array(self[i..<i + pattern.count]) == pattern {
+            for i in 0...(count - pattern.count)
+            where self[i] == pattern[0] && Array(self[i..<i + pattern.count]) == pattern {
                 found.append(i)
             }
         }

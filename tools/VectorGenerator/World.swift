@@ -25,7 +25,8 @@ struct World {
         name: "samples", keyColumns: ["id"],
         columns: (["id"] + Samples.columns.map(\.name)).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
     /// 63 columns: more than one 64-bit mask would hold, were a reader to keep one per change.
-    static let wide = Table(name: "wide", keyColumns: ["k"], columns: (1...62).map { String(format: "c%02d", $0) } + ["k"])
+    static let wide = Table(
+        name: "wide", keyColumns: ["k"], columns: (1...62).map { String(format: "c%02d", $0) } + ["k"])
 
     // MARK: - Time
 
@@ -57,40 +58,52 @@ struct World {
     private var aliceHistory: [Transaction] {
         [
             Transaction(
-                origin: alice, sequence: 1, timestamp: Self.time(10), author: "app", contextName: "editor", processID: 4242,
+                origin: alice, sequence: 1, timestamp: Self.time(10), author: "app", contextName: "editor",
+                processID: 4242,
                 changes: [
                     Change(
                         kind: .insert, table: "notes", key: [Column("id", .integer(1))],
-                        columns: [Column("body", .text("First note")), Column("pinned", .integer(0)), Column("title", .text("hello"))])
+                        columns: [
+                            Column("body", .text("First note")), Column("pinned", .integer(0)),
+                            Column("title", .text("hello")),
+                        ])
                 ]),
             Transaction(
                 origin: alice, sequence: 2, timestamp: Self.time(20), author: nil, contextName: nil, processID: nil,
                 changes: [
                     Change(
-                        kind: .update, table: "notes", key: [Column("id", .integer(1))], columns: [Column("title", .text("hello, world"))])
+                        kind: .update, table: "notes", key: [Column("id", .integer(1))],
+                        columns: [Column("title", .text("hello, world"))])
                 ]),
             Transaction(
                 origin: alice, sequence: 3, timestamp: Self.time(30), author: "app", contextName: nil, processID: -1,
                 changes: [
                     Change(
-                        kind: .insert, table: "tags", key: [Column("note", .integer(1)), Column("name", .text("work"))],
+                        kind: .insert, table: "tags",
+                        key: [Column("note", .integer(1)), Column("name", .text("work"))],
                         columns: [Column("color", .text("blue"))]),
                     Change(kind: .insert, table: "labels", key: [Column("name", .text("work"))], columns: []),
                 ]),
             Transaction(
-                origin: alice, sequence: 4, timestamp: Self.time(30, counter: 1), author: "app", contextName: "cleanup", processID: 4242,
+                origin: alice, sequence: 4, timestamp: Self.time(30, counter: 1), author: "app", contextName: "cleanup",
+                processID: 4242,
                 changes: [
                     Change(
-                        kind: .delete, table: "notes", key: [Column("id", .integer(1))], columns: [Column("title", .text("hello, world"))]),
+                        kind: .delete, table: "notes", key: [Column("id", .integer(1))],
+                        columns: [Column("title", .text("hello, world"))]),
                     Change(
-                        kind: .delete, generation: 4, table: "tags", key: [Column("note", .integer(1)), Column("name", .text("work"))],
+                        kind: .delete, generation: 4, table: "tags",
+                        key: [Column("note", .integer(1)), Column("name", .text("work"))],
                         columns: []),
                 ]),
             Transaction(
-                origin: alice, sequence: 5, timestamp: Self.time(50), author: "importer", contextName: nil, processID: 7,
+                origin: alice, sequence: 5, timestamp: Self.time(50), author: "importer", contextName: nil,
+                processID: 7,
                 changes: [
                     Change(kind: .insert, table: "samples", key: [Column("id", .integer(1))], columns: Samples.columns),
-                    Change(kind: .insert, generation: 5, table: "samples", key: [Column("id", .integer(-2))], columns: Samples.secondRow),
+                    Change(
+                        kind: .insert, generation: 5, table: "samples", key: [Column("id", .integer(-2))],
+                        columns: Samples.secondRow),
                 ]),
         ]
     }
@@ -102,10 +115,13 @@ struct World {
                 changes: [
                     Change(
                         kind: .insert, table: "notes", key: [Column("id", .integer(100))],
-                        columns: [Column("body", .null), Column("pinned", .integer(1)), Column("title", .text("from bob"))])
+                        columns: [
+                            Column("body", .null), Column("pinned", .integer(1)), Column("title", .text("from bob")),
+                        ])
                 ]),
             Transaction(
-                origin: bob, sequence: 2, timestamp: Self.time(25), author: "sync-check", contextName: nil, processID: nil, changes: []),
+                origin: bob, sequence: 2, timestamp: Self.time(25), author: "sync-check", contextName: nil,
+                processID: nil, changes: []),
             Transaction(
                 origin: bob, sequence: 3, timestamp: Self.time(35), author: nil, contextName: "widget", processID: nil,
                 changes: [
@@ -126,10 +142,14 @@ struct World {
                 changes: [
                     Change(
                         kind: .insert, table: "notes", key: [Column("id", .integer(200))],
-                        columns: [Column("body", .text("")), Column("pinned", .integer(0)), Column("title", .text("Grüße, 世界 🌊"))])
+                        columns: [
+                            Column("body", .text("")), Column("pinned", .integer(0)),
+                            Column("title", .text("Grüße, 世界 🌊")),
+                        ])
                 ]),
             Transaction(
-                origin: carol, sequence: 2, timestamp: Self.time(40), author: String(repeating: "é", count: 2048), contextName: "limits",
+                origin: carol, sequence: 2, timestamp: Self.time(40), author: String(repeating: "é", count: 2048),
+                contextName: "limits",
                 processID: Int32.max,
                 changes: [
                     Change(

@@ -7,7 +7,8 @@ enum Zlib {
     static func deflate(_ input: [UInt8], windowBits: Int32 = -15, level: Int32 = 6) -> [UInt8] {
         var stream = z_stream()
         let status = deflateInit2_(
-            &stream, level, Z_DEFLATED, windowBits, 8, Z_DEFAULT_STRATEGY, zlibVersion(), Int32(MemoryLayout<z_stream>.size))
+            &stream, level, Z_DEFLATED, windowBits, 8, Z_DEFAULT_STRATEGY, zlibVersion(),
+            Int32(MemoryLayout<z_stream>.size))
         precondition(status == Z_OK, "deflateInit2 failed")
         defer { deflateEnd(&stream) }
         var output = [UInt8](repeating: 0, count: Int(deflateBound(&stream, uLong(input.count))) + 16)

@@ -18,7 +18,8 @@ func readFile(_ path: String) -> [UInt8] {
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
 case "check" where arguments.count >= 2:
-    SelfCheck.run(readFile(arguments[1]), keys: World().everyone, reencode: arguments.dropFirst(2).contains("--reencode"))
+    SelfCheck.run(
+        readFile(arguments[1]), keys: World().everyone, reencode: arguments.dropFirst(2).contains("--reencode"))
 case "dump" where arguments.count == 2:
     print(Dump.annotate(readFile(arguments[1])), terminator: "")
 case "-h", "--help", "help":
@@ -26,7 +27,8 @@ case "-h", "--help", "help":
 default:
     let root =
         arguments.first.map { URL(fileURLWithPath: $0) }
-        ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
         .appendingPathComponent("Protocol/vectors")
     let world = World()
     let catalog = Catalog()

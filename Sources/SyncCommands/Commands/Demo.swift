@@ -5,7 +5,10 @@ struct Demo: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Sync three replicas through a folder on an embedded example, and check they agree.")
 
-    @Option(help: ArgumentHelp("Where to create the replicas and the exchange folder (default: a new temporary folder).", valueName: "dir"))
+    @Option(
+        help: ArgumentHelp(
+            "Where to create the replicas and the exchange folder (default: a new temporary folder).", valueName: "dir")
+    )
     var dir: String?
 
     func run() throws {

@@ -19,18 +19,24 @@ struct Export: ParsableCommand {
     var out: String
 
     func validate() throws {
-        guard (since == nil) != (peer == nil) else { throw ValidationError("give exactly one of --since TOKEN or --peer NAME") }
+        guard (since == nil) != (peer == nil) else {
+            throw ValidationError("give exactly one of --since TOKEN or --peer NAME")
+        }
     }
 
     func run() throws {
         let opened = try store.open()
         var token = History.Token.zero
         if let since {
-            do { token = try History.Token(parsing: since) } catch let error as History.TokenError { throw StoreError.badToken(error) }
+            do { token = try History.Token(parsing: since) } catch let error as History.TokenError {
+                throw StoreError.badToken(error)
+            }
         } else if let peer {
             token = try opened.knownToken(ofPeer: peer)
         }
         let summary = try opened.exportBundle(since: token, to: out, key: try key.load(forStore: try store.path))
-        Output.line("exported \(summary.transactionCount) transactions, \(summary.changeCount) changes, \(summary.bytes) bytes to \(out)")
+        Output.line(
+            "exported \(summary.transactionCount) transactions, \(summary.changeCount) changes, \(summary.bytes) bytes to \(out)"
+        )
     }
 }

@@ -21,7 +21,9 @@ struct Import: ParsableCommand {
             } else if summary.alreadyApplied {
                 Output.line("\(file): already applied, nothing changed")
             } else {
-                Output.line("\(file): applied \(summary.appliedTransactions) transactions, \(summary.appliedChanges) changes from \(summary.sender)")
+                Output.line(
+                    "\(file): applied \(summary.appliedTransactions) transactions, \(summary.appliedChanges) changes from \(summary.sender)"
+                )
             }
         }
     }

@@ -18,10 +18,14 @@ struct Init: ParsableCommand {
     @Option(help: ArgumentHelp("SQL to run first, e.g. CREATE TABLE statements.", valueName: "file.sql"))
     var schema: String?
 
-    @Option(name: .customLong("track"), help: ArgumentHelp("A table to track (repeatable; default: every table).", valueName: "table"))
+    @Option(
+        name: .customLong("track"),
+        help: ArgumentHelp("A table to track (repeatable; default: every table).", valueName: "table"))
     var tables: [String] = []
 
-    @Option(help: ArgumentHelp("A column whose last value a delete's tombstone keeps (repeatable).", valueName: "table.column"))
+    @Option(
+        help: ArgumentHelp(
+            "A column whose last value a delete's tombstone keeps (repeatable).", valueName: "table.column"))
     var preserve: [String] = []
 
     @Option(help: ArgumentHelp("The private key file (default: STORE.key).", valueName: "path"))
@@ -36,7 +40,8 @@ struct Init: ParsableCommand {
             guard let data = FileManager.default.contents(atPath: schema) else { throw CLIError.unreadableFile(schema) }
             schemaSource = (schema, String(decoding: data, as: UTF8.self))
         }
-        let setup = Store.Setup(replicaName: replica, schema: schemaSource, tables: tables, preserve: preserve, keyPath: key)
+        let setup = Store.Setup(
+            replicaName: replica, schema: schemaSource, tables: tables, preserve: preserve, keyPath: key)
         let (opened, created) = try Store.initialize(try store.path, setup: setup)
         Output.line("\(opened.replica.name) \(opened.replica.id)")
         if !created { Output.error("already initialized; nothing changed") }

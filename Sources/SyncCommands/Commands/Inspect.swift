@@ -34,7 +34,8 @@ struct Inspect: ParsableCommand {
         }
         let senderKey = Data(verified.senderKey).base64EncodedString()
         if json {
-            let origins = header.ranges.map { "{\"id\":\"\($0.origin)\",\"first\":\($0.first),\"last\":\($0.last)}" }.joined(separator: ",")
+            let origins = header.ranges.map { "{\"id\":\"\($0.origin)\",\"first\":\($0.first),\"last\":\($0.last)}" }
+                .joined(separator: ",")
             Output.line(
                 "{\"format\":\(BundleFormat.version),\"kind\":\"\(kind)\",\"sender\":{\"name\":\(JSONText.quote(header.senderName))"
                     + ",\"id\":\"\(verified.sender)\",\"public_key\":\"\(senderKey)\"},\"signature\":\"valid\""
@@ -43,7 +44,9 @@ struct Inspect: ParsableCommand {
                     + ",\"transactions\":\(HistoryFormatter.jsonArray(transactions))}")
             return
         }
-        Output.line("bundle     \(kind), format \(BundleFormat.version), \(verified.transactionCount) transactions, \(verified.changeCount) changes")
+        Output.line(
+            "bundle     \(kind), format \(BundleFormat.version), \(verified.transactionCount) transactions, \(verified.changeCount) changes"
+        )
         Output.line("sender     \(header.senderName) \(verified.sender) \(senderKey)")
         Output.line("signature  valid (sender and every origin's chain)")
         Output.line("created    \(header.created.iso8601)")

@@ -16,7 +16,8 @@ struct Migrate: ParsableCommand {
 
     @OptionGroup var store: StoreOptions
 
-    @Option(name: .customLong("track"), help: ArgumentHelp("A table to start tracking (repeatable).", valueName: "table"))
+    @Option(
+        name: .customLong("track"), help: ArgumentHelp("A table to start tracking (repeatable).", valueName: "table"))
     var tables: [String] = []
 
     @Option(help: ArgumentHelp("A table to stop tracking (repeatable); its history stays.", valueName: "table"))
@@ -24,7 +25,8 @@ struct Migrate: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "A column a delete's tombstone keeps (repeatable); for each table named, exactly these.", valueName: "table.column"))
+            "A column a delete's tombstone keeps (repeatable); for each table named, exactly these.",
+            valueName: "table.column"))
     var preserve: [String] = []
 
     @Argument(help: ArgumentHelp("The migration's SQL.", valueName: "file.sql"))
@@ -45,7 +47,8 @@ struct Migrate: ParsableCommand {
             guard let data = FileManager.default.contents(atPath: file) else { throw CLIError.unreadableFile(file) }
             sql = String(decoding: data, as: UTF8.self)
         }
-        let summary = try store.open().migrate(Store.Migration(sql: sql, track: tables, untrack: untrack, preserve: preserve))
+        let summary = try store.open().migrate(
+            Store.Migration(sql: sql, track: tables, untrack: untrack, preserve: preserve))
         for line in Self.describe(summary) { Output.line(line) }
     }
 
@@ -53,10 +56,16 @@ struct Migrate: ParsableCommand {
     static func describe(_ summary: Store.MigrationSummary, version: Bool = true) -> [String] {
         var lines = summary.renamedTables.keys.sorted().map { "renamed table \($0) to \(summary.renamedTables[$0]!)" }
         lines += summary.renamedColumns.keys.sorted().flatMap { table in
-            summary.renamedColumns[table]!.sorted { $0.key < $1.key }.map { "renamed \(table).\($0.key) to \($0.value)" }
+            summary.renamedColumns[table]!.sorted { $0.key < $1.key }.map {
+                "renamed \(table).\($0.key) to \($0.value)"
+            }
         }
-        lines += summary.addedColumns.keys.sorted().map { "added \($0): \(summary.addedColumns[$0]!.joined(separator: ", "))" }
-        lines += summary.droppedColumns.keys.sorted().map { "dropped \($0): \(summary.droppedColumns[$0]!.joined(separator: ", "))" }
+        lines += summary.addedColumns.keys.sorted().map {
+            "added \($0): \(summary.addedColumns[$0]!.joined(separator: ", "))"
+        }
+        lines += summary.droppedColumns.keys.sorted().map {
+            "dropped \($0): \(summary.droppedColumns[$0]!.joined(separator: ", "))"
+        }
         lines += summary.trackedTables.map { "tracking \($0)" }
         lines += summary.untrackedTables.map { "no longer tracking \($0)" }
         lines += summary.preserveChanged.map { "preserving changed for \($0)" }

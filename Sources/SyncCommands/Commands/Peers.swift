@@ -33,7 +33,9 @@ struct Peers: ParsableCommand {
                 }
                 Output.line("[" + items.joined(separator: ",") + "]")
             } else {
-                for peer in peers { Output.line("\(peer.name) \(peer.publicKeyBase64)\(retired.contains(peer.id) ? " (retired)" : "")") }
+                for peer in peers {
+                    Output.line("\(peer.name) \(peer.publicKeyBase64)\(retired.contains(peer.id) ? " (retired)" : "")")
+                }
             }
         }
     }
@@ -50,7 +52,8 @@ struct Peers: ParsableCommand {
     }
 
     struct Remove: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Stop trusting a peer; takes effect on the next import.")
+        static let configuration = CommandConfiguration(
+            abstract: "Stop trusting a peer; takes effect on the next import.")
         @OptionGroup var store: StoreOptions
         @Argument(help: "The peer's name.") var name: String
 

@@ -12,7 +12,10 @@ struct Prune: ParsableCommand {
     @Flag(help: "Say what would be removed without removing it.")
     var dryRun = false
 
-    @Option(help: ArgumentHelp("Retire members whose last watermark is older than this first (e.g. 30d, 12h, 90m).", valueName: "duration"))
+    @Option(
+        help: ArgumentHelp(
+            "Retire members whose last watermark is older than this first (e.g. 30d, 12h, 90m).", valueName: "duration")
+    )
     var maxLag: String?
 
     func run() throws {
@@ -20,13 +23,18 @@ struct Prune: ParsableCommand {
         let lag = try maxLag.map(Durations.parse)
         let report = try opened.prune(dryRun: dryRun, maxLag: lag, key: try? key.load(forStore: try store.path))
         let verb = dryRun ? "would remove" : "removed"
-        for name in report.retired { Output.line("\(dryRun ? "would retire" : "retired") \(name) (no watermark within \(maxLag!))") }
+        for name in report.retired {
+            Output.line("\(dryRun ? "would retire" : "retired") \(name) (no watermark within \(maxLag!))")
+        }
         Output.line("horizon  \(report.horizon)")
-        Output.line("\(verb) \(report.removedTransactions) history transactions, \(report.removedFiles.count) exchange files")
+        Output.line(
+            "\(verb) \(report.removedTransactions) history transactions, \(report.removedFiles.count) exchange files")
         for file in report.removedFiles { Output.line("  \(file)") }
         for snapshot in report.snapshots { Output.line("wrote snapshot \(snapshot)") }
         if !report.blockers.isEmpty {
-            Output.line("held back by: \(report.blockers.joined(separator: ", ")) (retire a member that stopped syncing with `sync peers retire NAME`)")
+            Output.line(
+                "held back by: \(report.blockers.joined(separator: ", ")) (retire a member that stopped syncing with `sync peers retire NAME`)"
+            )
         }
     }
 }
@@ -36,7 +44,8 @@ enum Durations {
     static func parse(_ text: String) throws -> Double {
         let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604_800]
         guard let unit = text.last, let factor = units[unit], let value = Double(text.dropLast()), value >= 0 else {
-            throw CLIError.invalidValue(option: "--max-lag", value: text, reason: "use a number and a unit: s, m, h, d or w (e.g. 30d)")
+            throw CLIError.invalidValue(
+                option: "--max-lag", value: text, reason: "use a number and a unit: s, m, h, d or w (e.g. 30d)")
         }
         return value * factor
     }

@@ -26,7 +26,8 @@ struct Pull: ParsableCommand {
         Output.line("pulled \(summary.imported.count) bundles: \(transactions) transactions, \(changes) changes")
         for wait in summary.waiting { Output.line("waiting \(SchemaWording.waiting(wait))") }
         if let prune = summary.prune, prune.removedTransactions > 0 || !prune.removedFiles.isEmpty {
-            Output.line("pruned \(prune.removedTransactions) history transactions, \(prune.removedFiles.count) exchange files")
+            Output.line(
+                "pruned \(prune.removedTransactions) history transactions, \(prune.removedFiles.count) exchange files")
         }
     }
 }

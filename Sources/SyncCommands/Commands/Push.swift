@@ -15,7 +15,9 @@ struct Push: ParsableCommand {
         let opened = try store.open()
         let summary = try opened.push(to: to, key: try key.load(forStore: try store.path))
         if let path = summary.path, let export = summary.export {
-            Output.line("pushed \(export.transactionCount) transactions, \(export.changeCount) changes, \(export.bytes) bytes to \(path)")
+            Output.line(
+                "pushed \(export.transactionCount) transactions, \(export.changeCount) changes, \(export.bytes) bytes to \(path)"
+            )
         } else {
             Output.line("nothing new to push")
         }

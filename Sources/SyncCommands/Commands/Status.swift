@@ -2,7 +2,8 @@ import ArgumentParser
 import Tidemark
 
 struct Status: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show the replica, its token, tracked tables and history size.")
+    static let configuration = CommandConfiguration(
+        abstract: "Show the replica, its token, tracked tables and history size.")
 
     @OptionGroup var store: StoreOptions
 
@@ -45,7 +46,9 @@ struct Status: ParsableCommand {
         for wait in status.waiting { Output.line("waiting  \(SchemaWording.waiting(wait))") }
         var history = "history  \(status.transactionCount) transactions, \(status.changeCount) changes"
         if let bytes = status.historyBytes { history += ", \(bytes) bytes" }
-        if let oldest = status.oldest, let newest = status.newest { history += ", \(oldest.iso8601) .. \(newest.iso8601)" }
+        if let oldest = status.oldest, let newest = status.newest {
+            history += ", \(oldest.iso8601) .. \(newest.iso8601)"
+        }
         Output.line(history)
         for m in members where !m.isSelf {
             var line = "member   \(m.name)\(m.retired ? " (retired)" : "")"
@@ -59,6 +62,8 @@ struct Status: ParsableCommand {
             line += m.signedAt.map { ", watermark signed \($0.iso8601)" } ?? ", no watermark yet"
             Output.line(line)
         }
-        if status.pendingChangeCount > 0 { Output.line("pending  \(status.pendingChangeCount) changes from other clients, sealed on next read") }
+        if status.pendingChangeCount > 0 {
+            Output.line("pending  \(status.pendingChangeCount) changes from other clients, sealed on next read")
+        }
     }
 }

@@ -17,7 +17,9 @@ struct Watch: AsyncParsableCommand {
         let opened = try store.open()
         var start: History.Token?
         if let since {
-            do { start = try History.Token(parsing: since) } catch let error as History.TokenError { throw StoreError.badToken(error) }
+            do { start = try History.Token(parsing: since) } catch let error as History.TokenError {
+                throw StoreError.badToken(error)
+            }
         }
         for try await transaction in opened.transactions(after: start) {
             Output.line(json ? HistoryFormatter.json(transaction) : HistoryFormatter.summary(transaction))

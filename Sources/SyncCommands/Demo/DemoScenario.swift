@@ -35,13 +35,16 @@ struct DemoScenario {
         var members: [Member] = []
         for name in ["alice", "bob", "carol"] {
             let path = directory + "/\(name).db"
-            let (store, _) = try Store.initialize(path, setup: Store.Setup(replicaName: name, schema: ("demo schema", Self.schema), preserve: ["todos.title"]))
+            let (store, _) = try Store.initialize(
+                path,
+                setup: Store.Setup(replicaName: name, schema: ("demo schema", Self.schema), preserve: ["todos.title"]))
             members.append(Member(name: name, store: store, key: try KeyFile.load(KeyFile.defaultPath(forStore: path))))
             say("init      \(name) \(store.replica.id)")
         }
         for member in members {
             for other in members where other.name != member.name {
-                try member.store.addPeer(name: other.name, publicKeyBase64: Data(other.store.publicKey).base64EncodedString())
+                try member.store.addPeer(
+                    name: other.name, publicKeyBase64: Data(other.store.publicKey).base64EncodedString())
             }
         }
         say("trust     each replica trusts the other two")
@@ -56,29 +59,46 @@ struct DemoScenario {
             try db.execute(sql: "INSERT INTO todos(id, title, owner) VALUES ('b-1', 'Water the plants', 'bob')")
             try db.execute(sql: "INSERT INTO tags VALUES ('b-1', 'home')")
         }
-        _ = try carol.execute(sql: "INSERT INTO todos(id, title, owner) VALUES ('c-1', 'Book flights', 'carol'), ('c-2', 'Renew passport', 'carol')", author: "carol")
+        _ = try carol.execute(
+            sql:
+                "INSERT INTO todos(id, title, owner) VALUES ('c-1', 'Book flights', 'carol'), ('c-2', 'Renew passport', 'carol')",
+            author: "carol")
         say("write     alice +2 todos, bob +1, carol +2")
 
         // Round 1: alice and bob exchange, then carol pushes and pulls (learning alice's writes from bob's relay too).
         try round(members, order: [0, 1, 2, 0, 1, 2])
         _ = try alice.execute(sql: "UPDATE todos SET done = 1 WHERE id = 'b-1'", author: "alice")
-        _ = try bob.execute(sql: "DELETE FROM todos WHERE id = 'c-2'; DELETE FROM tags WHERE todo = 'c-2'", author: "bob")
-        _ = try carol.execute(sql: "UPDATE todos SET title = 'Buy oat milk' WHERE id = 'a-1'; INSERT INTO tags VALUES ('c-1', 'travel')", author: "carol")
+        _ = try bob.execute(
+            sql: "DELETE FROM todos WHERE id = 'c-2'; DELETE FROM tags WHERE todo = 'c-2'", author: "bob")
+        _ = try carol.execute(
+            sql: "UPDATE todos SET title = 'Buy oat milk' WHERE id = 'a-1'; INSERT INTO tags VALUES ('c-1', 'travel')",
+            author: "carol")
         say("write     alice marks b-1 done, bob deletes c-2, carol renames a-1 and tags c-1")
         try round(members, order: [2, 0, 1, 2, 0, 1])
 
         var snapshots: [String] = []
         for member in members {
-            let rows = try member.store.execute(sql: "SELECT * FROM todos ORDER BY id; SELECT * FROM tags ORDER BY todo, tag").0
-            let text = rows.map { $0.rows.map { $0.map(\.description).joined(separator: "|") }.joined(separator: "\n") }.joined(separator: "\n--\n")
+            let rows = try member.store.execute(
+                sql: "SELECT * FROM todos ORDER BY id; SELECT * FROM tags ORDER BY todo, tag"
+            ).0
+            let text = rows.map { $0.rows.map { $0.map(\.description).joined(separator: "|") }.joined(separator: "\n") }
+                .joined(separator: "\n--\n")
             snapshots.append(text)
             let count = rows.map(\.rows.count).reduce(0, +)
-            say("check     \(member.name): \(rows[0].rows.count) todos, \(rows[1].rows.count) tags (\(count) rows), history \(try member.store.status().transactionCount) transactions")
+            say(
+                "check     \(member.name): \(rows[0].rows.count) todos, \(rows[1].rows.count) tags (\(count) rows), history \(try member.store.status().transactionCount) transactions"
+            )
         }
         let same = Set(snapshots).count == 1
         if same {
-            say("todos     " + (try alice.execute(sql: "SELECT id || ' ' || title || (CASE done WHEN 1 THEN ' [done]' ELSE '' END) FROM todos ORDER BY id").0[0]
-                .rows.map { $0[0].description.trimmingCharacters(in: CharacterSet(charactersIn: "'")) }.joined(separator: "; ")))
+            say(
+                "todos     "
+                    + (try alice.execute(
+                        sql:
+                            "SELECT id || ' ' || title || (CASE done WHEN 1 THEN ' [done]' ELSE '' END) FROM todos ORDER BY id"
+                    ).0[0]
+                        .rows.map { $0[0].description.trimmingCharacters(in: CharacterSet(charactersIn: "'")) }.joined(
+                            separator: "; ")))
             say("ok        all 3 replicas hold the same rows")
         } else {
             say("FAILED    the replicas differ")
@@ -95,7 +115,9 @@ struct DemoScenario {
             let pulled = try member.store.pull(from: exchange, key: member.key)
             for warning in pulled.warnings { say("warning   \(member.name): \(warning)") }
             let applied = pulled.imported.map(\.appliedTransactions).reduce(0, +)
-            say("sync      \(member.name): pushed \(pushed.export?.transactionCount ?? 0) transactions, pulled \(applied)")
+            say(
+                "sync      \(member.name): pushed \(pushed.export?.transactionCount ?? 0) transactions, pulled \(applied)"
+            )
         }
     }
 }

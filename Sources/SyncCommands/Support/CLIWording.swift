@@ -31,7 +31,8 @@ enum CLIWording {
         case .historyTokenExpired: return "fetch without --since to read the history that remains"
         case .foreignToken: return "use a token printed by `sync token` for this store"
         case .keyFile(let path, _): return "check \(path), or pass the right one with --key FILE"
-        case .schemaChangeNeedsMigration: return "put the schema change in a file and run `sync migrate --store STORE FILE.sql`"
+        case .schemaChangeNeedsMigration:
+            return "put the schema change in a file and run `sync migrate --store STORE FILE.sql`"
         default: return error.hint
         }
     }
@@ -39,11 +40,14 @@ enum CLIWording {
     private static func hint(for error: ExchangeError) -> String? {
         switch error {
         case .unknownSigner(_, _, let key): return "if you trust it: sync peers add NAME \(key)"
-        case .unknownOrigin: return "add that replica's key with `sync peers add NAME KEY` (ask its owner for `sync identity`)"
+        case .unknownOrigin:
+            return "add that replica's key with `sync peers add NAME KEY` (ask its owner for `sync identity`)"
         case .restoredFromOlderCopy:
-            return "continuing would reuse sequence numbers; move this store aside and create a new replica with `sync init`, "
+            return
+                "continuing would reuse sequence numbers; move this store aside and create a new replica with `sync init`, "
                 + "then pull (see README, 'Restoring a store')"
-        case .invalidPeer(let reason) where reason.contains("public key"): return "`sync identity` prints a replica's public key"
+        case .invalidPeer(let reason) where reason.contains("public key"):
+            return "`sync identity` prints a replica's public key"
         default: return error.hint
         }
     }

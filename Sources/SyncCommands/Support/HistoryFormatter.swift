@@ -5,10 +5,13 @@ import TidemarkCore
 enum HistoryFormatter {
     /// One header line, then one indented line per change.
     static func text(_ transaction: History.Transaction, names: [Replica.ID: String] = [:]) -> String {
-        var header = "\(names[transaction.replica] ?? transaction.replica.short) #\(transaction.sequence)  \(transaction.timestamp.iso8601)"
+        var header =
+            "\(names[transaction.replica] ?? transaction.replica.short) #\(transaction.sequence)  \(transaction.timestamp.iso8601)"
         if let author = transaction.author { header += "  author=\(author)" }
         if let context = transaction.contextName { header += "  context=\(context)" }
-        if transaction.processID == nil && transaction.contextName == nil && transaction.author == nil { header += "  (external)" }
+        if transaction.processID == nil && transaction.contextName == nil && transaction.author == nil {
+            header += "  (external)"
+        }
         if let version = transaction.schemaVersion { header += "  schema=v\(version.position)" }
         var lines = [header]
         for change in transaction.changes {
@@ -21,7 +24,9 @@ enum HistoryFormatter {
                 if !values.isEmpty { line += " " + values.map { "\($0.name)=\($0.value)" }.joined(separator: " ") }
             case .delete:
                 let kept = (change.tombstone ?? []).filter { c in !change.key.contains { $0.name == c.name } }
-                if !kept.isEmpty { line += " tombstone " + kept.map { "\($0.name)=\($0.value)" }.joined(separator: " ") }
+                if !kept.isEmpty {
+                    line += " tombstone " + kept.map { "\($0.name)=\($0.value)" }.joined(separator: " ")
+                }
             }
             lines.append(line)
         }
@@ -31,7 +36,8 @@ enum HistoryFormatter {
     /// One line: the summary `watch` prints.
     static func summary(_ transaction: History.Transaction) -> String {
         let tables = Set(transaction.changes.map(\.table)).sorted().joined(separator: ",")
-        var line = "\(transaction.replica.short) #\(transaction.sequence) \(transaction.timestamp.iso8601) \(transaction.changes.count) change(s) [\(tables)]"
+        var line =
+            "\(transaction.replica.short) #\(transaction.sequence) \(transaction.timestamp.iso8601) \(transaction.changes.count) change(s) [\(tables)]"
         if let author = transaction.author { line += " author=\(author)" }
         if let context = transaction.contextName { line += " context=\(context)" }
         return line
@@ -51,11 +57,13 @@ enum HistoryFormatter {
 
     static func json(_ change: History.Change) -> String {
         func object(_ columns: [History.Column]) -> String { JSONText.object(columns.map { ($0.name, $0.value) }) }
-        var out = "{\"type\":\"\(change.type.rawValue)\",\"table\":\(JSONText.quote(change.table)),\"key\":\(object(change.key))"
+        var out =
+            "{\"type\":\"\(change.type.rawValue)\",\"table\":\(JSONText.quote(change.table)),\"key\":\(object(change.key))"
         switch change.type {
         case .insert: out += ",\"values\":\(object(change.values))"
         case .update:
-            out += ",\"values\":\(object(change.values)),\"columns\":[\(change.values.map { JSONText.quote($0.name) }.joined(separator: ","))]"
+            out +=
+                ",\"values\":\(object(change.values)),\"columns\":[\(change.values.map { JSONText.quote($0.name) }.joined(separator: ","))]"
         case .delete: out += ",\"tombstone\":\(object(change.tombstone ?? []))"
         }
         return out + "}"

@@ -15,9 +15,14 @@ enum CaptureTriggers {
     /// Installs the triggers for `table`.
     static func install(_ table: TrackedTable, in db: Database) throws {
         let declared = try Dictionary(
-            Row.fetchAll(db, sql: "SELECT name, type FROM pragma_table_xinfo(?)", arguments: [table.name]).map { ($0[0] as String, $0[1] as String) },
+            Row.fetchAll(db, sql: "SELECT name, type FROM pragma_table_xinfo(?)", arguments: [table.name]).map {
+                ($0[0] as String, $0[1] as String)
+            },
             uniquingKeysWith: { first, _ in first })
-        let classChecked = Set(table.columns.indices.filter { keepsStorageClassOfEqualNumbers(declaredType: declared[table.columns[$0]] ?? "") })
+        let classChecked = Set(
+            table.columns.indices.filter {
+                keepsStorageClassOfEqualNumbers(declaredType: declared[table.columns[$0]] ?? "")
+            })
         for statement in sql(for: table, classChecked: classChecked) { try db.execute(sql: statement) }
     }
 
@@ -107,7 +112,8 @@ enum CaptureTriggers {
         // Delete tombstone: key and preserved columns from OLD, other columns NULL with mask bit clear.
         let kept = Set(table.keyIndexes + table.preservedIndexes)
         let tombstoneMask = constant(Array(kept))
-        let tombstoneValues = cols.indices.map { kept.contains($0) ? "OLD.\(cols[$0])" : "NULL" }.joined(separator: ", ")
+        let tombstoneValues = cols.indices.map { kept.contains($0) ? "OLD.\(cols[$0])" : "NULL" }.joined(
+            separator: ", ")
         let insertValues = cols.map { "NEW.\($0)" }.joined(separator: ", ")
         let insertOp = Bookkeeping.Op.insert.rawValue
         let updateOp = Bookkeeping.Op.update.rawValue

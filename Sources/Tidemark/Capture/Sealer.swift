@@ -33,7 +33,8 @@ enum Sealer {
         var sealedThrough: Int64
 
         static func fetch(_ db: Database) throws -> State {
-            let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT clock, sequence, sealed_through FROM tidemark_state WHERE id = 1"))!
+            let row = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT clock, sequence, sealed_through FROM tidemark_state WHERE id = 1"))!
             return State(clock: HLCTimestamp(packed: row[0]), sequence: row[1], sealedThrough: row[2])
         }
     }
@@ -50,11 +51,14 @@ enum Sealer {
 
     /// Seals every pending change into one transaction of `replica` with the given authorship,
     /// whatever authorship an app writer marked on them; returns nil when none is pending.
-    static func seal(_ db: Database, replica: Replica.ID, clock: any WallClock, as authorship: Authorship) throws -> Sealed? {
+    static func seal(_ db: Database, replica: Replica.ID, clock: any WallClock, as authorship: Authorship) throws
+        -> Sealed?
+    {
         let state = try State.fetch(db)
         let last = try lastChangeID(db)
         guard last > state.sealedThrough else { return nil }
-        try db.cachedStatement(sql: "DELETE FROM tidemark_authorship WHERE first_change <= ?").execute(arguments: [last])
+        try db.cachedStatement(sql: "DELETE FROM tidemark_authorship WHERE first_change <= ?").execute(arguments: [last]
+        )
         return try record(db, replica: replica, clock: clock, state: state, through: last, authorship)
     }
 
@@ -69,7 +73,9 @@ enum Sealer {
         var next = state.sealedThrough + 1
         let marks = try Row.fetchAll(
             db.cachedStatement(
-                sql: "SELECT first_change, last_change, author, context, pid FROM tidemark_authorship WHERE first_change <= ? ORDER BY first_change"),
+                sql:
+                    "SELECT first_change, last_change, author, context, pid FROM tidemark_authorship WHERE first_change <= ? ORDER BY first_change"
+            ),
             arguments: [last])
         for mark in marks {
             let first = max(mark[0] as Int64, next)
@@ -81,7 +87,9 @@ enum Sealer {
         }
         if next <= last { runs.append((last, .external)) }
         if !marks.isEmpty {
-            try db.cachedStatement(sql: "DELETE FROM tidemark_authorship WHERE first_change <= ?").execute(arguments: [last])
+            try db.cachedStatement(sql: "DELETE FROM tidemark_authorship WHERE first_change <= ?").execute(arguments: [
+                last
+            ])
         }
         var sealed: [Sealed] = []
         for (through, authorship) in runs {
@@ -94,7 +102,8 @@ enum Sealer {
 
     /// Records the changes after `state.sealedThrough` through `last` as the next transaction.
     private static func record(
-        _ db: Database, replica: Replica.ID, clock: any WallClock, state: State, through last: Int64, _ authorship: Authorship
+        _ db: Database, replica: Replica.ID, clock: any WallClock, state: State, through last: Int64,
+        _ authorship: Authorship
     ) throws -> Sealed {
         let timestamp = HLCTimestamp.next(after: state.clock, now: clock.nowMilliseconds())
         let sequence = state.sequence + 1
@@ -105,11 +114,14 @@ enum Sealer {
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(position), 0) FROM tidemark_schemas))
                 """
         ).execute(arguments: [
-            Data(replica.bytes), sequence, timestamp.packed, authorship.author, authorship.contextName, authorship.processID,
+            Data(replica.bytes), sequence, timestamp.packed, authorship.author, authorship.contextName,
+            authorship.processID,
             state.sealedThrough + 1, last,
         ])
-        try db.cachedStatement(sql: "UPDATE tidemark_state SET clock = ?, sequence = ?, sealed_through = ? WHERE id = 1")
-            .execute(arguments: [timestamp.packed, sequence, last])
+        try db.cachedStatement(
+            sql: "UPDATE tidemark_state SET clock = ?, sequence = ?, sealed_through = ? WHERE id = 1"
+        )
+        .execute(arguments: [timestamp.packed, sequence, last])
         try db.cachedStatement(
             sql: """
                 INSERT INTO tidemark_replicas(replica, max_seq) VALUES (?, ?)

@@ -11,7 +11,9 @@ extension Store {
     /// Throws `StoreError.notAttached` when the store was opened by path or `db` is another
     /// connection, and `StoreError.authorOutsideTransaction` outside a transaction.
     public func setTransactionAuthor(_ author: String?, contextName: String? = nil, in db: Database) throws {
-        guard authorship != nil, try WriterAuthorship.isInstalled(on: db) else { throw StoreError.notAttached(path: path) }
+        guard authorship != nil, try WriterAuthorship.isInstalled(on: db) else {
+            throw StoreError.notAttached(path: path)
+        }
         guard db.isInsideTransaction else { throw StoreError.authorOutsideTransaction }
         try WriterAuthorship.set(
             .init(author: author, contextName: contextName, processID: options.processID), scope: 1, in: db)
@@ -25,7 +27,8 @@ extension Store {
         guard authorship != nil else { throw StoreError.notAttached(path: path) }
         try mappingErrors {
             try database.writeWithoutTransaction { db in
-                try WriterAuthorship.set(.init(author: author, contextName: contextName, processID: options.processID), scope: 0, in: db)
+                try WriterAuthorship.set(
+                    .init(author: author, contextName: contextName, processID: options.processID), scope: 0, in: db)
             }
         }
     }

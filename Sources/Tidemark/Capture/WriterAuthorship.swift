@@ -29,10 +29,14 @@ final class WriterAuthorship: TransactionObserver, @unchecked Sendable {
 
     /// Installs the connection's authorship objects and the sealing observer on `writer`, once
     /// per connection: a second store opened on the same writer shares them.
-    static func attach(to writer: any DatabaseWriter, replica: Replica.ID, options: Store.Options) throws -> WriterAuthorship {
+    static func attach(to writer: any DatabaseWriter, replica: Replica.ID, options: Store.Options) throws
+        -> WriterAuthorship
+    {
         let observer = WriterAuthorship(replica: replica, clock: options.clock)
         try writer.writeWithoutTransaction { db in
-            let installed = try Bool.fetchOne(db, sql: "SELECT count(*) > 0 FROM temp.sqlite_master WHERE name = 'tidemark_author'") ?? false
+            let installed =
+                try Bool.fetchOne(db, sql: "SELECT count(*) > 0 FROM temp.sqlite_master WHERE name = 'tidemark_author'")
+                ?? false
             guard !installed else { return }
             try db.execute(
                 sql: """
@@ -70,14 +74,16 @@ final class WriterAuthorship: TransactionObserver, @unchecked Sendable {
         if scope == 1 {
             // Changes this transaction already made under the default authorship take the new one.
             try db.execute(
-                sql: "UPDATE main.tidemark_authorship SET author = ?, context = ?, pid = ? WHERE first_change = (SELECT first FROM temp.tidemark_open)",
+                sql:
+                    "UPDATE main.tidemark_authorship SET author = ?, context = ?, pid = ? WHERE first_change = (SELECT first FROM temp.tidemark_open)",
                 arguments: [authorship.author, authorship.contextName, authorship.processID])
         }
     }
 
     /// Whether `db` is a connection the authorship objects were installed on.
     static func isInstalled(on db: Database) throws -> Bool {
-        try Bool.fetchOne(db, sql: "SELECT count(*) > 0 FROM temp.sqlite_master WHERE name = 'tidemark_author'") ?? false
+        try Bool.fetchOne(db, sql: "SELECT count(*) > 0 FROM temp.sqlite_master WHERE name = 'tidemark_author'")
+            ?? false
     }
 
     // MARK: - TransactionObserver
@@ -98,7 +104,9 @@ final class WriterAuthorship: TransactionObserver, @unchecked Sendable {
             // Runs after every commit on the writer: prepared once, and a write only when a mark is open.
             let marked = try Bool.fetchOne(
                 db.cachedStatement(
-                    sql: "SELECT EXISTS (SELECT 1 FROM temp.tidemark_open) OR EXISTS (SELECT 1 FROM temp.tidemark_author WHERE scope = 1)"))
+                    sql:
+                        "SELECT EXISTS (SELECT 1 FROM temp.tidemark_open) OR EXISTS (SELECT 1 FROM temp.tidemark_author WHERE scope = 1)"
+                ))
             if marked == true {
                 try db.cachedStatement(sql: "DELETE FROM temp.tidemark_open").execute()
                 try db.cachedStatement(sql: "DELETE FROM temp.tidemark_author WHERE scope = 1").execute()

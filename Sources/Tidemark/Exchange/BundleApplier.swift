@@ -22,13 +22,23 @@ struct BundleApplier {
         self.context = context
         self.path = path
         statements = RawStatementCache(db: db)
-        translations = SchemaTranslations(naming: context.naming, current: context.lineage.count, tables: store.replicatedTables)
-        recordSQL = Dictionary(uniqueKeysWithValues: store.registrations.all.map { table in
-            let words = ColumnMask.wordCount(slots: table.slotCount)
-            let columns = ((0..<words).map(Bookkeeping.maskColumn) + (0..<table.slotCount).map(Bookkeeping.valueColumn)).joined(separator: ", ")
-            let placeholders = Array(repeating: "?", count: words + table.slotCount + 3).joined(separator: ", ")
-            return (table.id, ("INSERT INTO tidemark_changes(table_id, op, gen, \(columns)) VALUES (\(placeholders))", words, table.slotCount))
-        })
+        translations = SchemaTranslations(
+            naming: context.naming, current: context.lineage.count, tables: store.replicatedTables)
+        recordSQL = Dictionary(
+            uniqueKeysWithValues: store.registrations.all.map { table in
+                let words = ColumnMask.wordCount(slots: table.slotCount)
+                let columns =
+                    ((0..<words).map(Bookkeeping.maskColumn) + (0..<table.slotCount).map(Bookkeeping.valueColumn))
+                    .joined(separator: ", ")
+                let placeholders = Array(repeating: "?", count: words + table.slotCount + 3).joined(separator: ", ")
+                return (
+                    table.id,
+                    (
+                        "INSERT INTO tidemark_changes(table_id, op, gen, \(columns)) VALUES (\(placeholders))", words,
+                        table.slotCount
+                    )
+                )
+            })
     }
 
     func apply(expected: VerifiedBundle) throws -> Store.ImportSummary {
@@ -49,7 +59,8 @@ struct BundleApplier {
                     if head.sequence == known, let chain = decoder.lastCompleted?.chainHash {
                         if let stored = context.heads[head.origin]?.1 {
                             guard chain == stored else {
-                                throw ExchangeError.historyFork(path: path, origin: head.origin.description, sequence: head.sequence)
+                                throw ExchangeError.historyFork(
+                                    path: path, origin: head.origin.description, sequence: head.sequence)
                             }
                         } else {
                             // Caught up by snapshot: learn the chain hash where this store's history begins.
@@ -69,12 +80,15 @@ struct BundleApplier {
                 let isResolution = head.author == Self.systemAuthor && head.contextName == Self.systemContext
                 while let change = try decoder.nextChange() {
                     // Named as the transaction's version names it; merged under today's names.
-                    let translation = try translations.translation(of: change.table, at: head.schemaPosition, path: path)
+                    let translation = try translations.translation(
+                        of: change.table, at: head.schemaPosition, path: path)
                     if let current = try translation.current(change, path: path) {
                         try engine.apply(current, clock: clock)
                         touched.insert(current.table)
                         if isResolution && current.type == .delete {
-                            try engine.resolver.record(current, kind: .remote, detail: "resolved by replica \(head.origin.short)", origin: head.origin)
+                            try engine.resolver.record(
+                                current, kind: .remote, detail: "resolved by replica \(head.origin.short)",
+                                origin: head.origin)
                         }
                     }
                     last = try record(change, as: translation)
@@ -87,7 +101,8 @@ struct BundleApplier {
                         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """,
                     arguments: [
-                        Data(head.origin.bytes), head.sequence, head.timestamp.packed, head.author, head.contextName, head.processID,
+                        Data(head.origin.bytes), head.sequence, head.timestamp.packed, head.author, head.contextName,
+                        head.processID,
                         first ?? last + 1, last, Data(decoder.lastCompleted!.chainHash), head.schemaPosition,
                     ])
                 newestClock = max(newestClock, head.timestamp)
@@ -98,22 +113,28 @@ struct BundleApplier {
             // After a snapshot this store lacks the chain hash where its copy of the origin's history
             // begins; the range's `previous` is that hash, vouched for by the origin's attestation.
             try db.execute(
-                sql: "UPDATE tidemark_replicas SET pruned_head = ? WHERE replica = ? AND pruned_through = ? AND pruned_head IS NULL",
+                sql:
+                    "UPDATE tidemark_replicas SET pruned_head = ? WHERE replica = ? AND pruned_through = ? AND pruned_head IS NULL",
                 arguments: [Data(range.previous), Data(range.origin.bytes), range.first - 1])
         }
-        for (range, attestation) in zip(verified.header.ranges, verified.attestations) where range.last > context.token[range.origin] {
+        for (range, attestation) in zip(verified.header.ranges, verified.attestations)
+        where range.last > context.token[range.origin] {
             try db.execute(
                 sql: """
                     INSERT INTO tidemark_replicas(replica, max_seq, public_key, head, head_signature) VALUES (?, ?, ?, ?, ?)
                     ON CONFLICT(replica) DO UPDATE SET max_seq = excluded.max_seq, public_key = excluded.public_key,
                         head = excluded.head, head_signature = excluded.head_signature
                     """,
-                arguments: [Data(range.origin.bytes), range.last, Data(range.publicKey), Data(attestation.head), Data(attestation.signature)])
+                arguments: [
+                    Data(range.origin.bytes), range.last, Data(range.publicKey), Data(attestation.head),
+                    Data(attestation.signature),
+                ])
         }
         let changed = try end(&engine, newestClock: newestClock, touched: touched)
         return Store.ImportSummary(
             path: path, sender: verified.header.senderName, appliedTransactions: applied.transactions,
-            appliedChanges: applied.changes, skippedTransactions: skipped, header: verified.header, changedTables: changed)
+            appliedChanges: applied.changes, skippedTransactions: skipped, header: verified.header,
+            changedTables: changed)
     }
 
     /// Opens an import: local writes join row metadata before anything merges against it, the
@@ -125,7 +146,9 @@ struct BundleApplier {
     }
 
     /// Decodes the file again with `body`, and checks it is the one the verification pass read.
-    private func decode(expecting expected: VerifiedBundle, _ body: (BundleDecoder) throws -> Void) throws -> VerifiedBundle {
+    private func decode(expecting expected: VerifiedBundle, _ body: (BundleDecoder) throws -> Void) throws
+        -> VerifiedBundle
+    {
         let source = try FileSource(path: path)
         defer { source.close() }
         let verified: VerifiedBundle
@@ -146,9 +169,11 @@ struct BundleApplier {
     /// local writes order after them), orphans are settled, resolutions sealed, triggers restored,
     /// and the connection's transaction observers (GRDB's `ValueObservation` and
     /// `DatabaseRegionObservation`) told which tables changed. Returns those user tables.
-    private func end(_ engine: inout MergeEngine, newestClock: HLCTimestamp, touched: Set<String>) throws -> Set<String> {
+    private func end(_ engine: inout MergeEngine, newestClock: HLCTimestamp, touched: Set<String>) throws -> Set<String>
+    {
         let state = try Sealer.State.fetch(db)
-        try db.execute(sql: "UPDATE tidemark_state SET clock = ? WHERE id = 1", arguments: [max(state.clock, newestClock).packed])
+        try db.execute(
+            sql: "UPDATE tidemark_state SET clock = ? WHERE id = 1", arguments: [max(state.clock, newestClock).packed])
         try engine.resolver.settleOrphans()
         try sealResolutions(engine.resolver.deletes)
         for table in store.replicatedTables { try CaptureTriggers.install(table, in: db) }
@@ -162,7 +187,8 @@ struct BundleApplier {
     /// claims before its first transaction must be the one held here (Protocol/exchange.md §4.4).
     private func checkContinuity(_ header: BundleHeader) throws {
         for range in header.ranges where range.first > 1 && range.first - 1 <= context.token[range.origin] {
-            let held = range.origin == store.replica.id
+            let held =
+                range.origin == store.replica.id
                 ? try OwnChain(db: db, store: store).hash(through: range.first - 1)
                 : try HeldChain.hash(db, origin: range.origin, after: range.first - 1)
             if let held, held != range.previous {
@@ -184,10 +210,13 @@ struct BundleApplier {
             let position = decoder.header.lineage.count
             while let state = try decoder.nextRowState() {
                 // Row states are named as the sender's newest version names them.
-                guard let state = try translations.translation(of: state.table, at: position, path: path).current(state) else { continue }
+                guard let state = try translations.translation(of: state.table, at: position, path: path).current(state)
+                else { continue }
                 try engine.apply(state)
                 touched.insert(state.table)
-                for cell in state.cells { if let clock = cell.clock { newestClock = max(newestClock, clock.timestamp) } }
+                for cell in state.cells {
+                    if let clock = cell.clock { newestClock = max(newestClock, clock.timestamp) }
+                }
                 rows += 1
             }
         }
@@ -206,7 +235,8 @@ struct BundleApplier {
         try HistoryPruner(db: db, store: store).keepChangeIDsIncreasing()
         let changed = try end(&engine, newestClock: newestClock, touched: touched)
         return Store.ImportSummary(
-            path: path, sender: verified.header.senderName, appliedTransactions: 0, appliedChanges: rows, skippedTransactions: 0,
+            path: path, sender: verified.header.senderName, appliedTransactions: 0, appliedChanges: rows,
+            skippedTransactions: 0,
             header: verified.header, changedTables: changed)
     }
 
@@ -244,14 +274,18 @@ struct BundleApplier {
     /// (their row metadata was written as they were made).
     private func sealResolutions(_ deletes: [History.Change]) throws {
         // Imported changes belong to their transactions already; what follows is this replica's own.
-        try db.execute(sql: "UPDATE tidemark_state SET sealed_through = ? WHERE id = 1", arguments: [try Sealer.lastChangeID(db)])
+        try db.execute(
+            sql: "UPDATE tidemark_state SET sealed_through = ? WHERE id = 1", arguments: [try Sealer.lastChangeID(db)])
         guard !deletes.isEmpty else { return }
         for change in deletes {
-            _ = try record(change, as: try translations.translation(of: change.table, at: context.lineage.count, path: path))
+            _ = try record(
+                change, as: try translations.translation(of: change.table, at: context.lineage.count, path: path))
         }
         let sealed = try Sealer.seal(
             db, replica: store.replica.id, clock: store.options.clock,
             as: .init(author: Self.systemAuthor, contextName: Self.systemContext, processID: store.options.processID))
-        if let sealed { try db.execute(sql: "UPDATE tidemark_state SET folded_seq = ? WHERE id = 1", arguments: [sealed.sequence]) }
+        if let sealed {
+            try db.execute(sql: "UPDATE tidemark_state SET folded_seq = ? WHERE id = 1", arguments: [sealed.sequence])
+        }
     }
 }

@@ -17,7 +17,9 @@ enum ChangedTables {
         var closed = tables
         var frontier = Array(tables)
         while let table = frontier.popLast() {
-            for child in referencing[table.lowercased()] ?? [] where closed.insert(child).inserted { frontier.append(child) }
+            for child in referencing[table.lowercased()] ?? [] where closed.insert(child).inserted {
+                frontier.append(child)
+            }
         }
         return closed
     }

@@ -60,28 +60,34 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
         case .schemaMismatch(let p, let t, let d): return "\(p): bundle is for a different schema: table '\(t)' \(d)"
         case .missingPrerequisites(let p, let m): return "\(p): missing prerequisites: \(m)"
         case .restoredFromOlderCopy(let p, let have, let has):
-            return "\(p): holds this replica's transactions up to #\(has) but the store has only #\(have): the store was restored from an older copy"
-        case .historyFork(let p, let o, let s): return "\(p): replica \(o)'s transaction #\(s) differs from the one this store holds"
+            return
+                "\(p): holds this replica's transactions up to #\(has) but the store has only #\(have): the store was restored from an older copy"
+        case .historyFork(let p, let o, let s):
+            return "\(p): replica \(o)'s transaction #\(s) differs from the one this store holds"
         case .schemaFork(let p, let ours, let theirs):
-            return "\(p): schema lineage fork: the bundle was written under schema \(theirs) (\(theirs.change)), but this store made "
+            return
+                "\(p): schema lineage fork: the bundle was written under schema \(theirs) (\(theirs.change)), but this store made "
                 + "\(ours) (\(ours.change)) from the same v\(ours.position - 1); the replicas made different migrations, nothing was applied"
         case .cannotRead(let p, let r): return "cannot read \(p): \(r)"
         case .cannotWrite(let p, let r): return "cannot write \(p): \(r)"
         case .writeFailed(let p, let fault):
             let name = (p as NSString).lastPathComponent
             if name.hasPrefix(".tmp-") {
-                return "cannot write a new file in \(Self.folder(of: p)) (\(name)): \(fault); the partial file was removed and nothing was published"
+                return
+                    "cannot write a new file in \(Self.folder(of: p)) (\(name)): \(fault); the partial file was removed and nothing was published"
             }
             return "cannot write \(p): \(fault); the partial file was removed"
         case .readFailed(let p, let fault): return "cannot read \(p): \(fault)"
         case .invalidPeer(let why): return why
         case .unknownPeer(let n): return "no peer named '\(n)'"
         case .wrongKey(let p): return "key file \(p) does not belong to this replica"
-        case .notImportable(let p, let kind): return "\(p) is \(kind), not a change bundle or snapshot: nothing to import"
+        case .notImportable(let p, let kind):
+            return "\(p) is \(kind), not a change bundle or snapshot: nothing to import"
         case .rowTooLarge(let p, let t, let k, let n):
             // A push exports under a temporary name in its folder: name the folder instead.
             let target = (p as NSString).lastPathComponent.hasPrefix(".tmp-") ? "to \(Self.folder(of: p))" : p
-            return "cannot export \(target): row \(k) of table '\(t)' holds \(n) bytes of values; a bundle record holds at most "
+            return
+                "cannot export \(target): row \(k) of table '\(t)' holds \(n) bytes of values; a bundle record holds at most "
                 + "\(BundleFormat.maxRecordValueBytes) bytes (64 MiB) of TEXT and BLOB values, so no peer could read it; nothing was written"
         }
     }
@@ -93,14 +99,18 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unknownOrigin: return "add that replica's public key with Store.addPeer (ask its owner for it)"
         case .missingPrerequisites: return "import the bundles it depends on first (pull applies them in order)"
         case .restoredFromOlderCopy:
-            return "continuing would reuse sequence numbers; move this store aside and create a new replica (a new name and key), then pull (see README, 'Restoring a store')"
-        case .badBundle: return "the file is damaged, incomplete or not from Tidemark; ask its sender to export it again"
+            return
+                "continuing would reuse sequence numbers; move this store aside and create a new replica (a new name and key), then pull (see README, 'Restoring a store')"
+        case .badBundle:
+            return "the file is damaged, incomplete or not from Tidemark; ask its sender to export it again"
         case .schemaMismatch: return "both replicas must track the same tables with the same columns"
         case .schemaFork:
-            return "every replica must make the same migrations in the same order; a replica on the other branch can start again as a "
+            return
+                "every replica must make the same migrations in the same order; a replica on the other branch can start again as a "
                 + "new store from the same app version and pull"
         case .rowTooLarge:
-            return "keep the TEXT and BLOB values of one row within 64 MiB in total (store large content outside the tracked "
+            return
+                "keep the TEXT and BLOB values of one row within 64 MiB in total (store large content outside the tracked "
                 + "tables, e.g. in a file whose path or hash the row keeps, or split it across rows), then update or delete this "
                 + "row; a change already in history that is this large cannot travel in a bundle: peers that lack it can catch "
                 + "up from a snapshot once that history is deleted"
@@ -109,7 +119,8 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
         case .cannotWrite(_, let r) where r.hasSuffix("is on a read-only file system"):
             return "remount that file system read-write or use another folder, then run the command again"
         case .cannotWrite(let p, _), .cannotRead(let p, _):
-            return "check that \(p) and its folder exist and that this user may use them (ls -ld), then run the command again"
+            return
+                "check that \(p) and its folder exist and that this user may use them (ls -ld), then run the command again"
         default: return nil
         }
     }
@@ -118,7 +129,9 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
 extension ExchangeError {
     /// `error` as an export to `path` reports it: a record the encoder refused becomes `rowTooLarge`.
     static func exporting(_ error: any Error, to path: String) -> any Error {
-        guard case BundleWriteError.recordTooLarge(let table, let key, let bytes)? = error as? BundleWriteError else { return error }
+        guard case BundleWriteError.recordTooLarge(let table, let key, let bytes)? = error as? BundleWriteError else {
+            return error
+        }
         return ExchangeError.rowTooLarge(path: path, table: table, key: BundleWriteError.describe(key), bytes: bytes)
     }
 

@@ -51,8 +51,11 @@ struct ExchangeFolder {
         for replica in replicas {
             let folder = folder(of: replica)
             var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else { continue }
-            if access(folder, R_OK | X_OK) != 0 { throw ExchangeError.readFailed(path: folder, FileFault(errno: errno)) }
+            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue
+            else { continue }
+            if access(folder, R_OK | X_OK) != 0 {
+                throw ExchangeError.readFailed(path: folder, FileFault(errno: errno))
+            }
         }
         return replicas
     }
@@ -74,7 +77,10 @@ struct ExchangeFolder {
     /// temporaries) are left alone.
     func strayFiles(of replica: Replica.ID) -> [String] {
         let folder = folder(of: replica)
-        let known = Set(bundles(of: replica).map { URL(fileURLWithPath: $0.path).lastPathComponent } + [Self.watermarkName, Self.snapshotName])
+        let known = Set(
+            bundles(of: replica).map { URL(fileURLWithPath: $0.path).lastPathComponent } + [
+                Self.watermarkName, Self.snapshotName,
+            ])
         let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
         return names.filter { name in
             !known.contains(name) && (name.hasPrefix(Self.temporaryPrefix) || !name.hasPrefix("."))

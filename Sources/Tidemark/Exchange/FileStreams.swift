@@ -128,7 +128,9 @@ enum FileProblem {
         var isDirectory: ObjCBool = false
         if !fm.fileExists(atPath: path, isDirectory: &isDirectory) {
             let parent = (path as NSString).deletingLastPathComponent
-            if !parent.isEmpty, !fm.fileExists(atPath: parent, isDirectory: &isDirectory) { return "folder \(parent) does not exist" }
+            if !parent.isEmpty, !fm.fileExists(atPath: parent, isDirectory: &isDirectory) {
+                return "folder \(parent) does not exist"
+            }
             if !parent.isEmpty, !isDirectory.boolValue { return "\(parent) is a file, not a folder" }
             if !parent.isEmpty, access(parent, W_OK | X_OK) != 0 {
                 return errno == EROFS

@@ -30,7 +30,9 @@ enum HeldBundles {
                 INSERT OR IGNORE INTO tidemark_held(digest, position, waiting_for, change, sender, bundle)
                 VALUES (?, ?, ?, ?, ?, ?)
                 """,
-            arguments: [Data(digest), version.position, Data(version.id), Data(version.change.encoded()), sender, Data(bytes)])
+            arguments: [
+                Data(digest), version.position, Data(version.id), Data(version.change.encoded()), sender, Data(bytes),
+            ])
     }
 
     /// Forgets a held bundle once it is applied (or found already applied).
@@ -40,7 +42,9 @@ enum HeldBundles {
 
     /// The held bundles, with the position of the version each needs.
     static func all(_ db: Database) throws -> [(digest: [UInt8], position: Int, bytes: [UInt8])] {
-        try Row.fetchAll(db, sql: "SELECT digest, position, bundle FROM tidemark_held ORDER BY position, sender, digest").map {
+        try Row.fetchAll(
+            db, sql: "SELECT digest, position, bundle FROM tidemark_held ORDER BY position, sender, digest"
+        ).map {
             ([UInt8]($0[0] as Data), $0[1], [UInt8]($0[2] as Data))
         }
     }
@@ -60,10 +64,15 @@ enum HeldBundles {
     static func waits(_ db: Database) throws -> [Store.SchemaWait] {
         var waits: [Store.SchemaWait] = []
         for row in try Row.fetchAll(
-            db, sql: "SELECT position, waiting_for, change, count(*) FROM tidemark_held GROUP BY waiting_for ORDER BY position")
-        {
+            db,
+            sql:
+                "SELECT position, waiting_for, change, count(*) FROM tidemark_held GROUP BY waiting_for ORDER BY position"
+        ) {
             let change = try Schema.Change(encoded: [UInt8](row[2] as Data))
-            waits.append(Store.SchemaWait(version: Schema.Version(position: row[0], id: [UInt8](row[1] as Data), change: change), bundleCount: row[3]))
+            waits.append(
+                Store.SchemaWait(
+                    version: Schema.Version(position: row[0], id: [UInt8](row[1] as Data), change: change),
+                    bundleCount: row[3]))
         }
         return waits
     }

@@ -11,12 +11,15 @@ enum HeldChain {
         if sequence == 0 { return Chain.genesis(origin) }
         let key = Data(origin.bytes)
         if let chain = try Data.fetchOne(
-            db, sql: "SELECT chain FROM tidemark_transactions WHERE replica = ? AND seq = ?", arguments: [key, sequence])
+            db, sql: "SELECT chain FROM tidemark_transactions WHERE replica = ? AND seq = ?",
+            arguments: [key, sequence])
         {
             return [UInt8](chain)
         }
-        guard let row = try Row.fetchOne(
-            db, sql: "SELECT pruned_through, pruned_head, max_seq, head FROM tidemark_replicas WHERE replica = ?", arguments: [key])
+        guard
+            let row = try Row.fetchOne(
+                db, sql: "SELECT pruned_through, pruned_head, max_seq, head FROM tidemark_replicas WHERE replica = ?",
+                arguments: [key])
         else { return nil }
         if row[0] == sequence, let pruned = row[1] as Data? { return [UInt8](pruned) }
         if row[2] == sequence, let head = row[3] as Data? { return [UInt8](head) }

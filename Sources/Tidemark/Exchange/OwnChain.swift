@@ -15,14 +15,17 @@ struct OwnChain {
     func hash(through sequence: Int64) throws -> [UInt8]? {
         if let held = try HeldChain.hash(db, origin: replica, after: sequence) { return held }
         let key = Data(replica.bytes)
-        let info = try Row.fetchOne(db, sql: "SELECT pruned_through, pruned_head FROM tidemark_replicas WHERE replica = ?", arguments: [key])
+        let info = try Row.fetchOne(
+            db, sql: "SELECT pruned_through, pruned_head FROM tidemark_replicas WHERE replica = ?", arguments: [key])
         let prunedThrough: Int64 = info?[0] ?? 0
         if sequence <= prunedThrough { return nil }
         // Start from the latest known point at or below `sequence`.
         var base: Int64 = 0
         var head = Chain.genesis(replica)
         if let row = try Row.fetchOne(
-            db, sql: "SELECT seq, chain FROM tidemark_transactions WHERE replica = ? AND seq < ? AND chain IS NOT NULL ORDER BY seq DESC LIMIT 1",
+            db,
+            sql:
+                "SELECT seq, chain FROM tidemark_transactions WHERE replica = ? AND seq < ? AND chain IS NOT NULL ORDER BY seq DESC LIMIT 1",
             arguments: [key, sequence])
         {
             base = row[0]
@@ -45,14 +48,19 @@ struct OwnChain {
         let versions = rows.isEmpty ? [] : try SchemaLineage.fetch(db)
         for row in rows {
             let position: Int = row[7]
-            let list = try Row.fetchAll(changes, arguments: [row[5], row[6]]).compactMap { decoder.decode($0, position: position) }
+            let list = try Row.fetchAll(changes, arguments: [row[5], row[6]]).compactMap {
+                decoder.decode($0, position: position)
+            }
             var hasher = ChainHasher(
-                previous: head, origin: replica, sequence: row[0], timestamp: HLCTimestamp(packed: row[1]), author: row[2],
-                contextName: row[3], processID: row[4], changeCount: list.count, schema: position == 0 ? nil : versions[position - 1].id)
+                previous: head, origin: replica, sequence: row[0], timestamp: HLCTimestamp(packed: row[1]),
+                author: row[2],
+                contextName: row[3], processID: row[4], changeCount: list.count,
+                schema: position == 0 ? nil : versions[position - 1].id)
             for change in list { hasher.add(change) }
             head = hasher.finish()
             try db.execute(
-                sql: "UPDATE tidemark_transactions SET chain = ? WHERE replica = ? AND seq = ?", arguments: [Data(head), key, row[0]])
+                sql: "UPDATE tidemark_transactions SET chain = ? WHERE replica = ? AND seq = ?",
+                arguments: [Data(head), key, row[0]])
         }
         return head
     }

@@ -28,7 +28,8 @@ extension Store {
     /// if `since` claims transactions of this replica that the store never made, and
     /// `ExchangeError.rowTooLarge` if a change to write holds more TEXT and BLOB bytes than a
     /// bundle record may carry (then no file is written).
-    public func exportBundle(since: History.Token, to path: String, key: KeyFile, kind: BundleFormat.Kind = .changes) throws
+    public func exportBundle(since: History.Token, to path: String, key: KeyFile, kind: BundleFormat.Kind = .changes)
+        throws
         -> ExportSummary
     {
         guard key.publicKey == publicKey else { throw ExchangeError.wrongKey(path: key.path) }
@@ -52,15 +53,18 @@ extension Store {
                 try database.read { db in
                     let plan = try ExportPlan(db: db, store: self, since: since, ownPrevious: ownPrevious)
                     let header = BundleHeader(
-                        kind: kind, senderName: replica.name, created: HLCTimestamp.next(after: plan.clock, now: options.clock.nowMilliseconds()),
+                        kind: kind, senderName: replica.name,
+                        created: HLCTimestamp.next(after: plan.clock, now: options.clock.nowMilliseconds()),
                         since: since, through: plan.through, tables: plan.tables,
                         ranges: kind == .watermark ? [] : plan.ranges,
-                        lineage: kind == .watermark ? [] : plan.lineage, schemaRuns: kind == .watermark ? [] : plan.schemaRuns)
+                        lineage: kind == .watermark ? [] : plan.lineage,
+                        schemaRuns: kind == .watermark ? [] : plan.schemaRuns)
                     var encoder = try BundleEncoder(sink: sink, signingKey: key.privateKey, header: header)
                     let counts = kind == .watermark ? (0, 0) : try plan.writeTransactions(into: &encoder)
                     _ = try encoder.finish { origin, sequence, head in
                         if origin == own {
-                            let attestation = try Attestation.sign(origin: key.privateKey, sequence: sequence, head: head)
+                            let attestation = try Attestation.sign(
+                                origin: key.privateKey, sequence: sequence, head: head)
                             ownHead = (sequence, attestation)
                             return attestation
                         }
@@ -70,7 +74,8 @@ extension Store {
                         return Attestation(origin: origin, sequence: sequence, head: head, signature: stored.signature)
                     }
                     return ExportSummary(
-                        path: path, since: since, through: plan.through, transactionCount: counts.0, changeCount: counts.1, bytes: 0)
+                        path: path, since: since, through: plan.through, transactionCount: counts.0,
+                        changeCount: counts.1, bytes: 0)
                 }
             }
             try sink.close()
@@ -88,8 +93,11 @@ extension Store {
                         sql: "UPDATE tidemark_transactions SET chain = ? WHERE replica = ? AND seq = ?",
                         arguments: [Data(ownHead.attestation.head), key, ownHead.sequence])
                     try db.execute(
-                        sql: "UPDATE tidemark_replicas SET head = ?, head_signature = ? WHERE replica = ? AND max_seq = ?",
-                        arguments: [Data(ownHead.attestation.head), Data(ownHead.attestation.signature), key, ownHead.sequence])
+                        sql:
+                            "UPDATE tidemark_replicas SET head = ?, head_signature = ? WHERE replica = ? AND max_seq = ?",
+                        arguments: [
+                            Data(ownHead.attestation.head), Data(ownHead.attestation.signature), key, ownHead.sequence,
+                        ])
                 }
             }
         }
@@ -126,7 +134,8 @@ struct ExportPlan {
         // Only folded transactions carry their changes' generations. A write sealed after this
         // export's fold (another process, between the fold's transaction and this one) waits for
         // the next export.
-        ownLast = min(through[own], try Int64.fetchOne(db, sql: "SELECT folded_seq FROM tidemark_state WHERE id = 1") ?? 0)
+        ownLast = min(
+            through[own], try Int64.fetchOne(db, sql: "SELECT folded_seq FROM tidemark_state WHERE id = 1") ?? 0)
         // The receiver ends with what it had and what the bundle carries (a token it was given may
         // already name own transactions past the fold).
         through[own] = max(ownLast, since[own])
@@ -136,7 +145,9 @@ struct ExportPlan {
             let origin = try row.decode(Replica.ID.self, atIndex: 0)
             let maxSeq: Int64 = origin == own ? min(row[1], ownLast) : row[1]
             let pruned: Int64 = row[2]
-            if let head = row[4] as Data?, let signature = row[5] as Data? { heads[origin] = ([UInt8](head), [UInt8](signature)) }
+            if let head = row[4] as Data?, let signature = row[5] as Data? {
+                heads[origin] = ([UInt8](head), [UInt8](signature))
+            }
             guard maxSeq > since[origin] else { continue }
             if since[origin] < pruned {
                 throw StoreError.historyTokenExpired(token: since.description, replica: origin, prunedThrough: pruned)
@@ -154,10 +165,12 @@ struct ExportPlan {
             let (conditions, arguments) = selection()
             for row in try Row.fetchAll(
                 db,
-                sql: "SELECT replica, min(seq), schema FROM tidemark_transactions WHERE \(conditions) AND schema > 0 GROUP BY replica, schema",
+                sql:
+                    "SELECT replica, min(seq), schema FROM tidemark_transactions WHERE \(conditions) AND schema > 0 GROUP BY replica, schema",
                 arguments: arguments)
             {
-                schemaRuns.append(.init(origin: try row.decode(Replica.ID.self, atIndex: 0), first: row[1], position: row[2]))
+                schemaRuns.append(
+                    .init(origin: try row.decode(Replica.ID.self, atIndex: 0), first: row[1], position: row[2]))
             }
         }
         lineage = Array(versions.prefix(schemaRuns.map(\.position).max() ?? 0))
@@ -173,7 +186,9 @@ struct ExportPlan {
         var conditions = "(replica <> ? OR seq <= ?)"
         var arguments: [any DatabaseValueConvertible] = [Data(store.replica.id.bytes), ownLast]
         if !since.sequences.isEmpty {
-            conditions += " AND CASE replica " + since.sequences.map { _ in "WHEN ? THEN seq > ?" }.joined(separator: " ") + " ELSE 1 END"
+            conditions +=
+                " AND CASE replica " + since.sequences.map { _ in "WHEN ? THEN seq > ?" }.joined(separator: " ")
+                + " ELSE 1 END"
             for (id, seq) in since.sequences {
                 arguments.append(Data(id.bytes))
                 arguments.append(seq)
@@ -186,7 +201,8 @@ struct ExportPlan {
     func writeTransactions<S: ByteSink>(into encoder: inout BundleEncoder<S>) throws -> (Int, Int) {
         let (conditions, arguments) = selection()
         let decoder = try ChangeDecoder(db, store: store)
-        let changes = try RawStatement(db, sql: "SELECT \(decoder.selectList) FROM tidemark_changes WHERE id BETWEEN ? AND ? ORDER BY id")
+        let changes = try RawStatement(
+            db, sql: "SELECT \(decoder.selectList) FROM tidemark_changes WHERE id BETWEEN ? AND ? ORDER BY id")
         let transactions = try Row.fetchCursor(
             db,
             sql: """
@@ -199,7 +215,8 @@ struct ExportPlan {
             let first: Int64 = row[6]
             let last: Int64 = row[7]
             try encoder.beginTransaction(
-                origin: try row.decode(Replica.ID.self, atIndex: 0), sequence: row[1], timestamp: HLCTimestamp(packed: row[2]),
+                origin: try row.decode(Replica.ID.self, atIndex: 0), sequence: row[1],
+                timestamp: HLCTimestamp(packed: row[2]),
                 author: row[3], contextName: row[4], processID: row[5], changeCount: Int(max(0, last - first + 1)))
             changes.reset()
             try changes.bind(first, at: 1)

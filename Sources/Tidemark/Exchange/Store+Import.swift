@@ -56,7 +56,9 @@ extension Store {
                     let plan = try current.schemaPlan(verified.header, path: path)
                     if case .hold(let version) = plan {
                         let bytes = try bytes ?? heldBytes(path, verified)
-                        try HeldBundles.hold(db, digest: verified.digest, bytes: bytes, version: version, sender: verified.header.senderName)
+                        try HeldBundles.hold(
+                            db, digest: verified.digest, bytes: bytes, version: version,
+                            sender: verified.header.senderName)
                         summary = ImportSummary(
                             path: path, sender: verified.header.senderName, appliedTransactions: 0, appliedChanges: 0,
                             skippedTransactions: 0, header: verified.header, waitingFor: version)
@@ -79,7 +81,9 @@ extension Store {
                         context = try ImportContext(db: db, store: self)
                     }
                     let applier = BundleApplier(db: db, store: self, context: context, path: path)
-                    summary = verified.header.kind == .snapshot ? try applier.applySnapshot(expected: verified) : try applier.apply(expected: verified)
+                    summary =
+                        verified.header.kind == .snapshot
+                        ? try applier.applySnapshot(expected: verified) : try applier.apply(expected: verified)
                     summary.adoptedVersions = adopted
                     return .commit
                 }
@@ -102,7 +106,9 @@ extension Store {
         defer { source.close() }
         do {
             let decoder = try BundleDecoder(source)
-            guard decoder.header.kind != .watermark else { throw ExchangeError.notImportable(path: path, kind: "a watermark") }
+            guard decoder.header.kind != .watermark else {
+                throw ExchangeError.notImportable(path: path, kind: "a watermark")
+            }
             try local.checkTrust(decoder, path: path)
             let plan = try local.schemaPlan(decoder.header, path: path)
             if case .hold = plan {} else { try local.checkSchema(decoder.header, plan: plan, path: path) }
@@ -133,7 +139,9 @@ extension Store {
     }
 
     /// Decodes and verifies a bundle without any store (`sync inspect`).
-    public static func inspectBundle(at path: String, transactions: (History.TransactionHeader, [History.Change]) throws -> Void)
+    public static func inspectBundle(
+        at path: String, transactions: (History.TransactionHeader, [History.Change]) throws -> Void
+    )
         throws -> VerifiedBundle
     {
         let source = try FileSource(path: path)
@@ -215,7 +223,9 @@ struct ImportContext {
         let needed = header.neededSchemaPosition
         guard needed > lineage.count else { return .apply }
         let missing = Array(header.lineage[lineage.count..<needed])
-        if let registrations = SchemaNaming.adopting(missing, by: registrations) { return .adopt(missing, registrations: registrations) }
+        if let registrations = SchemaNaming.adopting(missing, by: registrations) {
+            return .adopt(missing, registrations: registrations)
+        }
         return .hold(header.lineage[needed - 1])
     }
 
@@ -231,7 +241,8 @@ struct ImportContext {
             naming = SchemaNaming(registrations: registrations, lineage: lineage + versions)
             positions += versions.count
         }
-        let known = Dictionary(naming.header(positions: 0...positions).map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        let known = Dictionary(
+            naming.header(positions: 0...positions).map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         for table in header.tables {
             guard let local = known[table.name] else {
                 throw ExchangeError.schemaMismatch(path: path, table: table.name, detail: "is not tracked here")
@@ -239,13 +250,16 @@ struct ImportContext {
             if local.keyColumns != table.keyColumns {
                 throw ExchangeError.schemaMismatch(
                     path: path, table: table.name,
-                    detail: "has key (\(local.keyColumns.joined(separator: ", "))) here but (\(table.keyColumns.joined(separator: ", "))) in the bundle")
+                    detail:
+                        "has key (\(local.keyColumns.joined(separator: ", "))) here but (\(table.keyColumns.joined(separator: ", "))) in the bundle"
+                )
             }
             let unknown = table.columns.filter { !local.columns.contains($0) }
             if !unknown.isEmpty {
                 throw ExchangeError.schemaMismatch(
                     path: path, table: table.name,
-                    detail: "carries column(s) \(unknown.map { "'\($0)'" }.joined(separator: ", ")) this store does not have: "
+                    detail:
+                        "carries column(s) \(unknown.map { "'\($0)'" }.joined(separator: ", ")) this store does not have: "
                         + "it was written after a migration this store has not made yet")
             }
         }
@@ -255,7 +269,8 @@ struct ImportContext {
     func checkOwnHistory(_ header: BundleHeader, path: String) throws {
         let have = token[own]
         if header.through[own] > have || header.ranges.contains(where: { $0.origin == own && $0.last > have }) {
-            throw ExchangeError.restoredFromOlderCopy(path: path, have: have, bundleHas: max(header.through[own], header.ranges.map(\.last).max() ?? 0))
+            throw ExchangeError.restoredFromOlderCopy(
+                path: path, have: have, bundleHas: max(header.through[own], header.ranges.map(\.last).max() ?? 0))
         }
     }
 
@@ -265,11 +280,13 @@ struct ImportContext {
         for range in header.ranges { needed[range.origin] = max(needed[range.origin], range.first - 1) }
         for (origin, sequence) in needed.sequences.sorted(by: { $0.key < $1.key }) where token[origin] < sequence {
             let name = trusted[origin] ?? origin.short
-            missing.append(token[origin] + 1 == sequence ? "\(name) #\(sequence)" : "\(name) #\(token[origin] + 1)..#\(sequence)")
+            missing.append(
+                token[origin] + 1 == sequence ? "\(name) #\(sequence)" : "\(name) #\(token[origin] + 1)..#\(sequence)")
         }
-        if !missing.isEmpty { throw ExchangeError.missingPrerequisites(path: path, missing: missing.joined(separator: ", ")) }
+        if !missing.isEmpty {
+            throw ExchangeError.missingPrerequisites(path: path, missing: missing.joined(separator: ", "))
+        }
     }
 
     func holdsAll(_ header: BundleHeader) -> Bool { header.ranges.allSatisfy { token[$0.origin] >= $0.last } }
 }
-

@@ -8,7 +8,10 @@ extension Store {
     public func knownToken(of replica: Replica.ID) throws -> History.Token {
         try mappingErrors {
             try database.read { db in
-                guard let text = try String.fetchOne(db, sql: "SELECT token FROM tidemark_watermarks WHERE replica = ?", arguments: [Data(replica.bytes)])
+                guard
+                    let text = try String.fetchOne(
+                        db, sql: "SELECT token FROM tidemark_watermarks WHERE replica = ?",
+                        arguments: [Data(replica.bytes)])
                 else { return .zero }
                 return (try? History.Token(parsing: text)) ?? .zero
             }
@@ -27,13 +30,16 @@ extension Store {
             try database.write { db in
                 let key = Data(replica.bytes)
                 var merged = token
-                if let text = try String.fetchOne(db, sql: "SELECT token FROM tidemark_watermarks WHERE replica = ?", arguments: [key]),
+                if let text = try String.fetchOne(
+                    db, sql: "SELECT token FROM tidemark_watermarks WHERE replica = ?", arguments: [key]),
                     let known = try? History.Token(parsing: text)
                 {
                     if known.covers(token) && known != token { return }
                     merged = known.merged(with: token)
                 }
-                let previous = try Int64.fetchOne(db, sql: "SELECT signed_at FROM tidemark_watermarks WHERE replica = ?", arguments: [key]) ?? 0
+                let previous =
+                    try Int64.fetchOne(
+                        db, sql: "SELECT signed_at FROM tidemark_watermarks WHERE replica = ?", arguments: [key]) ?? 0
                 try db.execute(
                     sql: "INSERT OR REPLACE INTO tidemark_watermarks(replica, token, signed_at) VALUES (?, ?, ?)",
                     arguments: [key, merged.description, max(previous, signedAt.packed)])

@@ -14,7 +14,8 @@ struct ChangeLayout {
 
     /// The SELECT list, in the order above.
     var selectList: String {
-        (["table_id", "op", "gen"] + (0..<maskWords).map(Bookkeeping.maskColumn) + (0..<valueColumns).map(Bookkeeping.valueColumn))
+        (["table_id", "op", "gen"] + (0..<maskWords).map(Bookkeeping.maskColumn)
+            + (0..<valueColumns).map(Bookkeeping.valueColumn))
             .joined(separator: ", ")
     }
     /// The number of selected columns.
@@ -22,7 +23,9 @@ struct ChangeLayout {
     /// The result index of a slot's value.
     func valueIndex(_ slot: Int) -> Int { 3 + maskWords + slot }
     /// The mask of the current row of a statement selected with `selectList`.
-    func mask(_ statement: RawStatement) -> ColumnMask { ColumnMask(words: (0..<maskWords).map { statement.int64(Int32(3 + $0)) }) }
+    func mask(_ statement: RawStatement) -> ColumnMask {
+        ColumnMask(words: (0..<maskWords).map { statement.int64(Int32(3 + $0)) })
+    }
 }
 
 /// Turns rows of `tidemark_changes` into `History.Change` values, naming tables and columns as the
@@ -49,27 +52,37 @@ struct ChangeDecoder {
 
     /// Decodes the current row of a raw statement selected with `selectList`.
     func decode(_ statement: RawStatement, position: Int) -> History.Change? {
-        decode(tableID: statement.int64(0), opCode: statement.int64(1), mask: layout.mask(statement), generation: statement.int64(2), position: position) {
+        decode(
+            tableID: statement.int64(0), opCode: statement.int64(1), mask: layout.mask(statement),
+            generation: statement.int64(2), position: position
+        ) {
             statement.value(Int32(layout.valueIndex($0)))
         }
     }
 
-    private func decode(tableID: Int64, opCode: Int64, mask: ColumnMask, generation: Int64, position: Int, value: (Int) -> SQLValue)
+    private func decode(
+        tableID: Int64, opCode: Int64, mask: ColumnMask, generation: Int64, position: Int, value: (Int) -> SQLValue
+    )
         -> History.Change?
     {
-        guard let table = naming.tables(at: position)[tableID], let op = Bookkeeping.Op(rawValue: opCode), op != .marker else { return nil }
+        guard let table = naming.tables(at: position)[tableID], let op = Bookkeeping.Op(rawValue: opCode), op != .marker
+        else { return nil }
         let key = table.keySlots.map { History.Column(table.columns[$0] ?? "", value($0)) }
         // Every column the change carries, the key included, in slot order.
         let carried = table.columns.filter { mask.contains($0.key) }.sorted { $0.key < $1.key }
         let column = { (slot: Int, name: String) in History.Column(name, value(slot)) }
         switch op {
         case .insert:
-            return History.Change(type: .insert, table: table.name, key: key, values: carried.map(column), generation: generation)
+            return History.Change(
+                type: .insert, table: table.name, key: key, values: carried.map(column), generation: generation)
         case .update:
             let updated = carried.filter { !table.keySlots.contains($0.key) }
-            return History.Change(type: .update, table: table.name, key: key, values: updated.map(column), generation: generation)
+            return History.Change(
+                type: .update, table: table.name, key: key, values: updated.map(column), generation: generation)
         case .delete:
-            return History.Change(type: .delete, table: table.name, key: key, values: [], tombstone: carried.map(column), generation: generation)
+            return History.Change(
+                type: .delete, table: table.name, key: key, values: [], tombstone: carried.map(column),
+                generation: generation)
         case .marker:
             return nil
         }

@@ -22,7 +22,8 @@ public struct HistoryRequest: Sendable {
 
     /// Creates a request; with no arguments, every transaction the store holds.
     public init(
-        after: History.Token? = nil, afterDate: Date? = nil, authors: Set<String>? = nil, contextNames: Set<String>? = nil,
+        after: History.Token? = nil, afterDate: Date? = nil, authors: Set<String>? = nil,
+        contextNames: Set<String>? = nil,
         tables: Set<String>? = nil, updatedColumn: (table: String, column: String)? = nil, limit: Int? = nil
     ) {
         self.after = after

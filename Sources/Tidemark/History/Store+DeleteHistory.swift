@@ -26,7 +26,8 @@ extension Store {
     @discardableResult
     public func deleteHistory(before date: Date) throws -> Int {
         try sealForeignWrites()
-        let bound = HLCTimestamp(milliseconds: Int64((date.timeIntervalSince1970 * 1000).rounded(.down)), counter: 0).packed
+        let bound = HLCTimestamp(milliseconds: Int64((date.timeIntervalSince1970 * 1000).rounded(.down)), counter: 0)
+            .packed
         return try mappingErrors {
             try database.writeWithoutTransaction { db in
                 var deleted = 0
@@ -35,7 +36,8 @@ extension Store {
                     // a prefix of every replica's history, which a token describes exactly.
                     var token = History.Token.zero
                     for row in try Row.fetchAll(
-                        db, sql: "SELECT replica, max(seq) FROM tidemark_transactions WHERE hlc < ? GROUP BY replica", arguments: [bound])
+                        db, sql: "SELECT replica, max(seq) FROM tidemark_transactions WHERE hlc < ? GROUP BY replica",
+                        arguments: [bound])
                     {
                         token[try row.decode(Replica.ID.self, atIndex: 0)] = row[1]
                     }
@@ -68,17 +70,24 @@ struct HistoryPruner {
         var deleted = 0
         for (replica, bound) in token.sequences {
             let key = Data(replica.bytes)
-            guard let maxSeq = try Int64.fetchOne(db, sql: "SELECT max_seq FROM tidemark_replicas WHERE replica = ?", arguments: [key])
+            guard
+                let maxSeq = try Int64.fetchOne(
+                    db, sql: "SELECT max_seq FROM tidemark_replicas WHERE replica = ?", arguments: [key])
             else { continue }
             let through = min(bound, maxSeq)
-            let pruned = try Int64.fetchOne(db, sql: "SELECT pruned_through FROM tidemark_replicas WHERE replica = ?", arguments: [key]) ?? 0
+            let pruned =
+                try Int64.fetchOne(
+                    db, sql: "SELECT pruned_through FROM tidemark_replicas WHERE replica = ?", arguments: [key]) ?? 0
             guard through > pruned else { continue }
             if let chain = try HeldChain.hash(db, origin: replica, after: through) {
-                try db.execute(sql: "UPDATE tidemark_replicas SET pruned_head = ? WHERE replica = ?", arguments: [Data(chain), key])
+                try db.execute(
+                    sql: "UPDATE tidemark_replicas SET pruned_head = ? WHERE replica = ?",
+                    arguments: [Data(chain), key])
             }
             deleted += try deleteTransactions(of: replica, through: through)
             try db.execute(
-                sql: "UPDATE tidemark_replicas SET pruned_through = max(pruned_through, ?) WHERE replica = ?", arguments: [through, key])
+                sql: "UPDATE tidemark_replicas SET pruned_through = max(pruned_through, ?) WHERE replica = ?",
+                arguments: [through, key])
         }
         try keepChangeIDsIncreasing()
         return deleted
@@ -89,11 +98,14 @@ struct HistoryPruner {
     func deleteTransactions(of origin: Replica.ID, through: Int64) throws -> Int {
         let key = Data(origin.bytes)
         let ranges = try Row.fetchAll(
-            db, sql: "SELECT first_change, last_change FROM tidemark_transactions WHERE replica = ? AND seq <= ?", arguments: [key, through])
+            db, sql: "SELECT first_change, last_change FROM tidemark_transactions WHERE replica = ? AND seq <= ?",
+            arguments: [key, through])
         for range in ranges {
-            try db.execute(sql: "DELETE FROM tidemark_changes WHERE id BETWEEN ? AND ?", arguments: [range[0], range[1]])
+            try db.execute(
+                sql: "DELETE FROM tidemark_changes WHERE id BETWEEN ? AND ?", arguments: [range[0], range[1]])
         }
-        try db.execute(sql: "DELETE FROM tidemark_transactions WHERE replica = ? AND seq <= ?", arguments: [key, through])
+        try db.execute(
+            sql: "DELETE FROM tidemark_transactions WHERE replica = ? AND seq <= ?", arguments: [key, through])
         return db.changesCount
     }
 
@@ -104,7 +116,8 @@ struct HistoryPruner {
         let sealed = try Int64.fetchOne(db, sql: "SELECT sealed_through FROM tidemark_state") ?? 0
         let last = try Int64.fetchOne(db, sql: "SELECT max(id) FROM tidemark_changes") ?? 0
         if last < sealed {
-            try db.execute(sql: "DELETE FROM tidemark_changes WHERE op = ?", arguments: [Bookkeeping.Op.marker.rawValue])
+            try db.execute(
+                sql: "DELETE FROM tidemark_changes WHERE op = ?", arguments: [Bookkeeping.Op.marker.rawValue])
             try db.execute(
                 sql: "INSERT INTO tidemark_changes(id, table_id, op, mask) VALUES (?, 0, ?, 0)",
                 arguments: [sealed, Bookkeeping.Op.marker.rawValue])

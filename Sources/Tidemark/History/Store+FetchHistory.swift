@@ -76,22 +76,27 @@ struct HistoryReader {
 
         let tokens = try tokensAfter(from: headers[0].localID)
         let decoder = try ChangeDecoder(db, store: store)
-        let changes = try db.makeStatement(sql: "SELECT \(decoder.selectList) FROM tidemark_changes WHERE id BETWEEN ? AND ? ORDER BY id")
+        let changes = try db.makeStatement(
+            sql: "SELECT \(decoder.selectList) FROM tidemark_changes WHERE id BETWEEN ? AND ? ORDER BY id")
         let versions = try SchemaLineage.fetch(db)
         var result: [History.Transaction] = []
         for header in headers {
             var list: [History.Change] = []
             let rows = try Row.fetchCursor(changes, arguments: [header.firstChange, header.lastChange])
             while let row = try rows.next() {
-                if let change = decoder.decode(row, position: header.schema), request.matches(change) { list.append(change) }
+                if let change = decoder.decode(row, position: header.schema), request.matches(change) {
+                    list.append(change)
+                }
             }
             if request.filtersChanges && list.isEmpty { continue }
             result.append(
                 History.Transaction(
-                    replica: header.replica, sequence: header.sequence, timestamp: header.timestamp, author: header.author,
+                    replica: header.replica, sequence: header.sequence, timestamp: header.timestamp,
+                    author: header.author,
                     contextName: header.contextName, processID: header.processID, changes: list,
                     token: tokens[header.localID] ?? .zero,
-                    schemaVersion: header.schema > 0 && header.schema <= versions.count ? versions[header.schema - 1] : nil))
+                    schemaVersion: header.schema > 0 && header.schema <= versions.count
+                        ? versions[header.schema - 1] : nil))
             if let limit = request.limit, result.count >= limit { break }
         }
         return result
@@ -110,7 +115,8 @@ struct HistoryReader {
         var token = try Store.currentToken(db)
         var tokens: [Int64: History.Token] = [:]
         let rows = try Row.fetchCursor(
-            db, sql: "SELECT id, replica, seq FROM tidemark_transactions WHERE id >= ? ORDER BY id DESC", arguments: [first])
+            db, sql: "SELECT id, replica, seq FROM tidemark_transactions WHERE id >= ? ORDER BY id DESC",
+            arguments: [first])
         while let row = try rows.next() {
             tokens[row[0]] = token
             token[try row.decode(Replica.ID.self, atIndex: 1)] = (row[2] as Int64) - 1
@@ -130,7 +136,10 @@ struct HistoryReader {
                 throw StoreError.historyTokenExpired(token: token.description, replica: replica, prunedThrough: pruned)
             }
         }
-        if token[own] > 0, try Int.fetchOne(db, sql: "SELECT 1 FROM tidemark_replicas WHERE replica = ?", arguments: [Data(own.bytes)]) == nil {
+        if token[own] > 0,
+            try Int.fetchOne(db, sql: "SELECT 1 FROM tidemark_replicas WHERE replica = ?", arguments: [Data(own.bytes)])
+                == nil
+        {
             throw StoreError.foreignToken(token: token.description)
         }
     }

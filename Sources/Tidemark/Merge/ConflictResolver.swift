@@ -18,7 +18,11 @@ struct ConflictResolver {
 
     /// Why a row was deleted.
     enum Kind: String {
-        case unique, foreignKey = "foreign_key", check, notNull = "not_null", removed, remote
+        case unique
+        case foreignKey = "foreign_key"
+        case check
+        case notNull = "not_null"
+        case removed, remote
     }
 
     let db: Database
@@ -29,7 +33,10 @@ struct ConflictResolver {
     /// System deletes made so far, to be sealed as one transaction of this replica.
     private(set) var deletes: [History.Change] = []
 
-    init(db: Database, replica: Replica.ID, tables: [String: TrackedTable], metadata: [String: RowMetadataStore], clock: @escaping () -> HLCTimestamp) {
+    init(
+        db: Database, replica: Replica.ID, tables: [String: TrackedTable], metadata: [String: RowMetadataStore],
+        clock: @escaping () -> HLCTimestamp
+    ) {
         self.db = db
         self.replica = replica
         self.tables = tables
@@ -38,7 +45,9 @@ struct ConflictResolver {
     }
 
     /// Settles a constraint error raised writing `candidate` (all columns, by index) to row `key`.
-    mutating func resolve(_ error: DatabaseError, table: TrackedTable, key: [SQLValue], candidate: [SQLValue], metadata known: RowMetadata) throws
+    mutating func resolve(
+        _ error: DatabaseError, table: TrackedTable, key: [SQLValue], candidate: [SQLValue], metadata known: RowMetadata
+    ) throws
         -> Outcome
     {
         switch error.extendedResultCode {
@@ -66,31 +75,43 @@ struct ConflictResolver {
                     detail: "(\(names)) also claimed by row \(keyJSON(table, key)), written earlier")
                 return .retry
             }
-            try systemDelete(table: table, key: key, values: candidate, kind: .unique, detail: error.message ?? "UNIQUE constraint failed")
+            try systemDelete(
+                table: table, key: key, values: candidate, kind: .unique,
+                detail: error.message ?? "UNIQUE constraint failed")
             return .settled
         case .SQLITE_CONSTRAINT_NOTNULL:
-            try systemDelete(table: table, key: key, values: candidate, kind: .notNull, detail: error.message ?? "NOT NULL constraint failed")
+            try systemDelete(
+                table: table, key: key, values: candidate, kind: .notNull,
+                detail: error.message ?? "NOT NULL constraint failed")
             return .settled
         case .SQLITE_CONSTRAINT_CHECK:
-            try systemDelete(table: table, key: key, values: candidate, kind: .check, detail: error.message ?? "CHECK constraint failed")
+            try systemDelete(
+                table: table, key: key, values: candidate, kind: .check,
+                detail: error.message ?? "CHECK constraint failed")
             return .settled
         default:
-            try systemDelete(table: table, key: key, values: candidate, kind: .check, detail: error.message ?? "constraint failed")
+            try systemDelete(
+                table: table, key: key, values: candidate, kind: .check, detail: error.message ?? "constraint failed")
             return .settled
         }
     }
 
     /// Finds another row holding the candidate's values in one of the table's UNIQUE indexes.
-    private func clashingRow(table: TrackedTable, key: [SQLValue], candidate: [SQLValue]) throws -> ([SQLValue], [Int])? {
+    private func clashingRow(table: TrackedTable, key: [SQLValue], candidate: [SQLValue]) throws -> ([SQLValue], [Int])?
+    {
         let quoted = table.name.quotedDatabaseIdentifier
         for index in try String.fetchAll(
-            db, sql: "SELECT name FROM pragma_index_list(?) WHERE \"unique\" = 1 AND origin <> 'pk'", arguments: [table.name])
+            db, sql: "SELECT name FROM pragma_index_list(?) WHERE \"unique\" = 1 AND origin <> 'pk'",
+            arguments: [table.name])
         {
-            let names = try String?.fetchAll(db, sql: "SELECT name FROM pragma_index_info(?) ORDER BY seqno", arguments: [index])
+            let names = try String?.fetchAll(
+                db, sql: "SELECT name FROM pragma_index_info(?) ORDER BY seqno", arguments: [index])
             let columns = names.compactMap { $0.flatMap(table.index(of:)) }
             guard columns.count == names.count, !columns.contains(where: { candidate[$0] == .null }) else { continue }
             let match = columns.map { "\(table.columns[$0].quotedDatabaseIdentifier) = ?" }.joined(separator: " AND ")
-            let notSelf = "NOT (" + table.keyColumns.map { "\($0.quotedDatabaseIdentifier) IS ?" }.joined(separator: " AND ") + ")"
+            let notSelf =
+                "NOT (" + table.keyColumns.map { "\($0.quotedDatabaseIdentifier) IS ?" }.joined(separator: " AND ")
+                + ")"
             let keys = table.keyColumns.map(\.quotedDatabaseIdentifier).joined(separator: ", ")
             if let row = try Row.fetchOne(
                 db, sql: "SELECT \(keys) FROM \(quoted) WHERE \(match) AND \(notSelf) LIMIT 1",
@@ -103,15 +124,20 @@ struct ConflictResolver {
     }
 
     /// Deletes row `key` as this replica, with all its values in the tombstone, and records why.
-    mutating func systemDelete(table: TrackedTable, key: [SQLValue], values: [SQLValue], kind: Kind, detail: String) throws {
+    mutating func systemDelete(table: TrackedTable, key: [SQLValue], values: [SQLValue], kind: Kind, detail: String)
+        throws
+    {
         try RowAccess(db: db, table: table).delete(key: key)
         let store = metadata[table.name]!
         let known = try store.fetch(db, key: key)
         let generation = known.afterDelete
-        try store.save(db, key: key, RowMetadata(generation: generation, clocks: .init(repeating: nil, count: table.columns.count)))
+        try store.save(
+            db, key: key, RowMetadata(generation: generation, clocks: .init(repeating: nil, count: table.columns.count))
+        )
         let tombstone = table.columns.indices.map { History.Column(table.columns[$0], values[$0]) }
         let change = History.Change(
-            type: .delete, table: table.name, key: zip(table.keyColumns, key).map { History.Column($0, $1) }, values: [],
+            type: .delete, table: table.name, key: zip(table.keyColumns, key).map { History.Column($0, $1) },
+            values: [],
             tombstone: tombstone, generation: generation)
         deletes.append(change)
         try record(change, kind: kind, detail: detail, origin: replica)
@@ -127,7 +153,8 @@ struct ConflictResolver {
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
-                change.table, JSONText.object(change.key.map { ($0.name, $0.value) }), change.generation, kind.rawValue, detail,
+                change.table, JSONText.object(change.key.map { ($0.name, $0.value) }), change.generation, kind.rawValue,
+                detail,
                 JSONText.object(row.map { ($0.name, $0.value) }), clock().packed, Data(origin.bytes),
             ])
     }
@@ -159,7 +186,9 @@ struct ConflictResolver {
 enum ForeignKeys {
     /// Rows of `table` whose foreign key names a parent row that does not exist: (key, all values, parent table).
     static func orphans(of table: TrackedTable, in db: Database) throws -> [([SQLValue], [SQLValue], String)] {
-        let list = try Row.fetchAll(db, sql: "SELECT id, \"table\", \"from\", \"to\" FROM pragma_foreign_key_list(?) ORDER BY id, seq", arguments: [table.name])
+        let list = try Row.fetchAll(
+            db, sql: "SELECT id, \"table\", \"from\", \"to\" FROM pragma_foreign_key_list(?) ORDER BY id, seq",
+            arguments: [table.name])
         var byID: [Int: (parent: String, from: [String], to: [String?])] = [:]
         for row in list {
             let id: Int = row[0]
@@ -170,16 +199,20 @@ enum ForeignKeys {
         for (_, fk) in byID.sorted(by: { $0.key < $1.key }) {
             var to = fk.to.compactMap { $0 }
             if to.count != fk.from.count {
-                to = try String.fetchAll(db, sql: "SELECT name FROM pragma_table_info(?) WHERE pk > 0 ORDER BY pk", arguments: [fk.parent])
+                to = try String.fetchAll(
+                    db, sql: "SELECT name FROM pragma_table_info(?) WHERE pk > 0 ORDER BY pk", arguments: [fk.parent])
             }
             guard to.count == fk.from.count else { continue }
             let child = table.name.quotedDatabaseIdentifier
             let notNull = fk.from.map { "c.\($0.quotedDatabaseIdentifier) IS NOT NULL" }.joined(separator: " AND ")
-            let match = zip(fk.from, to).map { "p.\($1.quotedDatabaseIdentifier) = c.\($0.quotedDatabaseIdentifier)" }.joined(separator: " AND ")
+            let match = zip(fk.from, to).map { "p.\($1.quotedDatabaseIdentifier) = c.\($0.quotedDatabaseIdentifier)" }
+                .joined(separator: " AND ")
             let columns = table.columns.map { "c.\($0.quotedDatabaseIdentifier)" }.joined(separator: ", ")
             let rows = try Row.fetchAll(
                 db,
-                sql: "SELECT \(columns) FROM \(child) c WHERE \(notNull) AND NOT EXISTS (SELECT 1 FROM \(fk.parent.quotedDatabaseIdentifier) p WHERE \(match))")
+                sql:
+                    "SELECT \(columns) FROM \(child) c WHERE \(notNull) AND NOT EXISTS (SELECT 1 FROM \(fk.parent.quotedDatabaseIdentifier) p WHERE \(match))"
+            )
             for row in rows {
                 let values = Array(row.databaseValues.map(SQLValue.init))
                 result.append((table.keyIndexes.map { values[$0] }, values, fk.parent))

@@ -16,15 +16,19 @@ struct LocalFold {
         let own = Data(store.replica.id.bytes)
         let folded = try Int64.fetchOne(db, sql: "SELECT folded_seq FROM tidemark_state WHERE id = 1") ?? 0
         let transactions = try Row.fetchAll(
-            db, sql: "SELECT seq, hlc, first_change, last_change FROM tidemark_transactions WHERE replica = ? AND seq > ? ORDER BY seq",
+            db,
+            sql:
+                "SELECT seq, hlc, first_change, last_change FROM tidemark_transactions WHERE replica = ? AND seq > ? ORDER BY seq",
             arguments: [own, folded])
         guard let last = transactions.last else { return }
         let origins = OriginNumbers(db: db)
-        let stores = Dictionary(uniqueKeysWithValues: store.replicatedTables.map { ($0.id, RowMetadataStore(table: $0, origins: origins)) })
+        let stores = Dictionary(
+            uniqueKeysWithValues: store.replicatedTables.map { ($0.id, RowMetadataStore(table: $0, origins: origins)) })
         let layout = try ChangeLayout(db)
         // Only the key values and the column mask matter here: which row, and which columns the
         // change wrote.
-        let changes = try RawStatement(db, sql: "SELECT \(layout.selectList), id FROM tidemark_changes WHERE id BETWEEN ? AND ? ORDER BY id")
+        let changes = try RawStatement(
+            db, sql: "SELECT \(layout.selectList), id FROM tidemark_changes WHERE id BETWEEN ? AND ? ORDER BY id")
         let setGeneration = try RawStatement(db, sql: "UPDATE tidemark_changes SET gen = ? WHERE id = ?")
         for transaction in transactions {
             let clock = MergeClock(timestamp: HLCTimestamp(packed: transaction[1]), origin: store.replica.id)
@@ -32,7 +36,8 @@ struct LocalFold {
             try changes.bind(transaction[2] as Int64, at: 1)
             try changes.bind(transaction[3] as Int64, at: 2)
             while try changes.step() {
-                guard let metadataStore = stores[changes.int64(0)], let op = Bookkeeping.Op(rawValue: changes.int64(1)), op != .marker
+                guard let metadataStore = stores[changes.int64(0)], let op = Bookkeeping.Op(rawValue: changes.int64(1)),
+                    op != .marker
                 else { continue }
                 let table = metadataStore.table
                 let mask = layout.mask(changes)
@@ -42,13 +47,18 @@ struct LocalFold {
                 let written = { (i: Int) in mask.contains(table.slots[i]) && !table.keyIndexes.contains(i) }
                 switch op {
                 case .insert:
-                    if !metadata.isAlive { metadata = RowMetadata(generation: metadata.afterInsert, clocks: .init(repeating: nil, count: metadata.clocks.count)) }
+                    if !metadata.isAlive {
+                        metadata = RowMetadata(
+                            generation: metadata.afterInsert,
+                            clocks: .init(repeating: nil, count: metadata.clocks.count))
+                    }
                     for i in table.columns.indices where written(i) { metadata.clocks[i] = clock }
                 case .update:
                     if !metadata.isAlive { metadata.generation = metadata.afterInsert }
                     for i in table.columns.indices where written(i) { metadata.clocks[i] = clock }
                 case .delete, .marker:
-                    metadata = RowMetadata(generation: metadata.afterDelete, clocks: .init(repeating: nil, count: metadata.clocks.count))
+                    metadata = RowMetadata(
+                        generation: metadata.afterDelete, clocks: .init(repeating: nil, count: metadata.clocks.count))
                 }
                 try metadataStore.save(db, key: key, metadata)
                 setGeneration.reset()

@@ -16,14 +16,18 @@ struct MergeEngine {
         self.db = db
         tables = Dictionary(uniqueKeysWithValues: store.replicatedTables.map { ($0.name, $0) })
         let origins = OriginNumbers(db: db)
-        metadata = Dictionary(uniqueKeysWithValues: store.replicatedTables.map { ($0.name, RowMetadataStore(table: $0, origins: origins)) })
+        metadata = Dictionary(
+            uniqueKeysWithValues: store.replicatedTables.map {
+                ($0.name, RowMetadataStore(table: $0, origins: origins))
+            })
         rows = Dictionary(uniqueKeysWithValues: store.replicatedTables.map { ($0.name, RowAccess(db: db, table: $0)) })
         resolver = ConflictResolver(db: db, replica: store.replica.id, tables: tables, metadata: metadata, clock: clock)
     }
 
     /// Merges one change written at `clock`.
     mutating func apply(_ change: History.Change, clock: MergeClock) throws {
-        guard let table = tables[change.table], let store = metadata[change.table], let access = rows[change.table] else { return }
+        guard let table = tables[change.table], let store = metadata[change.table], let access = rows[change.table]
+        else { return }
         let key = change.key.map { $0.value }
         var known = try store.fetch(db, key: key)
         let generation = change.generation
@@ -58,7 +62,9 @@ struct MergeEngine {
             var values = [SQLValue](repeating: .null, count: table.columns.count)
             for (i, v) in zip(table.keyIndexes, key) { values[i] = v }
             for (i, v) in incoming { values[i] = v }
-            try resolver.systemDelete(table: table, key: key, values: values, kind: .removed, detail: "the row was removed by a foreign-key action")
+            try resolver.systemDelete(
+                table: table, key: key, values: values, kind: .removed,
+                detail: "the row was removed by a foreign-key action")
             return
         }
         try write(key: key, columns: winners, existing: existing, table: table, metadata: known)
@@ -66,7 +72,9 @@ struct MergeEngine {
 
     /// Merges one row state from a snapshot: the same rules, with each column's own clock.
     mutating func apply(_ state: RowState) throws {
-        guard let table = tables[state.table], let store = metadata[state.table], let access = rows[state.table] else { return }
+        guard let table = tables[state.table], let store = metadata[state.table], let access = rows[state.table] else {
+            return
+        }
         let key = state.key.map { $0.value }
         var known = try store.fetch(db, key: key)
         if state.generation < known.generation { return }
@@ -99,7 +107,9 @@ struct MergeEngine {
     }
 
     /// Writes merged values; a constraint the merged row breaks is settled by the resolver.
-    private mutating func write(key: [SQLValue], columns: [(Int, SQLValue)], existing: [SQLValue]?, table: TrackedTable, metadata: RowMetadata) throws {
+    private mutating func write(
+        key: [SQLValue], columns: [(Int, SQLValue)], existing: [SQLValue]?, table: TrackedTable, metadata: RowMetadata
+    ) throws {
         let access = rows[table.name]!
         var exists = existing != nil
         for _ in 0..<8 {
@@ -110,7 +120,8 @@ struct MergeEngine {
                 var candidate = existing ?? [SQLValue](repeating: .null, count: table.columns.count)
                 for (i, v) in zip(table.keyIndexes, key) { candidate[i] = v }
                 for (i, v) in columns { candidate[i] = v }
-                let outcome = try resolver.resolve(error, table: table, key: key, candidate: candidate, metadata: metadata)
+                let outcome = try resolver.resolve(
+                    error, table: table, key: key, candidate: candidate, metadata: metadata)
                 switch outcome {
                 case .retry: exists = try access.values(key: key) != nil
                 case .settled: return

@@ -17,7 +17,8 @@ final class RowAccess {
         self.table = table
         quotedTable = table.name.quotedDatabaseIdentifier
         keyMatch = table.keyColumns.map { "\($0.quotedDatabaseIdentifier) = ?" }.joined(separator: " AND ")
-        selectSQL = "SELECT \(table.columns.map(\.quotedDatabaseIdentifier).joined(separator: ", ")) FROM \(quotedTable) WHERE \(keyMatch)"
+        selectSQL =
+            "SELECT \(table.columns.map(\.quotedDatabaseIdentifier).joined(separator: ", ")) FROM \(quotedTable) WHERE \(keyMatch)"
         deleteSQL = "DELETE FROM \(quotedTable) WHERE \(keyMatch)"
         statements = RawStatementCache(db: db)
     }
@@ -47,7 +48,8 @@ final class RowAccess {
         } else {
             let statement = try RawStatement.reusing(&inserts[mask], db) {
                 let names = (table.keyIndexes + ordered.map(\.0)).map { table.columns[$0].quotedDatabaseIdentifier }
-                return "INSERT INTO \(quotedTable)(\(names.joined(separator: ", "))) VALUES (\(names.map { _ in "?" }.joined(separator: ", ")))"
+                return
+                    "INSERT INTO \(quotedTable)(\(names.joined(separator: ", "))) VALUES (\(names.map { _ in "?" }.joined(separator: ", ")))"
             }
             try statement.bind(key)
             try statement.bind(ordered.lazy.map { $0.1 }, from: Int32(key.count) + 1)

@@ -31,7 +31,9 @@ final class OriginNumbers {
     func number(of origin: Replica.ID) throws -> Int64 {
         if let known = numbers[origin] { return known }
         let key = Data(origin.bytes)
-        if let existing = try Int64.fetchOne(db, sql: "SELECT id FROM tidemark_origins WHERE replica = ?", arguments: [key]) {
+        if let existing = try Int64.fetchOne(
+            db, sql: "SELECT id FROM tidemark_origins WHERE replica = ?", arguments: [key])
+        {
             remember(origin, existing)
             return existing
         }
@@ -43,7 +45,9 @@ final class OriginNumbers {
     /// The replica id with number `number`.
     func origin(_ number: Int64) throws -> Replica.ID? {
         if let known = ids[number] { return known }
-        guard let data = try Data.fetchOne(db, sql: "SELECT replica FROM tidemark_origins WHERE id = ?", arguments: [number]),
+        guard
+            let data = try Data.fetchOne(
+                db, sql: "SELECT replica FROM tidemark_origins WHERE id = ?", arguments: [number]),
             let origin = Replica.ID(bytes: [UInt8](data))
         else { return nil }
         remember(origin, number)
@@ -78,7 +82,8 @@ final class RowMetadataStore {
         let clocks = ["t", "o"] + nonKey.flatMap { ["t\(table.slots[$0])", "o\(table.slots[$0])"] }
         fetchSQL = "SELECT \((["cl"] + clocks + width).joined(separator: ", ")) FROM \(name) WHERE \(keyMatch)"
         let columns = table.keyIndexes.indices.map { "k\($0)" } + ["cl"] + clocks + width
-        saveSQL = "INSERT OR REPLACE INTO \(name)(\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
+        saveSQL =
+            "INSERT OR REPLACE INTO \(name)(\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
     }
 
     /// The metadata of the row with `key` (values in key order), or generation 0 if never seen.
@@ -89,7 +94,9 @@ final class RowMetadataStore {
         guard try statement.step() else { return RowMetadata(generation: 0, clocks: clocks) }
         if let shared = try clock(statement, 1) {
             // A row saved before a migration added columns: its shared clock covers the old ones.
-            let width = table.sharedClockWidth.map { Int(statement.optionalInt64(Int32(3 + 2 * nonKey.count)) ?? Int64($0)) }
+            let width = table.sharedClockWidth.map {
+                Int(statement.optionalInt64(Int32(3 + 2 * nonKey.count)) ?? Int64($0))
+            }
             for column in nonKey where table.slots[column] < width ?? Int.max { clocks[column] = shared }
         } else {
             for (n, column) in nonKey.enumerated() { clocks[column] = try clock(statement, Int32(3 + 2 * n)) }
@@ -118,7 +125,9 @@ final class RowMetadataStore {
                 index += 2
             }
         }
-        if table.sharedClockWidth != nil { try statement.bind(Int64(table.slotCount), at: Int32(key.count) + 4 + 2 * Int32(nonKey.count)) }
+        if table.sharedClockWidth != nil {
+            try statement.bind(Int64(table.slotCount), at: Int32(key.count) + 4 + 2 * Int32(nonKey.count))
+        }
         try statement.execute()
     }
 

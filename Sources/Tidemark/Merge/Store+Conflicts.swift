@@ -29,7 +29,9 @@ extension Store {
         try mappingErrors {
             try database.read { db in
                 try Row.fetchAll(
-                    db, sql: "SELECT table_name, key, generation, kind, detail, row, detected, origin FROM tidemark_conflicts ORDER BY id"
+                    db,
+                    sql:
+                        "SELECT table_name, key, generation, kind, detail, row, detected, origin FROM tidemark_conflicts ORDER BY id"
                 ).map {
                     Conflict(
                         table: $0[0], key: $0[1], generation: $0[2], kind: $0[3], detail: $0[4], row: $0[5],

@@ -33,11 +33,16 @@ extension Store {
             try database.read { db in
                 let token = try Self.currentToken(db)
                 let retired = Set(try String.fetchAll(db, sql: "SELECT id FROM tidemark_members WHERE retired = 1"))
-                var result = [Member(
-                    name: replica.name, id: replica.id, isSelf: true, retired: retired.contains(replica.id.description),
-                    watermark: token, signedAt: nil, behindTransactions: 0, behindChanges: 0, lackingSince: nil)]
+                var result = [
+                    Member(
+                        name: replica.name, id: replica.id, isSelf: true,
+                        retired: retired.contains(replica.id.description),
+                        watermark: token, signedAt: nil, behindTransactions: 0, behindChanges: 0, lackingSince: nil)
+                ]
                 for peer in try Self.peers(db) {
-                    let row = try Row.fetchOne(db, sql: "SELECT token, signed_at FROM tidemark_watermarks WHERE replica = ?", arguments: [Data(peer.id.bytes)])
+                    let row = try Row.fetchOne(
+                        db, sql: "SELECT token, signed_at FROM tidemark_watermarks WHERE replica = ?",
+                        arguments: [Data(peer.id.bytes)])
                     let watermark = (row?[0] as String?).flatMap { try? History.Token(parsing: $0) } ?? .zero
                     var behind: Int64 = 0
                     var changes: Int64 = 0
@@ -46,17 +51,21 @@ extension Store {
                         behind += sequence - watermark[origin]
                         if let lag = try Row.fetchOne(
                             db,
-                            sql: "SELECT min(hlc), sum(last_change - first_change + 1) FROM tidemark_transactions WHERE replica = ? AND seq > ?",
+                            sql:
+                                "SELECT min(hlc), sum(last_change - first_change + 1) FROM tidemark_transactions WHERE replica = ? AND seq > ?",
                             arguments: [Data(origin.bytes), watermark[origin]]), let oldest = lag[0] as Int64?
                         {
                             changes += lag[1] ?? 0
                             since = min(since ?? HLCTimestamp(packed: oldest), HLCTimestamp(packed: oldest))
                         }
                     }
-                    result.append(Member(
-                        name: peer.name, id: peer.id, isSelf: false, retired: retired.contains(peer.id.description), watermark: watermark,
-                        signedAt: (row?[1] as Int64?).map(HLCTimestamp.init(packed:)), behindTransactions: behind, behindChanges: changes,
-                        lackingSince: since))
+                    result.append(
+                        Member(
+                            name: peer.name, id: peer.id, isSelf: false, retired: retired.contains(peer.id.description),
+                            watermark: watermark,
+                            signedAt: (row?[1] as Int64?).map(HLCTimestamp.init(packed:)), behindTransactions: behind,
+                            behindChanges: changes,
+                            lackingSince: since))
                 }
                 return result
             }
@@ -74,7 +83,9 @@ extension Store {
     /// If some replica retired this one, makes it active again (a later write than the retirement).
     func rejoinIfRetired() throws {
         let retired = try database.read { db in
-            try Bool.fetchOne(db, sql: "SELECT retired = 1 FROM tidemark_members WHERE id = ?", arguments: [replica.id.description]) ?? false
+            try Bool.fetchOne(
+                db, sql: "SELECT retired = 1 FROM tidemark_members WHERE id = ?", arguments: [replica.id.description])
+                ?? false
         }
         if retired { try setRetired(replica.id, false, context: "rejoin") }
     }
@@ -82,7 +93,8 @@ extension Store {
     private func setRetired(_ id: Replica.ID, _ retired: Bool, context: String) throws {
         _ = try write(author: "tidemark", contextName: context) { db in
             try db.execute(
-                sql: "INSERT INTO tidemark_members(id, retired) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET retired = excluded.retired",
+                sql:
+                    "INSERT INTO tidemark_members(id, retired) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET retired = excluded.retired",
                 arguments: [id.description, retired ? 1 : 0])
         }
     }

@@ -58,9 +58,10 @@ extension Store {
                     var count = 0
                     for row in try Row.fetchAll(db, sql: "SELECT replica, pruned_through FROM tidemark_replicas") {
                         let origin = try row.decode(Replica.ID.self, atIndex: 0)
-                        count += try Int.fetchOne(
-                            db, sql: "SELECT count(*) FROM tidemark_transactions WHERE replica = ? AND seq <= ?",
-                            arguments: [row[0], horizon[origin]]) ?? 0
+                        count +=
+                            try Int.fetchOne(
+                                db, sql: "SELECT count(*) FROM tidemark_transactions WHERE replica = ? AND seq <= ?",
+                                arguments: [row[0], horizon[origin]]) ?? 0
                     }
                     return count
                 }
@@ -87,7 +88,8 @@ extension Store {
             files += done.map(\.path)
         }
         return PruneReport(
-            horizon: horizon, removedTransactions: removed, removedFiles: files, snapshots: snapshots, blockers: blockers,
+            horizon: horizon, removedTransactions: removed, removedFiles: files, snapshots: snapshots,
+            blockers: blockers,
             retired: retired, dryRun: dryRun)
     }
 

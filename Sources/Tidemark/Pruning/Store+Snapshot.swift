@@ -28,7 +28,9 @@ extension Store {
                 try sealForeignWrites()
                 try mappingErrors { try database.write { db in try LocalFold(db: db, store: self).run() } }
                 summary = try mappingErrors {
-                    try database.read { db in try Self.isSettled(db) ? try writeSnapshot(db, into: sink, path: path, key: key) : nil }
+                    try database.read { db in
+                        try Self.isSettled(db) ? try writeSnapshot(db, into: sink, path: path, key: key) : nil
+                    }
                 }
             }
             if summary == nil {
@@ -40,7 +42,9 @@ extension Store {
                     }
                 }
             }
-            guard var written = summary else { throw StoreError.database(path: self.path, message: "the snapshot was not written") }
+            guard var written = summary else {
+                throw StoreError.database(path: self.path, message: "the snapshot was not written")
+            }
             try sink.close()
             written.bytes = sink.bytesWritten
             try FileManager.default.moveItemReplacing(at: temporary, to: path)
@@ -54,19 +58,24 @@ extension Store {
     /// Whether every own transaction is folded and no foreign write is waiting to be sealed: the
     /// rows then are exactly what the store's history made.
     static func isSettled(_ db: Database) throws -> Bool {
-        let row = try Row.fetchOne(db, sql: "SELECT folded_seq, sequence, sealed_through FROM tidemark_state WHERE id = 1")!
+        let row = try Row.fetchOne(
+            db, sql: "SELECT folded_seq, sequence, sealed_through FROM tidemark_state WHERE id = 1")!
         let lastChange = try Sealer.lastChangeID(db)
         return (row[0] as Int64) == (row[1] as Int64) && (row[2] as Int64) >= lastChange
     }
 
     /// Encodes every row state into `sink` as a signed snapshot bundle.
-    private func writeSnapshot(_ db: Database, into sink: FileSink, path: String, key: KeyFile) throws -> ExportSummary {
+    private func writeSnapshot(_ db: Database, into sink: FileSink, path: String, key: KeyFile) throws -> ExportSummary
+    {
         let through = try Self.currentToken(db)
         let clock = try Sealer.State.fetch(db).clock
         let header = BundleHeader(
-            kind: .snapshot, senderName: replica.name, created: HLCTimestamp.next(after: clock, now: options.clock.nowMilliseconds()),
+            kind: .snapshot, senderName: replica.name,
+            created: HLCTimestamp.next(after: clock, now: options.clock.nowMilliseconds()),
             since: .zero, through: through,
-            tables: replicatedTables.map { BundleHeader.TableSchema(name: $0.name, keyColumns: $0.keyColumns, columns: $0.columns) },
+            tables: replicatedTables.map {
+                BundleHeader.TableSchema(name: $0.name, keyColumns: $0.keyColumns, columns: $0.columns)
+            },
             ranges: [], lineage: try SchemaLineage.fetch(db))
         // A snapshot is rewritten whenever a prune removes bundles, and its size is the
         // state's, not the history's: the fastest DEFLATE level keeps that cheap.
@@ -75,10 +84,11 @@ extension Store {
         var rows = 0
         let origins = OriginNumbers(db: db)
         for table in replicatedTables {
-            rows += try SnapshotReader(db: db, table: table, origins: origins).forEach { try encoder.add($0) }
+            rows += try SnapshotReader(db: db, table: table, origins: origins).readAll { try encoder.add($0) }
         }
         _ = try encoder.finish { _, _, _ in preconditionFailure("a snapshot has no origin ranges") }
-        return ExportSummary(path: path, since: .zero, through: through, transactionCount: 0, changeCount: rows, bytes: 0)
+        return ExportSummary(
+            path: path, since: .zero, through: through, transactionCount: 0, changeCount: rows, bytes: 0)
     }
 }
 
@@ -89,11 +99,12 @@ struct SnapshotReader {
     let origins: OriginNumbers
 
     /// Calls `body` with each row state; returns how many.
-    func forEach(_ body: (RowState) throws -> Void) throws -> Int {
+    func readAll(_ body: (RowState) throws -> Void) throws -> Int {
         let store = RowMetadataStore(table: table, origins: origins)
         let access = RowAccess(db: db, table: table)
         let keys = table.keyIndexes.indices.map { "k\($0)" }.joined(separator: ", ")
-        let cursor = try Row.fetchCursor(db, sql: "SELECT \(keys) FROM \(Bookkeeping.rowMetadataTable(table)) ORDER BY \(keys)")
+        let cursor = try Row.fetchCursor(
+            db, sql: "SELECT \(keys) FROM \(Bookkeeping.rowMetadataTable(table)) ORDER BY \(keys)")
         var count = 0
         while let row = try cursor.next() {
             let key = Array(row.databaseValues.map(SQLValue.init))

@@ -10,9 +10,11 @@ enum SchemaLineage {
     static func fetch(_ db: Database) throws -> [Schema.Version] {
         var versions: [Schema.Version] = []
         for row in try Row.fetchAll(db, sql: "SELECT position, id, change FROM tidemark_schemas ORDER BY position") {
-            let version = Schema.Version(after: versions.last, change: try Schema.Change(encoded: [UInt8](row[2] as Data)))
+            let version = Schema.Version(
+                after: versions.last, change: try Schema.Change(encoded: [UInt8](row[2] as Data)))
             guard version.position == row[0] as Int, version.id == [UInt8](row[1] as Data) else {
-                throw StoreError.database(path: "tidemark_schemas", message: "the schema lineage is damaged at position \(row[0] as Int)")
+                throw StoreError.database(
+                    path: "tidemark_schemas", message: "the schema lineage is damaged at position \(row[0] as Int)")
             }
             versions.append(version)
         }
@@ -38,7 +40,9 @@ enum SchemaLineage {
     /// change: records the registrations `SchemaNaming.adopting` made (dropped columns and
     /// untracked tables the versions name, so history written before them can be relayed), then
     /// the versions. Returns the versions as recorded.
-    static func adopt(_ db: Database, _ versions: [Schema.Version], registrations: [TrackedTable], store: Store) throws -> [Schema.Version] {
+    static func adopt(_ db: Database, _ versions: [Schema.Version], registrations: [TrackedTable], store: Store) throws
+        -> [Schema.Version]
+    {
         let known = Dictionary(uniqueKeysWithValues: store.registrations.all.map { ($0.id, $0) })
         for registration in registrations where registration != known[registration.id] {
             if known[registration.id] == nil { try registration.insert(db) } else { try registration.update(db) }

@@ -49,8 +49,12 @@ struct SchemaNaming {
         var tables: [String: (id: Int64, schema: BundleHeader.TableSchema)] = [:]
         for position in range {
             for table in self.tables(at: position).values {
-                var entry = tables[table.name] ?? (table.id, BundleHeader.TableSchema(name: table.name, keyColumns: table.keyColumns, columns: []))
-                for (_, name) in table.columns.sorted(by: { $0.key < $1.key }) where !entry.schema.columns.contains(name) {
+                var entry =
+                    tables[table.name] ?? (
+                        table.id, BundleHeader.TableSchema(name: table.name, keyColumns: table.keyColumns, columns: [])
+                    )
+                for (_, name) in table.columns.sorted(by: { $0.key < $1.key })
+                where !entry.schema.columns.contains(name) {
                     entry.schema.columns.append(name)
                 }
                 tables[table.name] = entry
@@ -108,16 +112,24 @@ struct SchemaNaming {
         for operation in operations {
             switch operation {
             case .addColumn(let table, let column):
-                guard let id = child(table), let slot = state[id]!.slot(of: column) else { fits = false; continue }
+                guard let id = child(table), let slot = state[id]!.slot(of: column) else {
+                    fits = false
+                    continue
+                }
                 state[id]!.columns[slot] = nil
             case .track(let table, let keys, let columns):
-                guard let id = id(table), state[id]!.keyColumns == keys, Set(columns).isSubset(of: state[id]!.columns.values) else {
+                guard let id = id(table), state[id]!.keyColumns == keys,
+                    Set(columns).isSubset(of: state[id]!.columns.values)
+                else {
                     fits = false
                     continue
                 }
                 state[id] = nil
             case .renameColumn(let table, let column, let to):
-                guard let id = child(table), let slot = state[id]!.slot(of: to) else { fits = false; continue }
+                guard let id = child(table), let slot = state[id]!.slot(of: to) else {
+                    fits = false
+                    continue
+                }
                 columnRenames.append((id, slot, column))
             default: continue
             }
@@ -125,7 +137,9 @@ struct SchemaNaming {
         for (id, slot, name) in columnRenames { state[id]!.columns[slot] = name }
         for operation in operations {
             guard case .dropColumn(let table, let column) = operation else { continue }
-            guard let id = child(table), let r = registrations.firstIndex(where: { $0.id == id }), state[id]!.slot(of: column) == nil else {
+            guard let id = child(table), let r = registrations.firstIndex(where: { $0.id == id }),
+                state[id]!.slot(of: column) == nil
+            else {
                 fits = false
                 continue
             }
@@ -140,22 +154,32 @@ struct SchemaNaming {
             }
         }
         for (from, to) in renamed {
-            guard let id = id(to) else { fits = false; continue }
+            guard let id = id(to) else {
+                fits = false
+                continue
+            }
             state[id]!.name = from
         }
         for operation in operations {
             guard case .untrack(let table, let keys, let columns) = operation else { continue }
-            guard id(table) == nil else { fits = false; continue }
+            guard id(table) == nil else {
+                fits = false
+                continue
+            }
             var registration = registrations.first { $0.untrackedAt == position && $0.name == table }
             if registration == nil && synthesize {
                 let keyIndexes = keys.compactMap { columns.firstIndex(of: $0) }
                 var made = TrackedTable(
-                    id: (registrations.map(\.id).max() ?? 0) + 1, name: table, columns: columns, keyIndexes: keyIndexes, preservedIndexes: [])
+                    id: (registrations.map(\.id).max() ?? 0) + 1, name: table, columns: columns, keyIndexes: keyIndexes,
+                    preservedIndexes: [])
                 made.untrackedAt = position
                 registrations.append(made)
                 registration = made
             }
-            guard let registration else { fits = false; continue }
+            guard let registration else {
+                fits = false
+                continue
+            }
             state[registration.id] = named(registration)
         }
         return fits

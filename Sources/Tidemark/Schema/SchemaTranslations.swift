@@ -25,7 +25,8 @@ final class SchemaTranslations {
         func current(_ change: History.Change, path: String) throws -> History.Change? {
             for column in change.key + change.values + (change.tombstone ?? []) where slots[column.name] == nil {
                 throw ExchangeError.schemaMismatch(
-                    path: path, table: name, detail: "has no column '\(column.name)' under the schema version the change was written under")
+                    path: path, table: name,
+                    detail: "has no column '\(column.name)' under the schema version the change was written under")
             }
             guard let table else { return nil }
             if identity { return change }
@@ -43,7 +44,9 @@ final class SchemaTranslations {
             if identity { return state }
             return RowState(
                 table: table.name, key: rename(state.key), generation: state.generation,
-                cells: state.cells.compactMap { cell in names[slots[cell.name] ?? -1].map { RowState.Cell(name: $0, value: cell.value, clock: cell.clock) } })
+                cells: state.cells.compactMap { cell in
+                    names[slots[cell.name] ?? -1].map { RowState.Cell(name: $0, value: cell.value, clock: cell.clock) }
+                })
         }
 
         private func rename(_ columns: [History.Column]) -> [History.Column] {
@@ -70,12 +73,14 @@ final class SchemaTranslations {
         if let known = cache[key] { return known }
         guard let named = naming.table(named: table, at: position) else {
             throw ExchangeError.schemaMismatch(
-                path: path, table: table, detail: position == 0 ? "is not tracked here" : "is not tracked here under schema version \(position)")
+                path: path, table: table,
+                detail: position == 0 ? "is not tracked here" : "is not tracked here under schema version \(position)")
         }
         let today = tables[named.id]
         let names = today.map { Dictionary(uniqueKeysWithValues: zip($0.slots, $0.columns)) } ?? [:]
         let translation = Translation(
-            id: named.id, name: named.name, slots: Dictionary(uniqueKeysWithValues: named.columns.map { ($0.value, $0.key) }),
+            id: named.id, name: named.name,
+            slots: Dictionary(uniqueKeysWithValues: named.columns.map { ($0.value, $0.key) }),
             table: today, names: names, identity: today?.name == named.name && names == named.columns)
         cache[key] = translation
         return translation

@@ -103,7 +103,8 @@ struct SchemaMigrator {
         var summary = Store.MigrationSummary()
         var operations: [Schema.Operation] = []
         var after: [TrackedTable] = []
-        let preserve = try preservedByTable(migration.preserve, tracked: before.map(\.name) + migration.track, untracked: migration.untrack)
+        let preserve = try preservedByTable(
+            migration.preserve, tracked: before.map(\.name) + migration.track, untracked: migration.untrack)
         for old in before {
             if migration.untrack.contains(old.name) {
                 try untrack(old, at: position)
@@ -118,9 +119,13 @@ struct SchemaMigrator {
                 && ([old.name] + CaptureTriggers.names(for: old)).allSatisfy { schemaBefore[$0] == schemaAfter[$0] }
             var table = untouched ? old : try followed(old, lifted: lifted.contains(old.id), at: position)
             if let columns = preserve[table.name] ?? preserve[old.name] {
-                let described = try TrackedTable.describe(table.name, id: table.id, preserving: columns, in: db, allowReserved: table.isInternal)
-                let indexes = described.preservedIndexes.map { described.columns[$0] }.compactMap(table.index(of:)).sorted()
-                if indexes.map({ table.slots[$0] }) != old.preservedIndexes.map({ old.slots[$0] }) { summary.preserveChanged.append(table.name) }
+                let described = try TrackedTable.describe(
+                    table.name, id: table.id, preserving: columns, in: db, allowReserved: table.isInternal)
+                let indexes = described.preservedIndexes.map { described.columns[$0] }.compactMap(table.index(of:))
+                    .sorted()
+                if indexes.map({ table.slots[$0] }) != old.preservedIndexes.map({ old.slots[$0] }) {
+                    summary.preserveChanged.append(table.name)
+                }
                 table.preservedIndexes = indexes
             }
             operations += note(old: old, new: table, in: &summary)
@@ -131,7 +136,9 @@ struct SchemaMigrator {
             }
             if table.name != old.name {
                 // The conflicts listed for the table follow it.
-                try db.execute(sql: "UPDATE tidemark_conflicts SET table_name = ? WHERE table_name = ?", arguments: [table.name, old.name])
+                try db.execute(
+                    sql: "UPDATE tidemark_conflicts SET table_name = ? WHERE table_name = ?",
+                    arguments: [table.name, old.name])
             }
             if table != old || lifted.contains(old.id) {
                 try Bookkeeping.ensureChangeColumns(db, for: table)
@@ -140,7 +147,8 @@ struct SchemaMigrator {
             after.append(table)
         }
         var nextID = (registrations.map(\.id).max() ?? 0) + 1
-        for name in migration.track where !after.contains(where: { $0.name == name }) && !summary.trackedTables.contains(name) {
+        for name in migration.track
+        where !after.contains(where: { $0.name == name }) && !summary.trackedTables.contains(name) {
             let table = try TrackedTable.describe(name, id: nextID, preserving: preserve[name] ?? [], in: db)
             nextID += 1
             try table.insert(db)
@@ -189,7 +197,9 @@ struct SchemaMigrator {
                 return lifted
             } catch let error as StoreError {
                 guard case .migrationFailed(_, let message) = error else { throw error }
-                let blocking = tracked.first { !lifted.contains($0.id) && message.contains("error in trigger \(Bookkeeping.prefix)\($0.id)_") }
+                let blocking = tracked.first {
+                    !lifted.contains($0.id) && message.contains("error in trigger \(Bookkeeping.prefix)\($0.id)_")
+                }
                 if let blocking {
                     try CaptureTriggers.remove(blocking, in: db)
                     lifted.insert(blocking.id)
@@ -207,11 +217,14 @@ struct SchemaMigrator {
     private func runStatements(_ sql: String) throws {
         let statements = try db.allStatements(sql: sql)
         while let statement = try statements.next() {
-            if statement.isTransactionControl { throw StoreError.transactionControlNotAllowed(statement: statement.sql) }
+            if statement.isTransactionControl {
+                throw StoreError.transactionControlNotAllowed(statement: statement.sql)
+            }
             do {
                 try statement.execute()
             } catch let error as DatabaseError {
-                throw StoreError.migrationFailed(statement: statement.sql, message: error.message ?? "\(error.resultCode)")
+                throw StoreError.migrationFailed(
+                    statement: statement.sql, message: error.message ?? "\(error.resultCode)")
             }
         }
     }
@@ -232,9 +245,12 @@ struct SchemaMigrator {
     /// in the table: the insert trigger names every column in slot order. Where they were lifted,
     /// or the table was rebuilt (its triggers dropped with it), columns are matched by name.
     private func followed(_ old: TrackedTable, lifted: Bool, at position: Int) throws -> TrackedTable {
-        let trigger = lifted ? nil : try Row.fetchOne(
-            db, sql: "SELECT tbl_name, sql FROM sqlite_master WHERE type = 'trigger' AND name = ?",
-            arguments: [CaptureTriggers.names(for: old)[0]])
+        let trigger =
+            lifted
+            ? nil
+            : try Row.fetchOne(
+                db, sql: "SELECT tbl_name, sql FROM sqlite_master WHERE type = 'trigger' AND name = ?",
+                arguments: [CaptureTriggers.names(for: old)[0]])
         var names = Dictionary(uniqueKeysWithValues: zip(old.slots, old.columns))
         var tableName = old.name
         if let trigger {
@@ -244,18 +260,24 @@ struct SchemaMigrator {
         }
         guard try db.tableExists(tableName) else {
             throw StoreError.unsupportedMigration(
-                table: old.name, change: "it was dropped\(lifted ? " or renamed" : ""); untrack a table to drop it (--untrack \(old.name))")
+                table: old.name,
+                change:
+                    "it was dropped\(lifted ? " or renamed" : ""); untrack a table to drop it (--untrack \(old.name))")
         }
         let shape = try TrackedTable.shape(of: tableName, in: db)
         let renamedKeys = old.keyIndexes.map { names[old.slots[$0]]! }
         if renamedKeys != old.keyColumns {
             throw StoreError.unsupportedMigration(
-                table: old.name, change: "its key column '\(old.keyColumns.joined(separator: ", "))' was renamed; the key is each row's identity on every replica")
+                table: old.name,
+                change:
+                    "its key column '\(old.keyColumns.joined(separator: ", "))' was renamed; the key is each row's identity on every replica"
+            )
         }
         if shape.keyColumns != old.keyColumns {
             throw StoreError.unsupportedMigration(
                 table: old.name,
-                change: "its primary key changed from (\(old.keyColumns.joined(separator: ", "))) to (\(shape.keyColumns.joined(separator: ", "))); "
+                change:
+                    "its primary key changed from (\(old.keyColumns.joined(separator: ", "))) to (\(shape.keyColumns.joined(separator: ", "))); "
                     + "the key is each row's identity on every replica")
         }
         let gone = old.slots.filter { !shape.columns.contains(names[$0]!) }
@@ -263,7 +285,8 @@ struct SchemaMigrator {
         if trigger == nil && !gone.isEmpty && !added.isEmpty {
             throw StoreError.unsupportedMigration(
                 table: old.name,
-                change: "column(s) \(gone.map { "'\(names[$0]!)'" }.joined(separator: ", ")) went and \(added.map { "'\($0)'" }.joined(separator: ", ")) "
+                change:
+                    "column(s) \(gone.map { "'\(names[$0]!)'" }.joined(separator: ", ")) went and \(added.map { "'\($0)'" }.joined(separator: ", ")) "
                     + "came in a migration that also dropped or rebuilt the table, so a rename cannot be told from a drop and an add; "
                     + "rename in a migration of its own")
         }
@@ -283,14 +306,19 @@ struct SchemaMigrator {
         let limit = Bookkeeping.maxTrackedColumns(db)
         if table.slotCount > limit {
             throw StoreError.unsupportedMigration(
-                table: old.name, change: "it would have \(table.slotCount) column slots (dropped columns keep theirs); at most \(limit) can be tracked")
+                table: old.name,
+                change:
+                    "it would have \(table.slotCount) column slots (dropped columns keep theirs); at most \(limit) can be tracked"
+            )
         }
         return table
     }
 
     /// The schema operations that turn `old` into `new`, noted in `summary` too. Operations name
     /// the table as before the migration (Protocol/schema.md §3).
-    private func note(old: TrackedTable, new: TrackedTable, in summary: inout Store.MigrationSummary) -> [Schema.Operation] {
+    private func note(old: TrackedTable, new: TrackedTable, in summary: inout Store.MigrationSummary) -> [Schema
+        .Operation]
+    {
         var operations: [Schema.Operation] = []
         let oldNames = Dictionary(uniqueKeysWithValues: zip(old.slots, old.columns))
         for (slot, name) in zip(new.slots, new.columns) {
@@ -331,7 +359,9 @@ struct SchemaMigrator {
     }
 
     /// The `preserve` arguments grouped by table, checked against the tables tracked after.
-    private func preservedByTable(_ arguments: [String], tracked: [String], untracked: [String]) throws -> [String: [String]] {
+    private func preservedByTable(_ arguments: [String], tracked: [String], untracked: [String]) throws -> [String:
+        [String]]
+    {
         var preserve: [String: [String]] = [:]
         for argument in arguments {
             let parts = argument.split(separator: ".", maxSplits: 1).map(String.init)

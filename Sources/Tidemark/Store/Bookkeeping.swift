@@ -176,7 +176,8 @@ enum Bookkeeping {
 
     /// Whether `upgrade` has anything to do.
     static func needsUpgrade(_ db: Database) throws -> Bool {
-        try !db.tableExists("tidemark_authorship") || !db.tableExists("tidemark_schemas") || !db.tableExists("tidemark_held")
+        try !db.tableExists("tidemark_authorship") || !db.tableExists("tidemark_schemas")
+            || !db.tableExists("tidemark_held")
             || !hasSlots(db)
     }
 
@@ -225,12 +226,15 @@ enum Bookkeeping {
 
     /// Adds `shared_width` to the registrations of a store made before migrations.
     static func addSharedClockWidth(_ db: Database) throws {
-        if try !hasSharedClockWidth(db) { try db.execute(sql: "ALTER TABLE tidemark_tables ADD COLUMN shared_width INTEGER") }
+        if try !hasSharedClockWidth(db) {
+            try db.execute(sql: "ALTER TABLE tidemark_tables ADD COLUMN shared_width INTEGER")
+        }
     }
 
     /// The number of `c<i>` value columns currently in `tidemark_changes`.
     static func valueColumnCount(_ db: Database) throws -> Int {
-        try db.columns(in: "tidemark_changes").filter { $0.name.hasPrefix("c") && Int($0.name.dropFirst()) != nil }.count
+        try db.columns(in: "tidemark_changes").filter { $0.name.hasPrefix("c") && Int($0.name.dropFirst()) != nil }
+            .count
     }
 
     /// The row-metadata table of a tracked table (Protocol/merge.md §2): one row per identity ever
@@ -243,10 +247,14 @@ enum Bookkeeping {
     /// Creates the row-metadata table of `table`.
     static func createRowMetadata(_ db: Database, for table: TrackedTable) throws {
         let keys = table.keyIndexes.indices.map { "k\($0)" }
-        let clocks = ["t INTEGER, o INTEGER"]
-            + table.columns.indices.filter { !table.keyIndexes.contains($0) }.map { "t\(table.slots[$0]) INTEGER, o\(table.slots[$0]) INTEGER" }
+        let clocks =
+            ["t INTEGER, o INTEGER"]
+            + table.columns.indices.filter { !table.keyIndexes.contains($0) }.map {
+                "t\(table.slots[$0]) INTEGER, o\(table.slots[$0]) INTEGER"
+            }
         try db.execute(
-            sql: "CREATE TABLE \(rowMetadataTable(table))(\((keys + ["cl INTEGER NOT NULL"] + clocks).joined(separator: ", ")), "
+            sql:
+                "CREATE TABLE \(rowMetadataTable(table))(\((keys + ["cl INTEGER NOT NULL"] + clocks).joined(separator: ", ")), "
                 + "PRIMARY KEY(\(keys.joined(separator: ", ")))) WITHOUT ROWID")
     }
 
@@ -265,7 +273,8 @@ enum Bookkeeping {
 
     /// Creates the membership table.
     static func createMembers(_ db: Database) throws {
-        try db.execute(sql: "CREATE TABLE tidemark_members(id TEXT PRIMARY KEY NOT NULL, retired INTEGER NOT NULL DEFAULT 0)")
+        try db.execute(
+            sql: "CREATE TABLE tidemark_members(id TEXT PRIMARY KEY NOT NULL, retired INTEGER NOT NULL DEFAULT 0)")
     }
 
     /// Whether `db` holds Tidemark bookkeeping.

@@ -31,7 +31,9 @@ struct ColumnMask: Equatable {
     }
 
     /// Exactly `count` words, padded with zeros.
-    func words(count: Int) -> [Int64] { Array((words + [Int64](repeating: 0, count: max(0, count - words.count))).prefix(count)) }
+    func words(count: Int) -> [Int64] {
+        Array((words + [Int64](repeating: 0, count: max(0, count - words.count))).prefix(count))
+    }
 
     /// The first `words` words as comma-separated SQL literals.
     func sql(words count: Int) -> String { words(count: count).map(String.init).joined(separator: ", ") }

@@ -44,9 +44,13 @@ public enum FileFault: Sendable, Equatable, CustomStringConvertible {
         let nsError = error as NSError
         if nsError.domain == NSPOSIXErrorDomain {
             self.init(errno: Int32(nsError.code))
-        } else if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
+        } else if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError,
+            underlying.domain == NSPOSIXErrorDomain
+        {
             self.init(errno: Int32(underlying.code))
-        } else if nsError.domain == NSCocoaErrorDomain, nsError.code == NSFileReadNoPermissionError || nsError.code == NSFileWriteNoPermissionError {
+        } else if nsError.domain == NSCocoaErrorDomain,
+            nsError.code == NSFileReadNoPermissionError || nsError.code == NSFileWriteNoPermissionError
+        {
             self = .permissionDenied
         } else if nsError.domain == NSCocoaErrorDomain, nsError.code == NSFileWriteOutOfSpaceError {
             self = .noSpace
@@ -61,7 +65,8 @@ public enum FileFault: Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .noSpace: return "disk full (no space left on the device)"
         case .quotaExceeded: return "disk full (this user's disk quota is exceeded)"
-        case .fileTooLarge(let limit?): return "file too large: the file size limit of this process (ulimit -f) is \(limit) bytes"
+        case .fileTooLarge(let limit?):
+            return "file too large: the file size limit of this process (ulimit -f) is \(limit) bytes"
         case .fileTooLarge(nil): return "file too large for the file system"
         case .permissionDenied: return "permission denied"
         case .readOnlyFileSystem: return "the file system is read-only"
@@ -75,12 +80,14 @@ public enum FileFault: Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .noSpace, .quotaExceeded: return "free space on the disk holding \(folder), then run the command again"
         case .fileTooLarge(.some): return "raise the file size limit (ulimit -f unlimited), then run the command again"
-        case .fileTooLarge(nil): return "use a folder on a file system that allows larger files, then run the command again"
+        case .fileTooLarge(nil):
+            return "use a folder on a file system that allows larger files, then run the command again"
         case .permissionDenied:
             return writing
                 ? "let this user write \(folder) (see ls -ld \(folder); chmod u+w), then run the command again"
                 : "let this user read \(folder) (see ls -ld \(folder); chmod u+rx), then run the command again"
-        case .readOnlyFileSystem: return "remount \(folder) read-write or use another folder, then run the command again"
+        case .readOnlyFileSystem:
+            return "remount \(folder) read-write or use another folder, then run the command again"
         case .ioError: return "check the device holding \(folder) (system log), then run the command again"
         case .other: return "fix the cause, then run the command again"
         }

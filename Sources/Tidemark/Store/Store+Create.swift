@@ -18,7 +18,8 @@ extension Store {
 
         /// Creates a setup.
         public init(
-            replicaName: String, schema: (file: String, sql: String)? = nil, tables: [String] = [], preserve: [String] = [],
+            replicaName: String, schema: (file: String, sql: String)? = nil, tables: [String] = [],
+            preserve: [String] = [],
             keyPath: String? = nil
         ) {
             self.replicaName = replicaName
@@ -35,7 +36,9 @@ extension Store {
     ///
     /// Re-running on an initialized store succeeds only if nothing would change; `created` tells
     /// which happened.
-    public static func initialize(_ path: String, setup: Setup, options: Options = Options()) throws -> (store: Store, created: Bool) {
+    public static func initialize(_ path: String, setup: Setup, options: Options = Options()) throws -> (
+        store: Store, created: Bool
+    ) {
         try checkReplicaName(setup.replicaName)
         let existed = FileManager.default.fileExists(atPath: path)
         do {
@@ -50,7 +53,9 @@ extension Store {
             return result
         } catch {
             if !existed {
-                for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+                for suffix in ["", "-wal", "-shm", "-journal"] {
+                    try? FileManager.default.removeItem(atPath: path + suffix)
+                }
             }
             if let error = error as? StoreError { throw error }
             throw StoreConnection.mapped(error, path: path)
@@ -65,9 +70,11 @@ extension Store {
     /// Run it after the app's own migrations have created its tables. It changes nothing when the
     /// store is already initialized as `setup` asks; on any error the database is left as it was.
     /// The journal mode stays the app's choice: a `DatabasePool` (WAL) lets readers read during a pull.
-    public static func initialize(in writer: some DatabaseWriter, setup: Setup, options: Options = Options()) throws -> (
-        store: Store, created: Bool
-    ) {
+    public static func initialize(in writer: some DatabaseWriter, setup: Setup, options: Options = Options()) throws
+        -> (
+            store: Store, created: Bool
+        )
+    {
         try checkReplicaName(setup.replicaName)
         do {
             return try initialize(writer, path: writer.path, setup: setup, options: options, attached: true)
@@ -94,8 +101,10 @@ extension Store {
             try store.checkUnchanged(by: setup)
             return (store, false)
         }
-        guard let keyPath = setup.keyPath ?? (Store.isFileBacked(path) ? KeyFile.defaultPath(forStore: path) : nil) else {
-            throw StoreError.keyFile(path: path, problem: "an in-memory database has no place for a key file beside it; set Setup.keyPath")
+        guard let keyPath = setup.keyPath ?? (Store.isFileBacked(path) ? KeyFile.defaultPath(forStore: path) : nil)
+        else {
+            throw StoreError.keyFile(
+                path: path, problem: "an in-memory database has no place for a key file beside it; set Setup.keyPath")
         }
         var createdKey = false
         do {
@@ -121,12 +130,15 @@ extension Store {
 
     /// Runs the schema, registers the tables, creates bookkeeping and triggers, and records the
     /// rows already there as the first transaction.
-    private static func createBookkeeping(_ db: Database, setup: Setup, key: KeyFile, path: String, options: Options) throws {
+    private static func createBookkeeping(_ db: Database, setup: Setup, key: KeyFile, path: String, options: Options)
+        throws
+    {
         try runSchema(setup.schema, in: db)
         var tables = try plannedTables(setup, in: db, path: path)
         try Bookkeeping.createMembers(db)
         tables.append(
-            try TrackedTable.describe(Bookkeeping.membersTable, id: Int64(tables.count + 1), preserving: [], in: db, allowReserved: true))
+            try TrackedTable.describe(
+                Bookkeeping.membersTable, id: Int64(tables.count + 1), preserving: [], in: db, allowReserved: true))
         try Bookkeeping.create(db, valueColumns: tables.map(\.columns.count).max() ?? 0)
         try Bookkeeping.setMeta(db, Bookkeeping.Meta.format, Bookkeeping.formatVersion)
         try Bookkeeping.setMeta(db, Bookkeeping.Meta.replicaName, setup.replicaName)
@@ -144,7 +156,9 @@ extension Store {
     }
 
     /// Whether `path` names a file (not an in-memory or temporary database).
-    static func isFileBacked(_ path: String) -> Bool { !path.isEmpty && path != ":memory:" && !path.hasPrefix("file::memory:") }
+    static func isFileBacked(_ path: String) -> Bool {
+        !path.isEmpty && path != ":memory:" && !path.hasPrefix("file::memory:")
+    }
 
     /// Runs a schema script statement by statement, skipping its own transaction control (so a
     /// `sqlite3 .dump` file works) and naming the file in any error.
@@ -211,10 +225,12 @@ extension Store {
     /// Throws `alreadyInitialized` unless `setup` asks for exactly what this store already is.
     func checkUnchanged(by setup: Setup) throws {
         if setup.replicaName != replica.name {
-            throw StoreError.alreadyInitialized(path: path, difference: "it is replica '\(replica.name)', not '\(setup.replicaName)'")
+            throw StoreError.alreadyInitialized(
+                path: path, difference: "it is replica '\(replica.name)', not '\(setup.replicaName)'")
         }
         if let schema = setup.schema, try !schemaIsPresent(schema) {
-            throw StoreError.alreadyInitialized(path: path, difference: "the schema file defines objects the store lacks or has in another form")
+            throw StoreError.alreadyInitialized(
+                path: path, difference: "the schema file defines objects the store lacks or has in another form")
         }
         try database.read { db in
             var wanted = try Self.plannedTables(setup, in: db, path: path)
@@ -222,7 +238,8 @@ extension Store {
             let user = trackedTables
             if Set(wanted) != Set(user) {
                 let have = user.map(\.name).joined(separator: ", ")
-                throw StoreError.alreadyInitialized(path: path, difference: "it tracks (\(have)) with other settings than the ones given")
+                throw StoreError.alreadyInitialized(
+                    path: path, difference: "it tracks (\(have)) with other settings than the ones given")
             }
         }
     }
@@ -244,10 +261,13 @@ extension Store {
     static func schemaObjects(_ db: Database) throws -> [String: String] {
         var objects: [String: String] = [:]
         for row in try Row.fetchAll(
-            db, sql: "SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE 'tidemark\\_%' ESCAPE '\\'")
-        {
+            db,
+            sql:
+                "SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE 'tidemark\\_%' ESCAPE '\\'"
+        ) {
             let sql: String = row["sql"] ?? ""
-            objects["\(row["type"] as String) \(row["name"] as String)"] = sql.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            objects["\(row["type"] as String) \(row["name"] as String)"] = sql.split(whereSeparator: \.isWhitespace)
+                .joined(separator: " ")
         }
         return objects
     }

@@ -35,14 +35,21 @@ extension Store {
         try mappingErrors {
             try database.read { db in
                 let state = try Sealer.State.fetch(db)
-                let counts = try Row.fetchOne(db, sql: "SELECT count(*), min(hlc), max(hlc) FROM tidemark_transactions")!
-                let changes = try Int.fetchOne(
-                    db, sql: "SELECT count(*) FROM tidemark_changes WHERE op <> ? AND id <= ?",
-                    arguments: [Bookkeeping.Op.marker.rawValue, state.sealedThrough]) ?? 0
-                let pending = try Int.fetchOne(db, sql: "SELECT count(*) FROM tidemark_changes WHERE id > ?", arguments: [state.sealedThrough]) ?? 0
-                let bytes = try? Int.fetchOne(db, sql: "SELECT sum(pgsize) FROM dbstat WHERE name LIKE 'tidemark\\_%' ESCAPE '\\'")
+                let counts = try Row.fetchOne(
+                    db, sql: "SELECT count(*), min(hlc), max(hlc) FROM tidemark_transactions")!
+                let changes =
+                    try Int.fetchOne(
+                        db, sql: "SELECT count(*) FROM tidemark_changes WHERE op <> ? AND id <= ?",
+                        arguments: [Bookkeeping.Op.marker.rawValue, state.sealedThrough]) ?? 0
+                let pending =
+                    try Int.fetchOne(
+                        db, sql: "SELECT count(*) FROM tidemark_changes WHERE id > ?", arguments: [state.sealedThrough])
+                    ?? 0
+                let bytes = try? Int.fetchOne(
+                    db, sql: "SELECT sum(pgsize) FROM dbstat WHERE name LIKE 'tidemark\\_%' ESCAPE '\\'")
                 return Status(
-                    replica: replica, token: try Self.currentToken(db), tables: trackedTables, transactionCount: counts[0],
+                    replica: replica, token: try Self.currentToken(db), tables: trackedTables,
+                    transactionCount: counts[0],
                     changeCount: changes, pendingChangeCount: pending, historyBytes: bytes,
                     oldest: (counts[1] as Int64?).map(HLCTimestamp.init(packed:)),
                     newest: (counts[2] as Int64?).map(HLCTimestamp.init(packed:)),

@@ -49,7 +49,10 @@ public final class Store: Sendable {
     /// Marks and seals the writes of an attached app writer; nil when the store owns its connection.
     let authorship: WriterAuthorship?
 
-    init(path: String, database: any DatabaseWriter, authorship: WriterAuthorship? = nil, replica: Replica, publicKey: [UInt8], registrations: [TrackedTable], options: Options) {
+    init(
+        path: String, database: any DatabaseWriter, authorship: WriterAuthorship? = nil, replica: Replica,
+        publicKey: [UInt8], registrations: [TrackedTable], options: Options
+    ) {
         self.path = path
         self.publicKey = publicKey
         self.database = database
@@ -74,7 +77,9 @@ public final class Store: Sendable {
         try Store.load(path: writer.path, database: writer, attached: true, options: options)
     }
 
-    static func load(path: String, database: any DatabaseWriter, attached: Bool = false, options: Options) throws -> Store {
+    static func load(path: String, database: any DatabaseWriter, attached: Bool = false, options: Options) throws
+        -> Store
+    {
         do {
             let loaded = try database.read { db in
                 guard try Bookkeeping.isInitialized(db) else { throw StoreError.notInitialized(path: path) }
@@ -97,7 +102,8 @@ public final class Store: Sendable {
                 try? database.write { db in try Bookkeeping.upgrade(db) }
             }
             let replica = Replica(name: name, id: Replica.ID(publicKey: Array(key)))
-            let authorship = attached ? try WriterAuthorship.attach(to: database, replica: replica.id, options: options) : nil
+            let authorship =
+                attached ? try WriterAuthorship.attach(to: database, replica: replica.id, options: options) : nil
             let store = Store(
                 path: path, database: database, authorship: authorship, replica: replica, publicKey: Array(key),
                 registrations: tables, options: options)
@@ -121,7 +127,9 @@ public final class Store: Sendable {
             let summary = try migrate(Migration())
             adoption.withLock { $0 = summary }
         } catch let error as StoreError {
-            if case .unsupportedMigration(let table, let change) = error { throw StoreError.trackedTableChanged(table, now: change) }
+            if case .unsupportedMigration(let table, let change) = error {
+                throw StoreError.trackedTableChanged(table, now: change)
+            }
             throw refusal
         }
     }
@@ -180,7 +188,8 @@ public final class Store: Sendable {
 
     /// Runs SQL (one or more statements) as one tracked transaction. If any statement fails, nothing
     /// is applied and `StoreError.sqlFailed` says why. Statements that return rows have them returned.
-    public func execute(sql: String, author: String? = nil, contextName: String? = nil) throws -> ([ResultSet], Commit?) {
+    public func execute(sql: String, author: String? = nil, contextName: String? = nil) throws -> ([ResultSet], Commit?)
+    {
         do {
             return try write(author: author, contextName: contextName) { db in
                 var results: [ResultSet] = []
@@ -192,7 +201,8 @@ public final class Store: Sendable {
                     }
                     if schemaStatement == nil, statement.isSchemaChange { schemaStatement = statement.sql }
                     if statement.columnCount > 0 {
-                        let rows = try Row.fetchAll(statement).map { row in Array(row.databaseValues.map(SQLValue.init)) }
+                        let rows = try Row.fetchAll(statement).map { row in Array(row.databaseValues.map(SQLValue.init))
+                        }
                         results.append(ResultSet(columns: statement.columnNames, rows: rows))
                     } else {
                         try statement.execute()
@@ -252,7 +262,9 @@ public final class Store: Sendable {
     public func prunedToken() throws -> History.Token {
         try database.read { db in
             var sequences: [Replica.ID: Int64] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT replica, pruned_through FROM tidemark_replicas WHERE pruned_through > 0") {
+            for row in try Row.fetchAll(
+                db, sql: "SELECT replica, pruned_through FROM tidemark_replicas WHERE pruned_through > 0")
+            {
                 if let id = Replica.ID(bytes: [UInt8](row[0] as Data)) { sequences[id] = row[1] }
             }
             return History.Token(sequences: sequences)

@@ -91,19 +91,25 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unknownTable(let t): return "no table named '\(t)'"
         case .unknownColumn(let t, let c): return "table '\(t)' has no column '\(c)'"
         case .untrackableTable(let t, let reason, _): return "cannot track table '\(t)': \(reason)"
-        case .trackedTableChanged(let t, let now): return "tracked table '\(t)' changed shape since tracking began: \(now)"
-        case .invalidReplicaName(let n): return "invalid replica name '\(n)': use 1 to 64 letters, digits, '.', '_' or '-'"
+        case .trackedTableChanged(let t, let now):
+            return "tracked table '\(t)' changed shape since tracking began: \(now)"
+        case .invalidReplicaName(let n):
+            return "invalid replica name '\(n)': use 1 to 64 letters, digits, '.', '_' or '-'"
         case .invalidPreserve(let a, let reason): return "invalid preserved column '\(a)': \(reason)"
         case .nothingToTrack(let p): return "\(p) has no tables to track"
         case .sqlFailed(let m, _): return "SQL failed, nothing was applied: \(m)"
-        case .transactionControlNotAllowed(let s): return "'\(s)' is not allowed: exec runs all its SQL as one transaction"
+        case .transactionControlNotAllowed(let s):
+            return "'\(s)' is not allowed: exec runs all its SQL as one transaction"
         case .historyTokenExpired(_, let r, let p):
-            return "history token expired: replica \(r.short)'s transactions up to #\(p) were deleted from this store's history"
-        case .foreignToken: return "the token is not from this store's history (it claims transactions this replica never made)"
+            return
+                "history token expired: replica \(r.short)'s transactions up to #\(p) were deleted from this store's history"
+        case .foreignToken:
+            return "the token is not from this store's history (it claims transactions this replica never made)"
         case .badToken(let e): return e.description
         case .keyFile(let p, let problem): return "key file \(p): \(problem)"
         case .keyFileExposed(let p, let mode):
-            return "key file \(p) is readable or writable by other users (mode \(String(format: "%04o", mode))): refusing to use it"
+            return
+                "key file \(p) is readable or writable by other users (mode \(String(format: "%04o", mode))): refusing to use it"
         case .database(let p, let m): return "\(p): \(m)"
         case .storeLocked(let p):
             return "\(p): the store stayed locked by another process past the busy timeout; the write was not made"
@@ -112,8 +118,10 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .storeIOError(let p, let m): return "\(p): I/O error on the store file (\(m))"
         case .notAttached(let p): return "\(p): the store is not attached to this connection's writer"
         case .authorOutsideTransaction: return "a transaction's author can only be set inside a write transaction"
-        case .migrationFailed(let statement, let m): return "migration failed, nothing was changed: \(m) (in: \(statement))"
-        case .unsupportedMigration(let t, let change): return "migration refused, nothing was changed: tracked table '\(t)': \(change)"
+        case .migrationFailed(let statement, let m):
+            return "migration failed, nothing was changed: \(m) (in: \(statement))"
+        case .unsupportedMigration(let t, let change):
+            return "migration refused, nothing was changed: tracked table '\(t)': \(change)"
         case .schemaChangeNeedsMigration(let statement):
             return "'\(statement)' changes the schema of a tracked table; nothing was changed"
         case .notTracked(let t): return "table '\(t)' is not tracked, so it cannot be untracked; nothing was changed"
@@ -129,24 +137,32 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .alreadyInitialized: return "open it with Store.open; Store.trackedTables says what it tracks"
         case .untrackableTable(_, _, let hint): return hint
         case .trackedTableChanged:
-            return "restore the table's key; make other changes with Store.migrate, which adapts tracking (untrack a table before dropping it)"
-        case .nothingToTrack: return "create a table first (Setup.schema or the app's own migrations), or name one in Setup.tables"
+            return
+                "restore the table's key; make other changes with Store.migrate, which adapts tracking (untrack a table before dropping it)"
+        case .nothingToTrack:
+            return "create a table first (Setup.schema or the app's own migrations), or name one in Setup.tables"
         case .transactionControlNotAllowed: return "remove BEGIN/COMMIT/ROLLBACK/SAVEPOINT from the SQL"
         case .historyTokenExpired: return "fetch without a token to read the history that remains"
         case .foreignToken: return "use a token from this store's currentToken()"
         case .keyFile(let p, _): return "check \(p), or use the right key file"
         case .keyFileExposed(let p, _): return "restrict it to its owner: chmod 600 \(p)"
         case .storeLocked:
-            return "another program (a sqlite3 shell, an app, another sync) holds a write transaction on the store: let it finish or close it, then run the command again"
+            return
+                "another program (a sqlite3 shell, an app, another sync) holds a write transaction on the store: let it finish or close it, then run the command again"
         case .storeReadOnly(_, _, let fix): return fix
         case .storeFull(let p, let fault): return fault.hint(folder: ExchangeError.folder(of: p), writing: true)
         case .notAttached:
-            return "open the store with Store.open(writer) or Store.initialize(in: writer, setup:) and pass a Database of that writer"
+            return
+                "open the store with Store.open(writer) or Store.initialize(in: writer, setup:) and pass a Database of that writer"
         case .authorOutsideTransaction: return "call setTransactionAuthor inside writer.write { db in … }"
         case .unsupportedMigration:
-            return "keep each table's key; rename a table or column in a migration of its own; untrack a table to drop it"
-        case .schemaChangeNeedsMigration: return "run it as a migration (Store.migrate), which adapts tracking in the same transaction"
-        case .storeIOError(let p, _): return "check the disk holding \(p) (system log, free space), then run `sqlite3 \(p) 'PRAGMA integrity_check'`"
+            return
+                "keep each table's key; rename a table or column in a migration of its own; untrack a table to drop it"
+        case .schemaChangeNeedsMigration:
+            return "run it as a migration (Store.migrate), which adapts tracking in the same transaction"
+        case .storeIOError(let p, _):
+            return
+                "check the disk holding \(p) (system log, free space), then run `sqlite3 \(p) 'PRAGMA integrity_check'`"
         default: return nil
         }
     }

@@ -14,8 +14,11 @@ enum StoreFileDiagnosis {
 
     /// Why `path` (or the `-wal` and `-shm` files SQLite keeps next to it) cannot be written, and the fix.
     static func whyNotWritable(_ path: String) -> (reason: String, fix: String) {
-        let folder = (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
-        let readOnlyFileSystem = ("it is on a read-only file system", "remount that file system read-write, or copy the store elsewhere")
+        let folder =
+            (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
+        let readOnlyFileSystem = (
+            "it is on a read-only file system", "remount that file system read-write, or copy the store elsewhere"
+        )
         // SQLite creates the -wal and -shm files with the store's own mode, so a read-only store
         // leaves read-only companions behind: all of them need fixing.
         let files: [String] = [path, path + "-wal", path + "-shm"].filter { access($0, F_OK) == 0 }
@@ -24,7 +27,10 @@ enum StoreFileDiagnosis {
             _ = access(first, W_OK)
             if errno == EROFS { return readOnlyFileSystem }
             let names = locked.map { "\($0) (mode \(modeText($0)))" }.joined(separator: ", ")
-            return ("\(locked.count == 1 ? "the file is" : "these files are") read-only: \(names)", "make them writable: chmod u+w \(locked.joined(separator: " "))")
+            return (
+                "\(locked.count == 1 ? "the file is" : "these files are") read-only: \(names)",
+                "make them writable: chmod u+w \(locked.joined(separator: " "))"
+            )
         }
         if access(folder, W_OK | X_OK) != 0 {
             if errno == EROFS { return readOnlyFileSystem }
@@ -44,7 +50,8 @@ enum StoreFileDiagnosis {
             let largest = ["", "-wal", "-shm", "-journal"].compactMap { fileSize(path + $0) }.max() ?? 0
             if largest + (1 << 20) >= limit { return .fileTooLarge(limit: limit) }
         }
-        let folder = (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
+        let folder =
+            (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
         if let free = freeBytes(folder), free < 1 << 20 { return .noSpace }
         return nil
     }

@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 
 /// A user table whose writes are captured, as registered in `tidemark_tables`.
@@ -74,7 +75,8 @@ extension TrackedTable {
         let slotted = try Bookkeeping.hasSlots(db)
         let extra = slotted ? "layout, retired, untracked" : "NULL, '', NULL"
         let tables = try Row.fetchAll(
-            db, sql: "SELECT id, name, columns, key_columns, preserved, \(width), \(extra) FROM tidemark_tables ORDER BY id"
+            db,
+            sql: "SELECT id, name, columns, key_columns, preserved, \(width), \(extra) FROM tidemark_tables ORDER BY id"
         ).map { row in
             func numbers(_ text: String) -> [Int] { text.split(separator: ",").compactMap { Int($0) } }
             let names = (row[2] as String).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
@@ -144,7 +146,10 @@ extension TrackedTable {
                 UPDATE tidemark_tables SET name = ?, columns = ?, key_columns = ?, preserved = ?, shared_width = ?, layout = ?,
                     retired = ?, untracked = ? WHERE id = ?
                 """,
-            arguments: [name, stored.names, stored.keys, stored.preserved, sharedClockWidth, stored.layout, stored.retired, untrackedAt, id])
+            arguments: [
+                name, stored.names, stored.keys, stored.preserved, sharedClockWidth, stored.layout, stored.retired,
+                untrackedAt, id,
+            ])
     }
 
     /// Writes this registration.
@@ -155,7 +160,10 @@ extension TrackedTable {
                 INSERT INTO tidemark_tables(id, name, columns, key_columns, preserved, shared_width, layout, retired, untracked)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
-            arguments: [id, name, stored.names, stored.keys, stored.preserved, sharedClockWidth, stored.layout, stored.retired, untrackedAt])
+            arguments: [
+                id, name, stored.names, stored.keys, stored.preserved, sharedClockWidth, stored.layout, stored.retired,
+                untrackedAt,
+            ])
     }
 }
 
@@ -174,7 +182,8 @@ extension TrackedTable {
     /// Reads a table's stored columns and primary key. Throws `StoreError.unknownTable` if absent.
     static func shape(of table: String, in db: Database) throws -> Shape {
         guard try db.tableExists(table) else { throw StoreError.unknownTable(table) }
-        let info = try Row.fetchAll(db, sql: "SELECT name, type, pk, hidden FROM pragma_table_xinfo(?)", arguments: [table])
+        let info = try Row.fetchAll(
+            db, sql: "SELECT name, type, pk, hidden FROM pragma_table_xinfo(?)", arguments: [table])
         var columns: [String] = []
         var types: [String] = []
         var keyed: [(Int, String)] = []
@@ -185,22 +194,34 @@ extension TrackedTable {
             let pk: Int = row["pk"]
             if pk > 0 { keyed.append((pk, name)) }
         }
-        let sql = try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", arguments: [table]) ?? ""
-        let withoutRowID = sql.uppercased().replacingOccurrences(of: " ", with: "").hasSuffix("WITHOUTROWID")
+        let sql =
+            try String.fetchOne(
+                db, sql: "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", arguments: [table]) ?? ""
+        let withoutRowID =
+            sql.uppercased().replacingOccurrences(of: " ", with: "").hasSuffix("WITHOUTROWID")
             || sql.range(of: "WITHOUT\\s+ROWID", options: [.regularExpression, .caseInsensitive]) != nil
-        return Shape(columns: columns, declaredTypes: types, keyColumns: keyed.sorted { $0.0 < $1.0 }.map(\.1), withoutRowID: withoutRowID)
+        return Shape(
+            columns: columns, declaredTypes: types, keyColumns: keyed.sorted { $0.0 < $1.0 }.map(\.1),
+            withoutRowID: withoutRowID)
     }
 
     /// Checks that a table can be tracked and describes it; throws `StoreError.untrackableTable`
     /// with the reason and a hint otherwise.
-    static func describe(_ table: String, id: Int64, preserving: [String], in db: Database, allowReserved: Bool = false) throws -> TrackedTable {
-        if !allowReserved && (table.lowercased().hasPrefix(Bookkeeping.prefix) || table.lowercased().hasPrefix("sqlite_")) {
+    static func describe(_ table: String, id: Int64, preserving: [String], in db: Database, allowReserved: Bool = false)
+        throws -> TrackedTable
+    {
+        if !allowReserved
+            && (table.lowercased().hasPrefix(Bookkeeping.prefix) || table.lowercased().hasPrefix("sqlite_"))
+        {
             throw StoreError.untrackableTable(table, reason: "the name is reserved", hint: "rename the table")
         }
         let shape = try shape(of: table, in: db)
-        let kind = try String.fetchOne(db, sql: "SELECT type FROM pragma_table_list WHERE schema = 'main' AND name = ?", arguments: [table])
+        let kind = try String.fetchOne(
+            db, sql: "SELECT type FROM pragma_table_list WHERE schema = 'main' AND name = ?", arguments: [table])
         if kind != "table" {
-            throw StoreError.untrackableTable(table, reason: "it is a \(kind ?? "special") table, not an ordinary one", hint: "track an ordinary table")
+            throw StoreError.untrackableTable(
+                table, reason: "it is a \(kind ?? "special") table, not an ordinary one",
+                hint: "track an ordinary table")
         }
         guard !shape.keyColumns.isEmpty else {
             throw StoreError.untrackableTable(
@@ -212,13 +233,16 @@ extension TrackedTable {
         {
             throw StoreError.untrackableTable(
                 table,
-                reason: "its key '\(shape.keyColumns[0])' is an INTEGER PRIMARY KEY, which SQLite assigns itself (two replicas would both create row 1)",
+                reason:
+                    "its key '\(shape.keyColumns[0])' is an INTEGER PRIMARY KEY, which SQLite assigns itself (two replicas would both create row 1)",
                 hint: "use a key the application chooses, e.g. `id TEXT PRIMARY KEY` holding a UUID")
         }
         let limit = Bookkeeping.maxTrackedColumns(db)
         guard shape.columns.count <= limit else {
             throw StoreError.untrackableTable(
-                table, reason: "it has \(shape.columns.count) columns; at most \(limit) can be tracked (row metadata keeps two per column)",
+                table,
+                reason:
+                    "it has \(shape.columns.count) columns; at most \(limit) can be tracked (row metadata keeps two per column)",
                 hint: "split the table")
         }
         var preserved: [Int] = []
@@ -247,9 +271,10 @@ extension TrackedTable {
         let shape = try Self.shape(of: name, in: db)
         if shape.columns != columns || shape.keyColumns != keyColumns {
             throw StoreError.trackedTableChanged(
-                name, now: "columns were (\(columns.joined(separator: ", "))) and are now (\(shape.columns.joined(separator: ", ")))")
+                name,
+                now:
+                    "columns were (\(columns.joined(separator: ", "))) and are now (\(shape.columns.joined(separator: ", ")))"
+            )
         }
     }
 }
-
-import Foundation

@@ -39,7 +39,9 @@ public struct KeyFile: Sendable {
     public static func defaultPath(forStore store: String) -> String { store + ".key" }
 
     // DER prefix of a PKCS#8 Ed25519 private key (RFC 8410): the 32-byte seed follows.
-    static let pkcs8Prefix: [UInt8] = [0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20]
+    static let pkcs8Prefix: [UInt8] = [
+        0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20,
+    ]
 
     /// Reads a key file.
     ///
@@ -67,7 +69,9 @@ public struct KeyFile: Sendable {
         guard fstat(fd, &info) == 0 else {
             throw StoreError.keyFile(path: path, problem: "cannot be read (\(String(cString: strerror(errno))))")
         }
-        guard info.st_mode & S_IFMT == S_IFREG else { throw StoreError.keyFile(path: path, problem: "is not a regular file") }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw StoreError.keyFile(path: path, problem: "is not a regular file")
+        }
         var data = Data()
         var chunk = [UInt8](repeating: 0, count: 4096)
         while true {
@@ -91,7 +95,9 @@ public struct KeyFile: Sendable {
         }
         if text.allSatisfy(\.isWhitespace) { throw refuse("the file is empty") }
         guard text.contains("-----BEGIN PRIVATE KEY-----") else {
-            if text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") { throw refuse("it is encrypted; Tidemark needs an unencrypted key") }
+            if text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") {
+                throw refuse("it is encrypted; Tidemark needs an unencrypted key")
+            }
             let kinds = [("EC", "an EC"), ("RSA", "an RSA"), ("OPENSSH", "an OpenSSH"), ("DSA", "a DSA")]
             if let (_, kind) = kinds.first(where: { text.contains("-----BEGIN \($0.0) PRIVATE KEY-----") }) {
                 throw refuse("it holds \(kind) key")
@@ -106,9 +112,13 @@ public struct KeyFile: Sendable {
             throw refuse("it holds \(names[der[11]] ?? "another kind of") key")
         }
         guard der.count == pkcs8Prefix.count + 32, Array(der.prefix(pkcs8Prefix.count)) == pkcs8Prefix else {
-            throw refuse("it holds \(der.count) bytes of DER where an Ed25519 key has \(pkcs8Prefix.count + 32), with a different structure")
+            throw refuse(
+                "it holds \(der.count) bytes of DER where an Ed25519 key has \(pkcs8Prefix.count + 32), with a different structure"
+            )
         }
-        guard let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: der.suffix(32)) else { throw refuse("the key bytes are invalid") }
+        guard let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: der.suffix(32)) else {
+            throw refuse("the key bytes are invalid")
+        }
         return key
     }
 

@@ -27,23 +27,32 @@ extension Store {
             // Never echo the argument: it may be a pasted private key.
             if let data = Data(base64Encoded: publicKeyBase64), data.count == KeyFile.pkcs8Prefix.count + 32 {
                 throw ExchangeError.invalidPeer(
-                    "that looks like a private key, not a public one: never share it; share the replica's public key instead")
+                    "that looks like a private key, not a public one: never share it; share the replica's public key instead"
+                )
             }
             throw ExchangeError.invalidPeer(
-                "invalid public key (\(publicKeyBase64.count) characters): expected base64 of a 32-byte Ed25519 public key")
+                "invalid public key (\(publicKeyBase64.count) characters): expected base64 of a 32-byte Ed25519 public key"
+            )
         }
         let key = Array(data)
         guard key != publicKey else { throw ExchangeError.invalidPeer("that is this replica's own key") }
         try mappingErrors {
             try database.write { db in
-                if let existing = try String.fetchOne(db, sql: "SELECT name FROM tidemark_peers WHERE public_key = ?", arguments: [Data(key)]) {
-                    guard existing == name else { throw ExchangeError.invalidPeer("that key is already trusted as '\(existing)'") }
+                if let existing = try String.fetchOne(
+                    db, sql: "SELECT name FROM tidemark_peers WHERE public_key = ?", arguments: [Data(key)])
+                {
+                    guard existing == name else {
+                        throw ExchangeError.invalidPeer("that key is already trusted as '\(existing)'")
+                    }
                     return
                 }
-                if try Data.fetchOne(db, sql: "SELECT public_key FROM tidemark_peers WHERE name = ?", arguments: [name]) != nil {
+                if try Data.fetchOne(db, sql: "SELECT public_key FROM tidemark_peers WHERE name = ?", arguments: [name])
+                    != nil
+                {
                     throw ExchangeError.invalidPeer("a different key is already trusted as '\(name)'; remove it first")
                 }
-                try db.execute(sql: "INSERT INTO tidemark_peers(public_key, name) VALUES (?, ?)", arguments: [Data(key), name])
+                try db.execute(
+                    sql: "INSERT INTO tidemark_peers(public_key, name) VALUES (?, ?)", arguments: [Data(key), name])
             }
         }
     }
@@ -69,4 +78,3 @@ extension Store {
         }
     }
 }
-

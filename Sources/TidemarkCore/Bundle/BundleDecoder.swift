@@ -80,7 +80,8 @@ public final class BundleDecoder {
         guard first.type == .header else { throw BundleError.framing(.missingHeader, offset: first.offset) }
         header = try BundleHeader.decode(first.payload, frameOffset: first.offset, payloadOffset: first.payloadOffset)
         for range in header.ranges {
-            chains[range.origin] = ChainState(head: range.previous, done: range.first - 1, last: range.last, timestamp: .zero)
+            chains[range.origin] = ChainState(
+                head: range.previous, done: range.first - 1, last: range.last, timestamp: .zero)
         }
         tables = header.tables.map { TableLookup($0) }
     }
@@ -90,7 +91,11 @@ public final class BundleDecoder {
     private func refill() throws -> Bool {
         if pending != nil { return false }
         if inRecord {
-            if hasherReady { txHasher.update(data: chunk[hashedFrom..<position]) } else { prefix += chunk[hashedFrom..<position] }
+            if hasherReady {
+                txHasher.update(data: chunk[hashedFrom..<position])
+            } else {
+                prefix += chunk[hashedFrom..<position]
+            }
         }
         consumedBefore += chunk.count
         let frame = try frames.next()
@@ -260,7 +265,9 @@ public final class BundleDecoder {
         for _ in 0..<count {
             let id = try varint()
             if id == Schema.transactionAttribute {
-                guard schema == nil else { throw fail(.schemaVersionMismatch("transaction #\(head.sequence) names its schema version twice")) }
+                guard schema == nil else {
+                    throw fail(.schemaVersionMismatch("transaction #\(head.sequence) names its schema version twice"))
+                }
                 schema = try bytes(try length(limit: BundleFormat.maxFrameLength))
                 continue
             }
@@ -269,10 +276,12 @@ public final class BundleDecoder {
         }
         let expected = head.schemaPosition == 0 ? nil : header.lineage[head.schemaPosition - 1].id
         guard schema == expected else {
-            throw fail(.schemaVersionMismatch(
-                "transaction \(head.origin.short) #\(head.sequence) was written under "
-                    + (schema.map { "version \(HexCoding.encode($0.prefix(6)))" } ?? "the initial schema")
-                    + " but the header says " + (expected.map { "version \(HexCoding.encode($0.prefix(6)))" } ?? "the initial schema")))
+            throw fail(
+                .schemaVersionMismatch(
+                    "transaction \(head.origin.short) #\(head.sequence) was written under "
+                        + (schema.map { "version \(HexCoding.encode($0.prefix(6)))" } ?? "the initial schema")
+                        + " but the header says "
+                        + (expected.map { "version \(HexCoding.encode($0.prefix(6)))" } ?? "the initial schema")))
         }
     }
 
@@ -283,20 +292,29 @@ public final class BundleDecoder {
         if position == chunk.count { guard try refill() else { return nil } }
         guard header.kind == .snapshot else { throw fail(.columnsNotCanonical("row states outside a snapshot bundle")) }
         let table = try name()
-        guard let lookup = tables.first(where: { $0.name.elementsEqual(table.utf8) }) else { throw fail(.columnsNotCanonical("table '\(table)' is not in the header")) }
+        guard let lookup = tables.first(where: { $0.name.elementsEqual(table.utf8) }) else {
+            throw fail(.columnsNotCanonical("table '\(table)' is not in the header"))
+        }
         let generation = try varint()
         guard generation >= 1, generation <= UInt64(Int64.max) else { throw fail(.badGeneration(generation)) }
         let keyCount = try varint()
-        guard keyCount >= 1, keyCount <= UInt64(BundleFormat.maxColumns) else { throw fail(.tooManyColumns(Int(min(keyCount, 1_000_000)))) }
+        guard keyCount >= 1, keyCount <= UInt64(BundleFormat.maxColumns) else {
+            throw fail(.tooManyColumns(Int(min(keyCount, 1_000_000))))
+        }
         recordValueBytes = 0
         var key: [History.Column] = []
         for _ in 0..<keyCount { key.append(History.Column(try name(), try value())) }
-        guard key.count == lookup.keys.count, zip(key, lookup.keys).allSatisfy({ $0.name.utf8.elementsEqual($1) }) else {
+        guard key.count == lookup.keys.count, zip(key, lookup.keys).allSatisfy({ $0.name.utf8.elementsEqual($1) })
+        else {
             throw fail(.columnsNotCanonical("key columns of '\(table)' do not match its header entry"))
         }
         let cellCount = try varint()
-        guard cellCount <= UInt64(BundleFormat.maxColumns) else { throw fail(.tooManyColumns(Int(min(cellCount, 1_000_000)))) }
-        guard generation % 2 == 1 || cellCount == 0 else { throw fail(.columnsNotCanonical("a tombstone carries no columns")) }
+        guard cellCount <= UInt64(BundleFormat.maxColumns) else {
+            throw fail(.tooManyColumns(Int(min(cellCount, 1_000_000))))
+        }
+        guard generation % 2 == 1 || cellCount == 0 else {
+            throw fail(.columnsNotCanonical("a tombstone carries no columns"))
+        }
         var cells: [RowState.Cell] = []
         for _ in 0..<cellCount {
             let cellName = try name()
@@ -306,14 +324,17 @@ public final class BundleDecoder {
             case 0: break
             case 1:
                 let packed = try varint()
-                clock = MergeClock(timestamp: HLCTimestamp(packed: Int64(bitPattern: packed)), origin: Replica.ID(bytes: try bytes(16))!)
+                clock = MergeClock(
+                    timestamp: HLCTimestamp(packed: Int64(bitPattern: packed)),
+                    origin: Replica.ID(bytes: try bytes(16))!)
             case let b: throw fail(.badPresenceByte(b))
             }
             if let previous = cells.last, !previous.name.utf8.lexicographicallyPrecedes(cellName.utf8) {
                 throw fail(.columnsNotCanonical("column names not strictly ascending"))
             }
             guard !TableLookup.contains(lookup.keys, cellName), TableLookup.contains(lookup.columns, cellName) else {
-                throw fail(.columnsNotCanonical("column '\(cellName)' of '\(table)' is a key column or not in the header"))
+                throw fail(
+                    .columnsNotCanonical("column '\(cellName)' of '\(table)' is a key column or not in the header"))
             }
             cells.append(RowState.Cell(name: cellName, value: cellValue, clock: clock))
         }
@@ -349,7 +370,8 @@ public final class BundleDecoder {
             throw BundleError.verification(.transactionOutsideRanges(origin: origin.description, sequence: sequence))
         }
         guard chain.done < chain.last, sequence == chain.done + 1 else {
-            throw BundleError.verification(.sequenceGap(origin: origin.description, expected: chain.done &+ 1, found: sequence))
+            throw BundleError.verification(
+                .sequenceGap(origin: origin.description, expected: chain.done &+ 1, found: sequence))
         }
         let timestamp = HLCTimestamp(packed: Int64(bitPattern: try varint()))
         guard chain.timestamp < timestamp else {
@@ -371,7 +393,8 @@ public final class BundleDecoder {
         let count = try varint()
         guard count <= UInt64(Int32.max) else { throw fail(.lengthTooLarge(Int(Int32.max))) }
         let head = History.TransactionHeader(
-            origin: origin, sequence: sequence, timestamp: timestamp, author: author, contextName: context, processID: pid,
+            origin: origin, sequence: sequence, timestamp: timestamp, author: author, contextName: context,
+            processID: pid,
             changeCount: Int(count), schemaPosition: header.schemaPosition(of: origin, sequence: sequence))
         open = head
         changesLeft = Int(count)
@@ -397,18 +420,25 @@ public final class BundleDecoder {
             throw fail(.badGeneration(generation))
         }
         let table = try name()
-        guard let lookup = tables.first(where: { $0.name.elementsEqual(table.utf8) }) else { throw fail(.columnsNotCanonical("table '\(table)' is not in the header")) }
+        guard let lookup = tables.first(where: { $0.name.elementsEqual(table.utf8) }) else {
+            throw fail(.columnsNotCanonical("table '\(table)' is not in the header"))
+        }
         let keyCount = try varint()
-        guard keyCount >= 1, keyCount <= UInt64(BundleFormat.maxColumns) else { throw fail(.tooManyColumns(Int(min(keyCount, 1_000_000)))) }
+        guard keyCount >= 1, keyCount <= UInt64(BundleFormat.maxColumns) else {
+            throw fail(.tooManyColumns(Int(min(keyCount, 1_000_000))))
+        }
         recordValueBytes = 0
         var key: [History.Column] = []
         key.reserveCapacity(Int(keyCount))
         for _ in 0..<keyCount { key.append(History.Column(try name(), try value())) }
-        guard key.count == lookup.keys.count, zip(key, lookup.keys).allSatisfy({ $0.name.utf8.elementsEqual($1) }) else {
+        guard key.count == lookup.keys.count, zip(key, lookup.keys).allSatisfy({ $0.name.utf8.elementsEqual($1) })
+        else {
             throw fail(.columnsNotCanonical("key columns of '\(table)' do not match its header entry"))
         }
         let columnCount = try varint()
-        guard columnCount <= UInt64(BundleFormat.maxColumns) else { throw fail(.tooManyColumns(Int(min(columnCount, 1_000_000)))) }
+        guard columnCount <= UInt64(BundleFormat.maxColumns) else {
+            throw fail(.tooManyColumns(Int(min(columnCount, 1_000_000))))
+        }
         var columns: [History.Column] = []
         columns.reserveCapacity(Int(columnCount))
         for _ in 0..<columnCount {
@@ -416,8 +446,10 @@ public final class BundleDecoder {
             if let previous = columns.last, !previous.name.utf8.lexicographicallyPrecedes(column.name.utf8) {
                 throw fail(.columnsNotCanonical("column names not strictly ascending"))
             }
-            guard !TableLookup.contains(lookup.keys, column.name), TableLookup.contains(lookup.columns, column.name) else {
-                throw fail(.columnsNotCanonical("column '\(column.name)' of '\(table)' is a key column or not in the header"))
+            guard !TableLookup.contains(lookup.keys, column.name), TableLookup.contains(lookup.columns, column.name)
+            else {
+                throw fail(
+                    .columnsNotCanonical("column '\(column.name)' of '\(table)' is a key column or not in the header"))
             }
             columns.append(column)
         }
@@ -427,10 +459,15 @@ public final class BundleDecoder {
         changeCount += 1
         if changesLeft == 0 { try closeTransaction() }
         switch type {
-        case .insert: return History.Change(type: .insert, table: table, key: key, values: key + columns, generation: Int64(generation))
-        case .update: return History.Change(type: .update, table: table, key: key, values: columns, generation: Int64(generation))
+        case .insert:
+            return History.Change(
+                type: .insert, table: table, key: key, values: key + columns, generation: Int64(generation))
+        case .update:
+            return History.Change(type: .update, table: table, key: key, values: columns, generation: Int64(generation))
         case .delete:
-            return History.Change(type: .delete, table: table, key: key, values: [], tombstone: key + columns, generation: Int64(generation))
+            return History.Change(
+                type: .delete, table: table, key: key, values: [], tombstone: key + columns,
+                generation: Int64(generation))
         }
     }
 
@@ -472,22 +509,32 @@ public final class BundleDecoder {
         var frame = pending!
         var attestations: [Attestation] = []
         for range in header.ranges {
-            guard frame.type == .attestation else { throw BundleError.framing(.unexpectedFrame(frame.type.rawValue), offset: frame.offset) }
+            guard frame.type == .attestation else {
+                throw BundleError.framing(.unexpectedFrame(frame.type.rawValue), offset: frame.offset)
+            }
             let attestation = try Attestation.decode(frame.payload, frameOffset: frame.offset)
             let chain = chains[range.origin]!
             guard attestation.origin == range.origin, attestation.sequence == range.last else {
                 throw BundleError.verification(.badAttestation(origin: range.origin.description))
             }
-            guard chain.done == range.last else { throw BundleError.verification(.rangeIncomplete(origin: range.origin.description)) }
-            guard attestation.head == chain.head else { throw BundleError.verification(.chainMismatch(origin: range.origin.description)) }
+            guard chain.done == range.last else {
+                throw BundleError.verification(.rangeIncomplete(origin: range.origin.description))
+            }
+            guard attestation.head == chain.head else {
+                throw BundleError.verification(.chainMismatch(origin: range.origin.description))
+            }
             guard attestation.verifies(publicKey: range.publicKey) else {
                 throw BundleError.verification(.badAttestation(origin: range.origin.description))
             }
             attestations.append(attestation)
             frame = try frames.next()
         }
-        guard frame.type == .signature else { throw BundleError.framing(.unexpectedFrame(frame.type.rawValue), offset: frame.offset) }
-        guard frame.payload.count == 64 else { throw BundleError.framing(.badHeader("signature must be 64 bytes"), offset: frame.offset) }
+        guard frame.type == .signature else {
+            throw BundleError.framing(.unexpectedFrame(frame.type.rawValue), offset: frame.offset)
+        }
+        guard frame.payload.count == 64 else {
+            throw BundleError.framing(.badHeader("signature must be 64 bytes"), offset: frame.offset)
+        }
         let digest = Array(frames.fileHash.finalize())
         guard try frames.atEnd() else { throw BundleError.framing(.trailingBytes, offset: frames.offset) }
         guard let key = try? Curve25519.Signing.PublicKey(rawRepresentation: senderKey),

@@ -29,7 +29,9 @@ public struct BundleEncoder<Sink: ByteSink> {
     public var chainHeads: [Replica.ID: [UInt8]] { heads }
 
     /// Starts a bundle: writes the preamble and the header frame.
-    public init(sink: Sink, signingKey: Curve25519.Signing.PrivateKey, header: BundleHeader, compressionLevel: Int32 = 6) throws {
+    public init(
+        sink: Sink, signingKey: Curve25519.Signing.PrivateKey, header: BundleHeader, compressionLevel: Int32 = 6
+    ) throws {
         self.sink = sink
         self.signingKey = signingKey
         self.header = header
@@ -38,7 +40,8 @@ public struct BundleEncoder<Sink: ByteSink> {
             heads[range.origin] = range.previous
             next[range.origin] = range.first
         }
-        let preamble = BundleFormat.magic + [UInt8(BundleFormat.version >> 8), UInt8(BundleFormat.version & 0xff), 0, 0]
+        let preamble =
+            BundleFormat.magic + [UInt8(BundleFormat.version >> 8), UInt8(BundleFormat.version & 0xff), 0, 0]
             + Array(signingKey.publicKey.rawRepresentation)
         try emit(preamble)
         try writeFrame(.header, payload: header.encoded(), compress: false)
@@ -138,7 +141,8 @@ public struct BundleEncoder<Sink: ByteSink> {
             precondition(next[range.origin] == range.last &+ 1, "origin range \(range.origin.short) not complete")
             let head = heads[range.origin]!
             let attestation = try attest(range.origin, range.last, head)
-            precondition(attestation.head == head && attestation.sequence == range.last, "attestation does not match the chain")
+            precondition(
+                attestation.head == head && attestation.sequence == range.last, "attestation does not match the chain")
             try writeFrame(.attestation, payload: attestation.encoded(), compress: false)
         }
         let digest = Array(fileHash.finalize())
@@ -154,12 +158,15 @@ public struct BundleEncoder<Sink: ByteSink> {
         var flags: UInt8 = 0
         if compress {
             let count = UInt32(payload.count)
-            body = [UInt8(count >> 24), UInt8(count >> 16 & 0xff), UInt8(count >> 8 & 0xff), UInt8(count & 0xff)]
+            body =
+                [UInt8(count >> 24), UInt8(count >> 16 & 0xff), UInt8(count >> 8 & 0xff), UInt8(count & 0xff)]
                 + Deflate.compress(payload, level: compressionLevel)
             flags = BundleFormat.compressedFlag
         }
         let n = UInt32(body.count)
-        let head: [UInt8] = [type.rawValue, flags, UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)]
+        let head: [UInt8] = [
+            type.rawValue, flags, UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff),
+        ]
         try emit(head)
         try emit(body)
     }

@@ -64,7 +64,8 @@ public enum BundleError: Error, Sendable, Equatable, CustomStringConvertible {
             let what: String
             switch f {
             case .notABundle: what = "not a Tidemark bundle (bad magic)"
-            case .unsupportedVersion(let v): what = "unsupported format version \(v) (this build reads version \(BundleFormat.version))"
+            case .unsupportedVersion(let v):
+                what = "unsupported format version \(v) (this build reads version \(BundleFormat.version))"
             case .reservedFlags: what = "reserved flag bits are set"
             case .truncated: what = "the file ends early (truncated or still being copied)"
             case .unknownFrameType(let t): what = "unknown frame type 0x\(String(t, radix: 16))"
@@ -85,7 +86,8 @@ public enum BundleError: Error, Sendable, Equatable, CustomStringConvertible {
             case .invalidUTF8: what = "text is not valid UTF-8"
             case .lengthTooLarge(let n): what = "a length of \(n) bytes exceeds the limit"
             case .unknownChangeType(let t): what = "unknown change type \(t)"
-            case .badGeneration(let g): what = "generation \(g) does not fit the change type (odd for inserts and updates, even for deletes)"
+            case .badGeneration(let g):
+                what = "generation \(g) does not fit the change type (odd for inserts and updates, even for deletes)"
             case .tooManyColumns(let n): what = "\(n) columns exceed the limit of \(BundleFormat.maxColumns)"
             case .columnsNotCanonical(let why): what = "columns are not in canonical form: \(why)"
             case .unknownAttribute(let id): what = "unknown attribute \(id)"
@@ -93,18 +95,24 @@ public enum BundleError: Error, Sendable, Equatable, CustomStringConvertible {
             case .emptyName: what = "a name is empty"
             case .schemaVersionMismatch(let why): what = "schema version mismatch: \(why)"
             case .recordTooLarge(let n):
-                what = "a change or row state carries at least \(n) bytes of values, more than the limit of \(BundleFormat.maxRecordValueBytes) for one record"
+                what =
+                    "a change or row state carries at least \(n) bytes of values, more than the limit of \(BundleFormat.maxRecordValueBytes) for one record"
             }
             return "\(what) at record byte \(offset)"
         case .verification(let v):
             switch v {
-            case .badSignature: return "the bundle's signature does not verify (the file was altered or not signed by its sender)"
+            case .badSignature:
+                return "the bundle's signature does not verify (the file was altered or not signed by its sender)"
             case .badAttestation(let o): return "the chain attestation of origin \(o) does not verify"
-            case .chainMismatch(let o): return "origin \(o)'s transactions do not hash to the head its owner signed (altered, reordered or dropped)"
-            case .transactionOutsideRanges(let o, let s): return "transaction \(o) #\(s) is outside the ranges the header declares"
+            case .chainMismatch(let o):
+                return
+                    "origin \(o)'s transactions do not hash to the head its owner signed (altered, reordered or dropped)"
+            case .transactionOutsideRanges(let o, let s):
+                return "transaction \(o) #\(s) is outside the ranges the header declares"
             case .sequenceGap(let o, let e, let f): return "origin \(o)'s transactions skip from #\(e) to #\(f)"
             case .rangeIncomplete(let o): return "origin \(o)'s declared range is not complete"
-            case .clockNotIncreasing(let o, let s): return "origin \(o)'s transaction #\(s) is not later than the one before"
+            case .clockNotIncreasing(let o, let s):
+                return "origin \(o)'s transaction #\(s) is not later than the one before"
             }
         }
     }

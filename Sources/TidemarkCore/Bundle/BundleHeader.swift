@@ -26,7 +26,8 @@ public struct BundleHeader: Sendable, Hashable {
 
     /// Creates a header.
     public init(
-        kind: BundleFormat.Kind, senderName: String, created: HLCTimestamp, since: History.Token, through: History.Token,
+        kind: BundleFormat.Kind, senderName: String, created: HLCTimestamp, since: History.Token,
+        through: History.Token,
         tables: [TableSchema], ranges: [OriginRange], lineage: [Schema.Version] = [], schemaRuns: [SchemaRun] = []
     ) {
         self.kind = kind
@@ -160,7 +161,9 @@ public struct BundleHeader: Sendable, Hashable {
 
     static func decode(_ payload: [UInt8], frameOffset: Int, payloadOffset: Int? = nil) throws -> BundleHeader {
         var r = PayloadReader(payload, base: payloadOffset ?? frameOffset)
-        func bad(_ why: String) -> BundleError { .framing(.badHeader(why), offset: payloadOffset.map { $0 + r.position } ?? frameOffset) }
+        func bad(_ why: String) -> BundleError {
+            .framing(.badHeader(why), offset: payloadOffset.map { $0 + r.position } ?? frameOffset)
+        }
         guard let kind = BundleFormat.Kind(rawValue: try r.byte()) else { throw bad("unknown bundle kind") }
         let name = try r.string()
         guard !name.isEmpty else { throw bad("empty sender name") }
@@ -173,7 +176,9 @@ public struct BundleHeader: Sendable, Hashable {
         for _ in 0..<tableCount {
             let table = try r.string()
             let keyCount = try r.varint()
-            guard (1...UInt64(BundleFormat.maxColumns)).contains(keyCount) else { throw bad("table \(table): bad key column count") }
+            guard (1...UInt64(BundleFormat.maxColumns)).contains(keyCount) else {
+                throw bad("table \(table): bad key column count")
+            }
             let keys = try (0..<keyCount).map { _ in try r.string() }
             let columnCount = try r.varint()
             guard columnCount <= UInt64(BundleFormat.maxColumns) else { throw bad("table \(table): too many columns") }
@@ -183,10 +188,14 @@ public struct BundleHeader: Sendable, Hashable {
                 throw bad("table \(table): columns not sorted")
             }
             let columnBytes = Set(columns.map { Array($0.utf8) })
-            guard Set(keys.map { Array($0.utf8) }).count == keys.count, keys.allSatisfy({ columnBytes.contains(Array($0.utf8)) }) else {
+            guard Set(keys.map { Array($0.utf8) }).count == keys.count,
+                keys.allSatisfy({ columnBytes.contains(Array($0.utf8)) })
+            else {
                 throw bad("table \(table): key columns must be distinct columns of the table")
             }
-            guard !tables.contains(where: { Array($0.name.utf8) == Array(table.utf8) }) else { throw bad("table \(table) listed twice") }
+            guard !tables.contains(where: { Array($0.name.utf8) == Array(table.utf8) }) else {
+                throw bad("table \(table) listed twice")
+            }
             tables.append(TableSchema(name: table, keyColumns: keys, columns: columns))
         }
         let rangeCount = try r.varint()
@@ -199,8 +208,12 @@ public struct BundleHeader: Sendable, Hashable {
             let previous = try r.take(32)
             guard first >= 1, last >= first, last <= UInt64(Int64.max) else { throw bad("bad origin range") }
             let range = OriginRange(publicKey: key, first: Int64(first), last: Int64(last), previous: previous)
-            if let prior = ranges.last, !(prior.origin < range.origin) { throw bad("origin ranges not in ascending order") }
-            if first == 1 && previous != Chain.genesis(range.origin) { throw bad("origin range starting at #1 must continue the genesis hash") }
+            if let prior = ranges.last, !(prior.origin < range.origin) {
+                throw bad("origin ranges not in ascending order")
+            }
+            if first == 1 && previous != Chain.genesis(range.origin) {
+                throw bad("origin range starting at #1 must continue the genesis hash")
+            }
             ranges.append(range)
         }
         var lineage: [Schema.Version] = []
@@ -211,7 +224,9 @@ public struct BundleHeader: Sendable, Hashable {
             let id = try r.varint()
             guard id == Attribute.schemaLineage else { throw bad("unknown header attribute") }
             let length = try r.varint()
-            guard length <= UInt64(BundleFormat.maxFrameLength), length <= UInt64(r.bytes.count - r.position) else { throw bad("ends early") }
+            guard length <= UInt64(BundleFormat.maxFrameLength), length <= UInt64(r.bytes.count - r.position) else {
+                throw bad("ends early")
+            }
             let end = r.position + Int(length)
             (lineage, runs) = try decodeLineage(&r, ranges: ranges, kind: kind)
             guard r.position == end else { throw bad("schema lineage: bytes left over") }
@@ -220,7 +235,8 @@ public struct BundleHeader: Sendable, Hashable {
         guard r.atEnd else { throw bad("extra bytes after the header") }
         if kind != .changes && !ranges.isEmpty { throw bad("only a change bundle carries transactions") }
         return BundleHeader(
-            kind: kind, senderName: name, created: created, since: since, through: through, tables: tables, ranges: ranges,
+            kind: kind, senderName: name, created: created, since: since, through: through, tables: tables,
+            ranges: ranges,
             lineage: lineage, schemaRuns: runs)
     }
 
@@ -228,7 +244,9 @@ public struct BundleHeader: Sendable, Hashable {
     private static func decodeLineage(_ r: inout PayloadReader, ranges: [OriginRange], kind: BundleFormat.Kind) throws
         -> ([Schema.Version], [SchemaRun])
     {
-        func bad(_ why: String) -> BundleError { .framing(.badHeader("schema lineage: \(why)"), offset: r.base + r.position) }
+        func bad(_ why: String) -> BundleError {
+            .framing(.badHeader("schema lineage: \(why)"), offset: r.base + r.position)
+        }
         guard kind != .watermark else { throw bad("a watermark carries no records, so no schema") }
         let count = try r.varint()
         guard count >= 1, count <= UInt64(Schema.maxEntries) else { throw bad("1 to \(Schema.maxEntries) versions") }
@@ -245,17 +263,23 @@ public struct BundleHeader: Sendable, Hashable {
             let position = try r.varint()
             guard index < UInt64(ranges.count) else { throw bad("a run names no range") }
             let range = ranges[Int(index)]
-            guard first >= UInt64(range.first), first <= UInt64(range.last) else { throw bad("a run starts outside its range") }
+            guard first >= UInt64(range.first), first <= UInt64(range.last) else {
+                throw bad("a run starts outside its range")
+            }
             guard position >= 1, position <= count else { throw bad("a run names no version of the lineage") }
             if let previous {
-                let ascending = previous.index < index || (previous.index == index && previous.first < first && previous.position < position)
+                let ascending =
+                    previous.index < index
+                    || (previous.index == index && previous.first < first && previous.position < position)
                 guard ascending else { throw bad("runs not in canonical order") }
             }
             previous = (index, first, position)
             runs.append(SchemaRun(origin: range.origin, first: Int64(first), position: Int(position)))
         }
         if kind == .changes {
-            guard runs.map(\.position).max() == Int(count) else { throw bad("the last version is needed by no transaction") }
+            guard runs.map(\.position).max() == Int(count) else {
+                throw bad("the last version is needed by no transaction")
+            }
         } else if !runs.isEmpty {
             throw bad("runs in a bundle without transactions")
         }
@@ -297,7 +321,9 @@ public struct Attestation: Sendable, Hashable {
     }
 
     /// Signs a head with the origin's key.
-    public static func sign(origin key: Curve25519.Signing.PrivateKey, sequence: Int64, head: [UInt8]) throws -> Attestation {
+    public static func sign(origin key: Curve25519.Signing.PrivateKey, sequence: Int64, head: [UInt8]) throws
+        -> Attestation
+    {
         let origin = Replica.ID(publicKey: Array(key.publicKey.rawRepresentation))
         let signature = try key.signature(for: Chain.attestationMessage(origin: origin, sequence: sequence, head: head))
         return Attestation(origin: origin, sequence: sequence, head: head, signature: Array(signature))
@@ -306,7 +332,8 @@ public struct Attestation: Sendable, Hashable {
     /// Whether the signature verifies under `publicKey`.
     public func verifies(publicKey: [UInt8]) -> Bool {
         guard let key = try? Curve25519.Signing.PublicKey(rawRepresentation: publicKey) else { return false }
-        return key.isValidSignature(signature, for: Chain.attestationMessage(origin: origin, sequence: sequence, head: head))
+        return key.isValidSignature(
+            signature, for: Chain.attestationMessage(origin: origin, sequence: sequence, head: head))
     }
 
     func encoded() -> [UInt8] {

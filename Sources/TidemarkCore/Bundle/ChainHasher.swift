@@ -10,7 +10,8 @@ public struct ChainHasher {
     /// Starts hashing a transaction that follows chain hash `previous`, written under the schema
     /// version with id `schema` (nil: the initial schema).
     public init(
-        previous: [UInt8], origin: Replica.ID, sequence: Int64, timestamp: HLCTimestamp, author: String?, contextName: String?,
+        previous: [UInt8], origin: Replica.ID, sequence: Int64, timestamp: HLCTimestamp, author: String?,
+        contextName: String?,
         processID: Int32?, changeCount: Int, schema: [UInt8]? = nil
     ) {
         self.schema = schema

@@ -38,8 +38,12 @@ struct FrameReader {
         }
         guard first.count >= 10 else { throw BundleError.framing(.truncated, offset: first.count) }
         let version = UInt16(first[8]) << 8 | UInt16(first[9])
-        guard version == BundleFormat.version else { throw BundleError.framing(.unsupportedVersion(version), offset: 8) }
-        guard first.count == BundleFormat.preambleLength else { throw BundleError.framing(.truncated, offset: first.count) }
+        guard version == BundleFormat.version else {
+            throw BundleError.framing(.unsupportedVersion(version), offset: 8)
+        }
+        guard first.count == BundleFormat.preambleLength else {
+            throw BundleError.framing(.truncated, offset: first.count)
+        }
         guard first[10] == 0, first[11] == 0 else { throw BundleError.framing(.reservedFlags, offset: 10) }
         offset = first.count
         fileHash.update(data: first)
@@ -54,15 +58,21 @@ struct FrameReader {
             throw BundleError.framing(.unknownFrameType(head[0]), offset: start)
         }
         let flags = head[1]
-        guard flags & ~BundleFormat.compressedFlag == 0 else { throw BundleError.framing(.reservedFlags, offset: start + 1) }
+        guard flags & ~BundleFormat.compressedFlag == 0 else {
+            throw BundleError.framing(.reservedFlags, offset: start + 1)
+        }
         let length = Int(head[2]) << 24 | Int(head[3]) << 16 | Int(head[4]) << 8 | Int(head[5])
-        guard length <= BundleFormat.maxFrameLength else { throw BundleError.framing(.frameTooLong(length), offset: start + 2) }
+        guard length <= BundleFormat.maxFrameLength else {
+            throw BundleError.framing(.frameTooLong(length), offset: start + 2)
+        }
         let raw = try readExactly(length)
         if type != .signature {
             fileHash.update(data: head)
             fileHash.update(data: raw)
         }
-        guard flags & BundleFormat.compressedFlag != 0 else { return Frame(type: type, payload: raw, offset: start, payloadOffset: start + 6) }
+        guard flags & BundleFormat.compressedFlag != 0 else {
+            return Frame(type: type, payload: raw, offset: start, payloadOffset: start + 6)
+        }
         guard type != .signature, raw.count >= 4 else { throw BundleError.framing(.badCompression, offset: start) }
         let expected = Int(raw[0]) << 24 | Int(raw[1]) << 16 | Int(raw[2]) << 8 | Int(raw[3])
         guard expected > 0, expected <= BundleFormat.maxFrameLength,

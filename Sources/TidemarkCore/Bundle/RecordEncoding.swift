@@ -4,7 +4,11 @@
 enum RecordEncoding {
     /// §4.1 value tags.
     enum Tag: UInt8 {
-        case null = 0, integer = 1, real = 2, text = 3, blob = 4
+        case null = 0
+        case integer = 1
+        case real = 2
+        case text = 3
+        case blob = 4
     }
 
     @inline(__always)
@@ -40,7 +44,9 @@ enum RecordEncoding {
         case .real(let d):
             out.append(Tag.real.rawValue)
             let bits = d.bitPattern
-            for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
+            for shift in stride(from: 56, through: 0, by: -8) {
+                out.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift)))
+            }
         case .text(let s):
             out.append(Tag.text.rawValue)
             string(s, &out)

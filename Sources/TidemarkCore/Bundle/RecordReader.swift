@@ -14,13 +14,17 @@ struct PayloadReader {
     var atEnd: Bool { position == bytes.count }
 
     mutating func byte() throws -> UInt8 {
-        guard position < bytes.count else { throw BundleError.framing(.badHeader("ends early"), offset: base + position) }
+        guard position < bytes.count else {
+            throw BundleError.framing(.badHeader("ends early"), offset: base + position)
+        }
         defer { position += 1 }
         return bytes[position]
     }
 
     mutating func take(_ n: Int) throws -> [UInt8] {
-        guard n <= bytes.count - position else { throw BundleError.framing(.badHeader("ends early"), offset: base + position) }
+        guard n <= bytes.count - position else {
+            throw BundleError.framing(.badHeader("ends early"), offset: base + position)
+        }
         defer { position += n }
         return Array(bytes[position..<position + n])
     }
@@ -35,7 +39,9 @@ struct PayloadReader {
 
     mutating func string() throws -> String {
         let n = try varint()
-        guard n <= UInt64(BundleFormat.maxNameLength) else { throw BundleError.framing(.badHeader("name too long"), offset: base + position) }
+        guard n <= UInt64(BundleFormat.maxNameLength) else {
+            throw BundleError.framing(.badHeader("name too long"), offset: base + position)
+        }
         let raw = try take(Int(n))
         guard let s = String(validating: raw, as: UTF8.self) else {
             throw BundleError.framing(.badHeader("invalid UTF-8"), offset: base + position)
@@ -45,14 +51,20 @@ struct PayloadReader {
 
     mutating func token() throws -> History.Token {
         let count = try varint()
-        guard count <= UInt64(BundleFormat.maxHeaderEntries) else { throw BundleError.framing(.badHeader("token too long"), offset: base + position) }
+        guard count <= UInt64(BundleFormat.maxHeaderEntries) else {
+            throw BundleError.framing(.badHeader("token too long"), offset: base + position)
+        }
         var sequences: [Replica.ID: Int64] = [:]
         var previous: Replica.ID?
         for _ in 0..<count {
             let id = Replica.ID(bytes: try take(16))!
             let seq = try varint()
-            guard seq > 0, seq <= UInt64(Int64.max) else { throw BundleError.framing(.badHeader("bad token entry"), offset: base + position) }
-            if let previous, !(previous < id) { throw BundleError.framing(.badHeader("token entries out of order"), offset: base + position) }
+            guard seq > 0, seq <= UInt64(Int64.max) else {
+                throw BundleError.framing(.badHeader("bad token entry"), offset: base + position)
+            }
+            if let previous, !(previous < id) {
+                throw BundleError.framing(.badHeader("token entries out of order"), offset: base + position)
+            }
             previous = id
             sequences[id] = Int64(seq)
         }

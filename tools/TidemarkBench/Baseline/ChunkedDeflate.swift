@@ -23,7 +23,8 @@ enum ChunkedDeflate {
                 stream.avail_in = uInt(input.count)
                 stream.next_out = out.baseAddress
                 stream.avail_out = uInt(out.count)
-                precondition(deflate(&stream, Z_FINISH) == Z_STREAM_END, "zlib deflate did not finish within deflateBound")
+                precondition(
+                    deflate(&stream, Z_FINISH) == Z_STREAM_END, "zlib deflate did not finish within deflateBound")
                 return out.count - Int(stream.avail_out)
             }
         }

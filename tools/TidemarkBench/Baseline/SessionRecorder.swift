@@ -44,7 +44,8 @@ final class SessionRecorder {
         }
         let status = changeset.withUnsafeBytes { buffer in
             sqlite3changeset_apply(
-                db.sqliteConnection, Int32(buffer.count), UnsafeMutableRawPointer(mutating: buffer.baseAddress), nil, abortOnConflict, nil)
+                db.sqliteConnection, Int32(buffer.count), UnsafeMutableRawPointer(mutating: buffer.baseAddress), nil,
+                abortOnConflict, nil)
         }
         guard status == SQLITE_OK else { throw SessionError.call("sqlite3changeset_apply", status) }
     }
@@ -56,7 +57,7 @@ enum SessionError: Error, CustomStringConvertible {
 
     var description: String {
         switch self {
-        case let .call(name, status): "\(name) failed: \(String(cString: sqlite3_errstr(status)))"
+        case .call(let name, let status): "\(name) failed: \(String(cString: sqlite3_errstr(status)))"
         }
     }
 }

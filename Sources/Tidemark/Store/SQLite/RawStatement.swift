@@ -17,11 +17,14 @@ final class RawStatement {
     let sql: String
 
     init(_ db: Database, sql: String) throws {
-        guard let connection = db.sqliteConnection else { throw DatabaseError(resultCode: .SQLITE_MISUSE, message: "connection is closed") }
+        guard let connection = db.sqliteConnection else {
+            throw DatabaseError(resultCode: .SQLITE_MISUSE, message: "connection is closed")
+        }
         var prepared: OpaquePointer?
         let code = sqlite3_prepare_v3(connection, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &prepared, nil)
         guard code == SQLITE_OK, let prepared else {
-            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(connection)), sql: sql)
+            throw DatabaseError(
+                resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(connection)), sql: sql)
         }
         self.connection = connection
         self.statement = prepared
@@ -41,16 +44,18 @@ final class RawStatement {
         let code: Int32
         switch value {
         case .null: code = sqlite3_bind_null(statement, index)
-        case let .integer(v): code = sqlite3_bind_int64(statement, index, v)
-        case let .real(v): code = sqlite3_bind_double(statement, index, v)
-        case let .text(text):
+        case .integer(let v): code = sqlite3_bind_int64(statement, index, v)
+        case .real(let v): code = sqlite3_bind_double(statement, index, v)
+        case .text(let text):
             // As GRDB binds text (length -1): up to the first NUL character, so that every path
             // of the store, raw or through GRDB, sees the same string.
             code = sqlite3_bind_text(statement, index, text, -1, tidemark_sqlite_transient())
-        case let .blob(bytes):
+        case .blob(let bytes):
             code = bytes.withUnsafeBytes { buffer in
                 // A zero-length blob must stay a blob, not NULL: bind a non-null pointer.
-                sqlite3_bind_blob(statement, index, buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(buffer.count), tidemark_sqlite_transient())
+                sqlite3_bind_blob(
+                    statement, index, buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(buffer.count),
+                    tidemark_sqlite_transient())
             }
         }
         try check(code)
@@ -119,6 +124,7 @@ final class RawStatement {
 
     private func check(_ code: Int32) throws {
         guard code != SQLITE_OK else { return }
-        throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(connection)), sql: sql)
+        throw DatabaseError(
+            resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(connection)), sql: sql)
     }
 }

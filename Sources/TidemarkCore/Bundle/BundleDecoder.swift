@@ -500,7 +500,8 @@ public final class BundleDecoder {
     public func finish() throws -> VerifiedBundle {
         precondition(open == nil, "read every change before finishing")
         while pending == nil {
-            guard position == chunk.count else { throw fail(.columnsNotCanonical("bytes after the last transaction")) }
+            // Bytes left over start a record that never ends (R28).
+            guard position == chunk.count else { throw fail(.truncated) }
             _ = try refill()
             if pending == nil && position < chunk.count {
                 throw fail(.columnsNotCanonical("transactions follow where the records should have ended"))

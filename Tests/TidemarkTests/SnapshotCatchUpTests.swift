@@ -74,6 +74,31 @@ import TidemarkTestSupport
         }
     }
 
+    /// A manual exchange past the horizon: what a peer lacks is a snapshot when the history it
+    /// lacks is gone, and a change bundle otherwise.
+    @Test func exportingForAPeerBehindTheHorizonWritesASnapshotItImports() throws {
+        let group = try Self.prunedGroup()
+        let a = group["a"]
+        let d = try group.add("d")
+        let file = group.directory.file("for-d.tmb")
+        let summary = try a.store.exportWhatPeerLacks(since: try d.store.currentToken(), to: file, key: a.key)
+        #expect(summary.kind == .snapshot)
+        #expect(try ExchangeGroup.header(of: file).kind == .snapshot)
+        #expect(throws: StoreError.self) {
+            try a.store.exportBundle(since: .zero, to: group.directory.file("x.tmb"), key: a.key)
+        }
+        let imported = try d.store.importBundle(at: file)
+        #expect(imported.header.kind == .snapshot && imported.appliedChanges == summary.changeCount)
+        #expect(try d.store.currentToken() == (try a.store.currentToken()))
+        #expect(try group.tableDifferences(["a", "d"]).isEmpty)
+
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-new', 'after')")
+        let next = try a.store.exportWhatPeerLacks(since: try d.store.currentToken(), to: file, key: a.key)
+        #expect(next.kind == .changes && next.transactionCount == 1)
+        #expect(try d.store.importBundle(at: file).appliedTransactions == 1)
+        #expect(try group.tableDifferences(["a", "d"]).isEmpty)
+    }
+
     @Test func aNewReplicaCatchesUpFromAPrunedFolderOnItsFirstPull() throws {
         let group = try Self.prunedGroup()
         let d = try group.add("d")

@@ -43,11 +43,20 @@ enum FolderInspector {
     /// insert rows of (none for a watermark or snapshot).
     static func tags(inBundle path: String) throws -> Set<String> {
         var tags = Set<String>()
-        _ = try Store.inspectBundle(at: path) { _, changes in
-            for change in changes where change.table == "items" && change.type == .insert {
-                if case .text(let tag)? = change.values.first(where: { $0.name == "tag" })?.value { tags.insert(tag) }
-            }
-        }
+        _ = try Store.inspectBundle(
+            at: path,
+            transactions: { _, changes in
+                for change in changes where change.table == "items" && change.type == .insert {
+                    if case .text(let tag)? = change.values.first(where: { $0.name == "tag" })?.value {
+                        tags.insert(tag)
+                    }
+                }
+            },
+            rowStates: { state in
+                // A snapshot (an export for a peer behind the horizon): the live rows it brings.
+                guard state.table == "items", state.generation % 2 == 1 else { return }
+                if case .text(let tag)? = state.cells.first(where: { $0.name == "tag" })?.value { tags.insert(tag) }
+            })
         return tags
     }
 }

@@ -4,7 +4,11 @@ import Tidemark
 struct Export: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write the transactions a peer lacks to a signed change bundle.",
-        discussion: "With --peer, exports what that peer is not known to hold (everything if nothing is known yet).")
+        discussion: """
+            With --peer, exports what that peer is not known to hold (everything if nothing is known yet). When \
+            this store no longer has the history the peer lacks (pruned, or received here by snapshot), it writes \
+            a snapshot instead, which `sync import` applies the same way, and says so.
+            """)
 
     @OptionGroup var store: StoreOptions
     @OptionGroup var key: KeyOptions
@@ -34,9 +38,15 @@ struct Export: ParsableCommand {
         } else if let peer {
             token = try opened.knownToken(ofPeer: peer)
         }
-        let summary = try opened.exportBundle(since: token, to: out, key: try key.load(forStore: try store.path))
-        Output.line(
-            "exported \(summary.transactionCount) transactions, \(summary.changeCount) changes, \(summary.bytes) bytes to \(out)"
-        )
+        let summary = try opened.exportWhatPeerLacks(since: token, to: out, key: try key.load(forStore: try store.path))
+        if summary.kind == .snapshot {
+            Output.line(
+                "exported a snapshot of \(summary.changeCount) rows, \(summary.bytes) bytes to \(out): "
+                    + "this store no longer has the history since that token (import it like a bundle)")
+        } else {
+            Output.line(
+                "exported \(summary.transactionCount) transactions, \(summary.changeCount) changes, \(summary.bytes) bytes to \(out)"
+            )
+        }
     }
 }

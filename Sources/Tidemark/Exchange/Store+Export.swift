@@ -17,6 +17,22 @@ extension Store {
         public var changeCount: Int
         /// The file's size.
         public var bytes: Int
+        /// What the file is: a change bundle, or a snapshot (then `changeCount` counts row
+        /// states and `transactionCount` is 0).
+        public var kind: BundleFormat.Kind = .changes
+    }
+
+    /// Writes what a peer holding `since` lacks: the change bundle `exportBundle` writes when this
+    /// store still has the history after `since`, or else a snapshot (`exportSnapshot`), which
+    /// brings the peer to this store's state without that history — a peer back from a long
+    /// absence, or one whose token points into history this store itself only knows from a
+    /// snapshot. `ExportSummary.kind` says which was written.
+    public func exportWhatPeerLacks(since: History.Token, to path: String, key: KeyFile) throws -> ExportSummary {
+        do {
+            return try exportBundle(since: since, to: path, key: key)
+        } catch StoreError.historyTokenExpired {
+            return try exportSnapshot(to: path, key: key)
+        }
     }
 
     /// Writes every transaction `since` does not cover to a signed, compressed bundle at `path`

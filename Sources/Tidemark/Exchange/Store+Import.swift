@@ -138,9 +138,11 @@ extension Store {
         return bytes
     }
 
-    /// Decodes and verifies a bundle without any store (`sync inspect`).
+    /// Decodes and verifies a bundle without any store (`sync inspect`): `transactions` sees each
+    /// transaction of a change bundle, `rowStates` each row state of a snapshot.
     public static func inspectBundle(
-        at path: String, transactions: (History.TransactionHeader, [History.Change]) throws -> Void
+        at path: String, transactions: (History.TransactionHeader, [History.Change]) throws -> Void,
+        rowStates: ((RowState) throws -> Void)? = nil
     )
         throws -> VerifiedBundle
     {
@@ -148,7 +150,11 @@ extension Store {
         defer { source.close() }
         do {
             let decoder = try BundleDecoder(source)
-            if decoder.header.kind != .changes { try decoder.skipRecords() }
+            if decoder.header.kind == .snapshot, let rowStates {
+                while let state = try decoder.nextRowState() { try rowStates(state) }
+            } else if decoder.header.kind != .changes {
+                try decoder.skipRecords()
+            }
             while decoder.header.kind == .changes, let head = try decoder.nextTransaction() {
                 var changes: [History.Change] = []
                 while let change = try decoder.nextChange() { changes.append(change) }

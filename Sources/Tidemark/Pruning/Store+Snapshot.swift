@@ -88,7 +88,8 @@ extension Store {
         }
         _ = try encoder.finish { _, _, _ in preconditionFailure("a snapshot has no origin ranges") }
         return ExportSummary(
-            path: path, since: .zero, through: through, transactionCount: 0, changeCount: rows, bytes: 0)
+            path: path, since: .zero, through: through, transactionCount: 0, changeCount: rows, bytes: 0,
+            kind: .snapshot)
     }
 }
 

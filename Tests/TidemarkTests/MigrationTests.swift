@@ -251,6 +251,50 @@ import TidemarkTestSupport
         #expect(try a.everything() == before)
     }
 
+    /// A store whose registrations predate column slots (no `layout`, `retired` or `untracked`, a
+    /// unique name) is upgraded when opened, then renames, drops and untracks like any other.
+    @Test func aStoreFromBeforeColumnSlotsIsUpgradedOnOpenAndMigrates() async throws {
+        let group = try Self.group(["a", "b"])
+        let (a, b) = (group["a"], group["b"])
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name, qty) VALUES ('i1', 'one', 1)")
+        _ = try group.round(prune: false)
+        let old = try DatabaseQueue(path: a.path)
+        try await old.write { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE old_tables(
+                        id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, columns TEXT NOT NULL,
+                        key_columns TEXT NOT NULL, preserved TEXT NOT NULL, shared_width INTEGER);
+                    INSERT INTO old_tables SELECT id, name, columns, key_columns, preserved, shared_width FROM tidemark_tables;
+                    DROP TABLE tidemark_tables;
+                    ALTER TABLE old_tables RENAME TO tidemark_tables;
+                    """)
+        }
+        try old.close()
+        let reopened = try Store.open(a.path)
+        let columns = try await DatabaseQueue(path: a.path).read { db in
+            try db.columns(in: "tidemark_tables").map(\.name)
+        }
+        #expect(
+            columns.contains("layout") && columns.contains("retired") && columns.contains("untracked"), "\(columns)")
+        let summary = try reopened.migrate(
+            Store.Migration(
+                sql: "ALTER TABLE items RENAME COLUMN name TO title; ALTER TABLE items ADD COLUMN note TEXT"))
+        #expect(summary.renamedColumns == ["items": ["name": "title"]])
+        _ = try reopened.execute(sql: "UPDATE items SET title = 'uno', note = 'n' WHERE id = 'i1'")
+        _ = try b.store.execute(sql: "UPDATE items SET qty = 2 WHERE id = 'i1'")
+        try b.store.migrate(
+            Store.Migration(
+                sql: "ALTER TABLE items RENAME COLUMN name TO title; ALTER TABLE items ADD COLUMN note TEXT"))
+        _ = try reopened.push(to: group.folder, key: a.key)
+        for _ in 0..<2 { _ = try group.round(prune: false) }
+        #expect(try group.tableDifferences().isEmpty)
+        #expect(
+            try b.store.execute(sql: "SELECT title, qty, note FROM items").0[0].rows == [
+                [.text("uno"), .integer(2), .text("n")]
+            ])
+    }
+
     @Test func schemaChangesThroughExecAreRefusedAndThoseOfOtherClientsAdopted() async throws {
         let group = try Self.group(["a", "b"])
         let a = group["a"]

@@ -58,6 +58,12 @@ public enum Schema {
             }
         }
 
+        /// A kind byte and names: the operations that carry only names.
+        private static func encodeNames(_ kind: UInt8, _ names: [String], _ out: inout [UInt8]) {
+            out.append(kind)
+            for name in names { RecordEncoding.string(name, &out) }
+        }
+
         /// A table's name, key columns in key order and columns in ascending bytewise order.
         private static func encodeTable(_ table: String, keys: [String], columns: [String], _ out: inout [UInt8]) {
             RecordEncoding.string(table, &out)
@@ -74,23 +80,10 @@ public enum Schema {
             case .track(let table, let keys, let columns):
                 out.append(1)
                 Self.encodeTable(table, keys: keys, columns: columns, &out)
-            case .addColumn(let table, let column):
-                out.append(2)
-                RecordEncoding.string(table, &out)
-                RecordEncoding.string(column, &out)
-            case .renameTable(let table, let to):
-                out.append(3)
-                RecordEncoding.string(table, &out)
-                RecordEncoding.string(to, &out)
-            case .renameColumn(let table, let column, let to):
-                out.append(4)
-                RecordEncoding.string(table, &out)
-                RecordEncoding.string(column, &out)
-                RecordEncoding.string(to, &out)
-            case .dropColumn(let table, let column):
-                out.append(5)
-                RecordEncoding.string(table, &out)
-                RecordEncoding.string(column, &out)
+            case .addColumn(let table, let column): Self.encodeNames(2, [table, column], &out)
+            case .renameTable(let table, let to): Self.encodeNames(3, [table, to], &out)
+            case .renameColumn(let table, let column, let to): Self.encodeNames(4, [table, column, to], &out)
+            case .dropColumn(let table, let column): Self.encodeNames(5, [table, column], &out)
             case .untrack(let table, let keys, let columns):
                 out.append(6)
                 Self.encodeTable(table, keys: keys, columns: columns, &out)

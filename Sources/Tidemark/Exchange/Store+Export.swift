@@ -137,6 +137,8 @@ struct ExportPlan {
     var lineage: [Schema.Version] = []
     var schemaRuns: [BundleHeader.SchemaRun] = []
     var tables: [BundleHeader.TableSchema] = []
+    /// What each table and column was called under each version the transactions were written under.
+    var naming = SchemaNaming(registrations: [], lineage: [])
 
     init(db: Database, store: Store, since: History.Token, ownPrevious: [UInt8]?) throws {
         self.db = db
@@ -193,7 +195,7 @@ struct ExportPlan {
         // Each transaction names tables and columns as its version did: the header lists every
         // name the versions up to the newest needed use (the initial schema's too, for transactions
         // written under it).
-        let naming = SchemaNaming(registrations: store.registrations.all, lineage: versions)
+        naming = SchemaNaming(registrations: store.registrations.all, lineage: versions)
         tables = naming.header(positions: 0...lineage.count)
     }
 
@@ -216,7 +218,7 @@ struct ExportPlan {
     /// Streams the transactions into the encoder; returns (transactions, changes).
     func writeTransactions<S: ByteSink>(into encoder: inout BundleEncoder<S>) throws -> (Int, Int) {
         let (conditions, arguments) = selection()
-        let decoder = try ChangeDecoder(db, store: store)
+        let decoder = try ChangeDecoder(db, store: store, naming: naming)
         let changes = try RawStatement(
             db, sql: "SELECT \(decoder.selectList) FROM tidemark_changes WHERE id BETWEEN ? AND ? ORDER BY id")
         let transactions = try Row.fetchCursor(

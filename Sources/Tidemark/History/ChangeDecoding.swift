@@ -34,8 +34,10 @@ struct ChangeDecoder {
     let naming: SchemaNaming
     let layout: ChangeLayout
 
-    init(_ db: Database, store: Store) throws {
-        naming = SchemaNaming(registrations: store.registrations.all, lineage: try SchemaLineage.fetch(db))
+    /// A decoder naming changes with `naming`, or, when nil, the store's current naming.
+    init(_ db: Database, store: Store, naming: SchemaNaming? = nil) throws {
+        self.naming =
+            try naming ?? SchemaNaming(registrations: store.registrations.all, lineage: SchemaLineage.fetch(db))
         layout = try ChangeLayout(db)
     }
 

@@ -57,7 +57,13 @@ final class SchemaTranslations {
     private let naming: SchemaNaming
     private let current: Int
     private let tables: [Int64: TrackedTable]
-    private var cache: [String: Translation] = [:]
+    private var cache: [Key: Translation] = [:]
+
+    /// A table name at a position: what an import looks a translation up by, once per change.
+    private struct Key: Hashable {
+        var position: Int
+        var table: String
+    }
 
     /// Translations into `tables` (the tracked tables), which `naming` names at position `current`.
     init(naming: SchemaNaming, current: Int, tables: [TrackedTable]) {
@@ -69,7 +75,7 @@ final class SchemaTranslations {
     /// The translation of `table` as named at `position`; throws `schemaMismatch` if no table had
     /// that name there.
     func translation(of table: String, at position: Int, path: String) throws -> Translation {
-        let key = "\(position)\u{0}\(table)"
+        let key = Key(position: position, table: table)
         if let known = cache[key] { return known }
         guard let named = naming.table(named: table, at: position) else {
             throw ExchangeError.schemaMismatch(

@@ -129,6 +129,12 @@ enum Bookkeeping {
                 """)
         try createAuthorship(db)
         try createSchemas(db)
+        if try !db.tableExists(settingsTable) {
+            try createSettings(db)
+            let id = try Int64.fetchOne(db, sql: "SELECT max(id) FROM tidemark_tables") ?? 0
+            try Store.registerTable(
+                try TrackedTable.describe(settingsTable, id: id + 1, preserving: [], in: db, allowReserved: true), db)
+        }
     }
 
     /// The registrations of tracked tables (`TrackedTable`), untracked ones included.
@@ -178,7 +184,7 @@ enum Bookkeeping {
     static func needsUpgrade(_ db: Database) throws -> Bool {
         try !db.tableExists("tidemark_authorship") || !db.tableExists("tidemark_schemas")
             || !db.tableExists("tidemark_held")
-            || !hasSlots(db)
+            || !hasSlots(db) || !db.tableExists(settingsTable)
     }
 
     /// The schema lineage (`SchemaLineage`) and the bundles held for a version not made here yet
@@ -275,6 +281,16 @@ enum Bookkeeping {
     static func createMembers(_ db: Database) throws {
         try db.execute(
             sql: "CREATE TABLE tidemark_members(id TEXT PRIMARY KEY NOT NULL, retired INTEGER NOT NULL DEFAULT 0)")
+    }
+
+    /// The replicated group settings: one row per setting, tracked like the membership table so a
+    /// setting is a signed write every member merges by the same rules. Only `encryption` today
+    /// (Protocol/encryption.md §1).
+    static let settingsTable = "tidemark_settings"
+
+    /// Creates the settings table.
+    static func createSettings(_ db: Database) throws {
+        try db.execute(sql: "CREATE TABLE tidemark_settings(name TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)")
     }
 
     /// Whether `db` holds Tidemark bookkeeping.

@@ -136,23 +136,31 @@ extension Store {
         try runSchema(setup.schema, in: db)
         var tables = try plannedTables(setup, in: db, path: path)
         try Bookkeeping.createMembers(db)
-        tables.append(
-            try TrackedTable.describe(
-                Bookkeeping.membersTable, id: Int64(tables.count + 1), preserving: [], in: db, allowReserved: true))
+        try Bookkeeping.createSettings(db)
+        for name in [Bookkeeping.membersTable, Bookkeeping.settingsTable] {
+            tables.append(
+                try TrackedTable.describe(
+                    name, id: Int64(tables.count + 1), preserving: [], in: db, allowReserved: true))
+        }
         try Bookkeeping.create(db, valueColumns: tables.map(\.columns.count).max() ?? 0)
         try Bookkeeping.setMeta(db, Bookkeeping.Meta.format, Bookkeeping.formatVersion)
         try Bookkeeping.setMeta(db, Bookkeeping.Meta.replicaName, setup.replicaName)
         try Bookkeeping.setMeta(db, Bookkeeping.Meta.publicKey, Data(key.publicKey))
         for table in tables {
-            try table.insert(db)
-            try Bookkeeping.createRowMetadata(db, for: table)
-            try Bookkeeping.ensureChangeColumns(db, for: table)
-            try CaptureTriggers.install(table, in: db)
+            try registerTable(table, db)
             try adoptRows(of: table, in: db)
         }
         _ = try Sealer.seal(
             db, replica: Replica.ID(publicKey: key.publicKey), clock: options.clock,
             as: .init(author: nil, contextName: "adopt", processID: options.processID))
+    }
+
+    /// Registers `table` and gives it its row metadata, change columns and capture triggers.
+    static func registerTable(_ table: TrackedTable, _ db: Database) throws {
+        try table.insert(db)
+        try Bookkeeping.createRowMetadata(db, for: table)
+        try Bookkeeping.ensureChangeColumns(db, for: table)
+        try CaptureTriggers.install(table, in: db)
     }
 
     /// Whether `path` names a file (not an in-memory or temporary database).

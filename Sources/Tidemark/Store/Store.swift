@@ -96,10 +96,13 @@ public final class Store: Sendable {
                 }
                 return (name, key, tables, try Bookkeeping.needsUpgrade(db), changed)
             }
-            let (name, key, tables, needsUpgrade, changed) = loaded
+            let (name, key, _, needsUpgrade, changed) = loaded
+            var tables = loaded.2
             if needsUpgrade {
                 // Stores made by an earlier build: add what they lack (a read-only store never writes).
-                try? database.write { db in try Bookkeeping.upgrade(db) }
+                if (try? database.write({ db in try Bookkeeping.upgrade(db) })) != nil {
+                    tables = try database.read { db in try TrackedTable.fetchAll(db, includingUntracked: true) }
+                }
             }
             let replica = Replica(name: name, id: Replica.ID(publicKey: Array(key)))
             let authorship =

@@ -116,20 +116,22 @@ public final class ExchangeGroup {
     /// The snapshots in the folder, as absolute paths.
     public var snapshots: [String] { files.filter { $0.hasSuffix("/snapshot.tms") }.map { folder + "/" + $0 } }
 
-    /// The header of a bundle, snapshot or watermark file (verified).
-    public static func header(of path: String) throws -> BundleHeader {
-        try Store.inspectBundle(at: path) { _, _ in }.header
+    /// The header of a bundle, snapshot or watermark file (verified; decrypted with `key` when encrypted).
+    public static func header(of path: String, key: KeyFile? = nil) throws -> BundleHeader {
+        try Store.inspectBundle(at: path, key: key) { _, _ in }.header
     }
 
     /// The `through` token of a bundle, snapshot or watermark file (verified).
-    public static func through(of path: String) throws -> History.Token { try header(of: path).through }
+    public static func through(of path: String, key: KeyFile? = nil) throws -> History.Token {
+        try header(of: path, key: key).through
+    }
 
     /// The bundles in the folder that some replica of `names` has not applied (its current token
-    /// does not cover the bundle's `through`).
-    public func bundlesNeeded(by names: [String]) throws -> [String] {
+    /// does not cover the bundle's `through`); `key` opens encrypted ones.
+    public func bundlesNeeded(by names: [String], key: KeyFile? = nil) throws -> [String] {
         let tokens = try names.map { try self[$0].store.currentToken() }
         return try bundles.filter { bundle in
-            let through = try Self.through(of: bundle)
+            let through = try Self.through(of: bundle, key: key)
             return tokens.contains { !$0.covers(through) }
         }
     }

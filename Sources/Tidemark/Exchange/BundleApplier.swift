@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import GRDB
 import TidemarkCore
@@ -10,14 +11,19 @@ struct BundleApplier {
     let store: Store
     let context: ImportContext
     let path: String
+    /// The key that opens the file, if it is encrypted.
+    let identity: Curve25519.KeyAgreement.PrivateKey?
     /// Per registration: the statement that records one of its changes in history, and its
     /// number of mask words and slots.
     private let recordSQL: [Int64: (sql: String, words: Int, slots: Int)]
     private let statements: RawStatementCache
     private let translations: SchemaTranslations
 
-    init(db: Database, store: Store, context: ImportContext, path: String) {
+    init(
+        db: Database, store: Store, context: ImportContext, path: String, identity: Curve25519.KeyAgreement.PrivateKey?
+    ) {
         self.db = db
+        self.identity = identity
         self.store = store
         self.context = context
         self.path = path
@@ -149,7 +155,7 @@ struct BundleApplier {
     private func decode(expecting expected: VerifiedBundle, _ body: (BundleDecoder) throws -> Void) throws
         -> VerifiedBundle
     {
-        let source = try FileSource(path: path)
+        let source = try ExchangeSource(path: path, identity: identity)
         defer { source.close() }
         let verified: VerifiedBundle
         do {

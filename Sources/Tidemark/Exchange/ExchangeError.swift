@@ -51,6 +51,14 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
     /// one bundle record may carry (`BundleFormat.maxRecordValueBytes`, Protocol/bundle.md §4.1,
     /// R36), so every reader would reject the bundle. Nothing was written to `path`.
     case rowTooLarge(path: String, table: String, key: String, bytes: Int)
+    /// The file is encrypted (Protocol/encryption.md) and could not be opened: `EnvelopeError` says
+    /// why (encrypted for other replicas, altered, truncated).
+    case badEnvelope(path: String, EnvelopeError)
+    /// The file is encrypted, and the call that read it was given no key to open it with.
+    case encryptedWithoutKey(path: String)
+    /// A file in clear from `sender`, whose own signed token shows it had seen the group turn
+    /// encryption on (Protocol/encryption.md §5): a downgrade. Nothing was applied.
+    case downgraded(path: String, sender: String)
 
     public var description: String {
         switch self {
@@ -89,6 +97,12 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
             return
                 "cannot export \(target): row \(k) of table '\(t)' holds \(n) bytes of values; a bundle record holds at most "
                 + "\(BundleFormat.maxRecordValueBytes) bytes (64 MiB) of TEXT and BLOB values, so no peer could read it; nothing was written"
+        case .badEnvelope(let p, let e): return "\(p): \(e)"
+        case .encryptedWithoutKey(let p): return "\(p) is encrypted, and no key was given to open it"
+        case .downgraded(let p, let sender):
+            return
+                "\(p): not encrypted, but its sender '\(sender)' had seen this group turn encryption on when it signed it: "
+                + "refused as a downgrade, nothing was applied"
         }
     }
 
@@ -114,6 +128,13 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
                 + "tables, e.g. in a file whose path or hash the row keeps, or split it across rows), then update or delete this "
                 + "row; a change already in history that is this large cannot travel in a bundle: peers that lack it can catch "
                 + "up from a snapshot once that history is deleted"
+        case .badEnvelope(_, .notARecipient):
+            return
+                "it was encrypted before the sender trusted this replica, or by a sender that no longer does; ask its sender to push again"
+        case .badEnvelope: return "the file is damaged or incomplete; its sender writes it again on its next push"
+        case .encryptedWithoutKey: return "give this replica's key file, which decrypts what the group encrypts to it"
+        case .downgraded:
+            return "a member's file was decrypted and put back in clear; ask that member to push again (sync push)"
         case .writeFailed(let p, let fault): return fault.hint(folder: Self.folder(of: p), writing: true)
         case .readFailed(let p, let fault): return fault.hint(folder: p, writing: false)
         case .cannotWrite(_, let r) where r.hasSuffix("is on a read-only file system"):

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import TidemarkCore
 
@@ -115,13 +116,16 @@ struct ExchangeFolder {
 
     static func bundleName(_ number: Int) -> String { String(format: "%010d.%@", number, bundleExtension) }
 
-    /// Reads only the preamble and header of a bundle.
-    static func header(of path: String) throws -> (sender: Replica.ID, header: BundleHeader) {
-        let source = try FileSource(path: path)
+    /// Reads only the preamble and header of a bundle (decrypting its first chunk when it is
+    /// encrypted, with `identity`), and says whether it was encrypted.
+    static func header(of path: String, identity: Curve25519.KeyAgreement.PrivateKey?) throws -> (
+        sender: Replica.ID, header: BundleHeader, encrypted: Bool
+    ) {
+        let source = try ExchangeSource(path: path, identity: identity)
         defer { source.close() }
         do {
             let decoder = try BundleDecoder(source)
-            return (decoder.sender, decoder.header)
+            return (decoder.sender, decoder.header, source.encrypted)
         } catch let error as BundleError {
             throw ExchangeError.badBundle(path: path, error)
         }

@@ -27,11 +27,13 @@ extension Store {
     /// brings the peer to this store's state without that history — a peer back from a long
     /// absence, or one whose token points into history this store itself only knows from a
     /// snapshot. `ExportSummary.kind` says which was written.
-    public func exportWhatPeerLacks(since: History.Token, to path: String, key: KeyFile) throws -> ExportSummary {
+    public func exportWhatPeerLacks(
+        since: History.Token, to path: String, key: KeyFile, readableBy peer: Replica.ID? = nil
+    ) throws -> ExportSummary {
         do {
-            return try exportBundle(since: since, to: path, key: key)
+            return try exportBundle(since: since, to: path, key: key, readableBy: peer)
         } catch StoreError.historyTokenExpired {
-            return try exportSnapshot(to: path, key: key)
+            return try exportSnapshot(to: path, key: key, readableBy: peer)
         }
     }
 
@@ -44,10 +46,13 @@ extension Store {
     /// if `since` claims transactions of this replica that the store never made, and
     /// `ExchangeError.rowTooLarge` if a change to write holds more TEXT and BLOB bytes than a
     /// bundle record may carry (then no file is written).
-    public func exportBundle(since: History.Token, to path: String, key: KeyFile, kind: BundleFormat.Kind = .changes)
-        throws
-        -> ExportSummary
-    {
+    ///
+    /// When the group encrypts (`setEncryption(_:)`), the file is encrypted for this replica and
+    /// `peer`, or, without one, for every trusted peer (Protocol/encryption.md §4).
+    public func exportBundle(
+        since: History.Token, to path: String, key: KeyFile, kind: BundleFormat.Kind = .changes,
+        readableBy peer: Replica.ID? = nil
+    ) throws -> ExportSummary {
         guard key.publicKey == publicKey else { throw ExchangeError.wrongKey(path: key.path) }
         try sealForeignWrites()
         let own = replica.id
@@ -61,7 +66,7 @@ extension Store {
         }
         let directory = (path as NSString).deletingLastPathComponent
         let temporary = (directory.isEmpty ? "." : directory) + "/.tmp-\(UUID().uuidString)"
-        let sink = try FileSink(path: temporary)
+        let sink = try ExchangeSink(path: temporary, recipients: try envelopeRecipients(for: peer))
         var summary: ExportSummary
         var ownHead: (sequence: Int64, attestation: Attestation)?
         do {

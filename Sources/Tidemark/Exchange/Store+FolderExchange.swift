@@ -24,11 +24,17 @@ extension Store {
             throw ExchangeError.cannotWrite(path: folder, reason: FileProblem.describe(path: folder))
         }
         exchange.removeAbandonedTemporaries(of: replica.id)
+        // What this replica wrote in clear before it learned that the group encrypts.
+        if let recipients = try envelopeRecipients() {
+            try encryptOwnClearFiles(in: exchange, for: recipients)
+        }
         let existing = exchange.bundles(of: replica.id)
         // Continue from the last bundle pushed here: readers that applied it can apply the next.
         // (Pruning removes only bundles every active member applied, so that holds after a prune.)
         var since = try pushedThrough(directory) ?? .zero
-        if since == .zero, let newest = existing.last, let (_, header) = try? ExchangeFolder.header(of: newest.path) {
+        if since == .zero, let newest = existing.last,
+            let (_, header, _) = try? ExchangeFolder.header(of: newest.path, identity: key.envelopeIdentity)
+        {
             since = header.through
         }
         // History this replica pruned was applied by every active member; others catch up by snapshot.
@@ -96,13 +102,13 @@ extension Store {
         var imported: [ImportSummary] = []
         var usedSnapshots = Set<String>()
         while true {
-            pending = try applyBundles(pending, imported: &imported, failures: &failures, held: held)
+            pending = try applyBundles(pending, imported: &imported, failures: &failures, held: held, key: key)
             // A peer whose bundles this store cannot follow (pruned away before it applied them):
             // catch up from that peer's snapshot, then apply the bundles again.
-            guard let snapshot = try snapshotToCatchUp(in: exchange, excluding: usedSnapshots) else { break }
+            guard let snapshot = try snapshotToCatchUp(in: exchange, excluding: usedSnapshots, key: key) else { break }
             usedSnapshots.insert(snapshot)
             do {
-                let summary = try importBundle(at: snapshot)
+                let summary = try importBundle(at: snapshot, key: key)
                 if !summary.alreadyApplied { imported.append(summary) }
                 failures[snapshot] = nil
             } catch let error as ExchangeError {
@@ -115,7 +121,9 @@ extension Store {
             var reach = try mappingErrors {
                 try database.read { db in try HeldBundles.reach(from: Store.currentToken(db), db) }
             }
-            var left = pending.compactMap { path in (try? ExchangeFolder.header(of: path)).map { (path, $0.1) } }
+            var left = pending.compactMap { path in
+                (try? ExchangeFolder.header(of: path, identity: key.envelopeIdentity)).map { (path, $0.1) }
+            }
             var progress = true
             while progress {
                 progress = false
@@ -132,7 +140,9 @@ extension Store {
         }
         for replica in try exchange.replicaFolders(except: self.replica.id) {
             let path = exchange.folder(of: replica) + "/" + ExchangeFolder.watermarkName
-            do { try readWatermark(at: path) } catch let error as ExchangeError { failures[path] = error.description }
+            do { try readWatermark(at: path, key: key) } catch let error as ExchangeError {
+                failures[path] = error.description
+            }
         }
         try rejoinIfRetired()
         let warnings = failures.keys.sorted().map { "skipped \(failures[$0]!) (will retry on the next pull)" }
@@ -145,7 +155,8 @@ extension Store {
     /// Applies what it can of `paths`, repeating while progress is made; returns the bundles that
     /// still miss prerequisites.
     private func applyBundles(
-        _ paths: [String], imported: inout [ImportSummary], failures: inout [String: String], held: HeldCopies
+        _ paths: [String], imported: inout [ImportSummary], failures: inout [String: String], held: HeldCopies,
+        key: KeyFile
     ) throws -> [String] {
         var pending = paths
         var progress = true
@@ -155,17 +166,24 @@ extension Store {
             let token = try currentToken()
             for path in pending {
                 do {
-                    let (_, header) = try ExchangeFolder.header(of: path)
+                    let (_, header, encrypted) = try ExchangeFolder.header(of: path, identity: key.envelopeIdentity)
                     guard header.kind == .changes else {
                         failures[path] = "\(path): a numbered bundle must be a change bundle"
                         continue
                     }
                     if token.covers(header.through) {
+                        // Nothing to apply, but a downgraded copy is still reported.
+                        try mappingErrors {
+                            try database.read { db in
+                                try Self.checkNotDowngraded(
+                                    db, header: header, encrypted: encrypted || held.contains(path), path: path)
+                            }
+                        }
                         failures[path] = nil
                         try held.release(path)
                         continue
                     }
-                    let summary = try importBundle(at: path)
+                    let summary = try importBundle(at: path, key: key, heldCopy: held.contains(path))
                     if summary.waitingFor != nil {
                         failures[path] = nil
                         continue
@@ -185,16 +203,21 @@ extension Store {
 
     /// A peer's snapshot this store needs: one that holds something the store lacks, from a peer
     /// whose remaining bundles do not start where the store's history of that peer's folder ends.
-    private func snapshotToCatchUp(in exchange: ExchangeFolder, excluding used: Set<String>) throws -> String? {
+    private func snapshotToCatchUp(in exchange: ExchangeFolder, excluding used: Set<String>, key: KeyFile) throws
+        -> String?
+    {
         let token = try currentToken()
         var best: (String, History.Token)?
         for replica in try exchange.replicaFolders(except: self.replica.id) {
             let path = exchange.folder(of: replica) + "/" + ExchangeFolder.snapshotName
             guard !used.contains(path), FileManager.default.fileExists(atPath: path),
-                let (_, header) = try? ExchangeFolder.header(of: path), header.kind == .snapshot,
+                let (_, header, _) = try? ExchangeFolder.header(of: path, identity: key.envelopeIdentity),
+                header.kind == .snapshot,
                 !token.covers(header.through)
             else { continue }
-            let first = exchange.bundles(of: replica).first.flatMap { try? ExchangeFolder.header(of: $0.path).header }
+            let first = exchange.bundles(of: replica).first.flatMap {
+                try? ExchangeFolder.header(of: $0.path, identity: key.envelopeIdentity).header
+            }
             if let first, token.covers(first.since) { continue }
             if best == nil || header.through.covers(best!.1) { best = (path, header.through) }
         }
@@ -293,6 +316,9 @@ struct HeldCopies {
         self.directory = directory
         self.digests = digests
     }
+
+    /// Whether `path` is one of the copies.
+    func contains(_ path: String) -> Bool { digests[path] != nil }
 
     /// The copies, in the order they were held.
     var paths: [String] { digests.keys.sorted { $0.localizedStandardCompare($1) == .orderedAscending } }

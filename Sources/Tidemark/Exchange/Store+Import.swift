@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import GRDB
 import TidemarkCore
@@ -39,11 +40,24 @@ extension Store {
     /// A bundle written under a schema version this store has not made yet is verified and held
     /// in the store, unapplied (`ImportSummary.waitingFor`); one written after a different
     /// migration from the same version is refused (`ExchangeError.schemaFork`).
-    public func importBundle(at path: String) throws -> ImportSummary {
+    ///
+    /// An encrypted file (Protocol/encryption.md) needs `key`, this replica's key file, to be
+    /// opened. A file in clear whose sender had seen the group turn encryption on is refused as a
+    /// downgrade (`ExchangeError.downgraded`).
+    public func importBundle(at path: String, key: KeyFile? = nil) throws -> ImportSummary {
+        try importBundle(at: path, key: key, heldCopy: false)
+    }
+
+    /// `heldCopy`: `path` is a copy of a bundle this store held (`HeldCopies`), decrypted when it
+    /// was held and checked for a downgrade then.
+    func importBundle(at path: String, key: KeyFile?, heldCopy: Bool) throws -> ImportSummary {
+        if let key, key.publicKey != publicKey { throw ExchangeError.wrongKey(path: key.path) }
+        let identity = key?.envelopeIdentity
         let local = try mappingErrors { try database.read { db in try ImportContext(db: db, store: self) } }
-        let (verified, plan) = try verify(path, against: local)
+        var (verified, plan, encrypted) = try verify(path, against: local, identity: identity)
+        encrypted = encrypted || heldCopy
         var bytes: [UInt8]?
-        if case .hold = plan { bytes = try heldBytes(path, verified) }
+        if case .hold = plan { bytes = try heldBytes(path, verified, identity: identity) }
         try sealForeignWrites()
         let summary: ImportSummary = try mappingErrors {
             try database.writeWithoutTransaction { db in
@@ -55,7 +69,9 @@ extension Store {
                     let current = try ImportContext(db: db, store: self)
                     let plan = try current.schemaPlan(verified.header, path: path)
                     if case .hold(let version) = plan {
-                        let bytes = try bytes ?? heldBytes(path, verified)
+                        // Judged now, on the setting before the file: it is kept decrypted.
+                        try Self.checkNotDowngraded(db, header: verified.header, encrypted: encrypted, path: path)
+                        let bytes = try bytes ?? heldBytes(path, verified, identity: identity)
                         try HeldBundles.hold(
                             db, digest: verified.digest, bytes: bytes, version: version,
                             sender: verified.header.senderName)
@@ -69,6 +85,7 @@ extension Store {
                     try current.checkSchema(verified.header, plan: plan, path: path)
                     try current.checkPrerequisites(verified.header, path: path)
                     if current.token.covers(verified.header.through) && current.holdsAll(verified.header) {
+                        try Self.checkNotDowngraded(db, header: verified.header, encrypted: encrypted, path: path)
                         summary = ImportSummary(
                             path: path, sender: verified.header.senderName, appliedTransactions: 0, appliedChanges: 0,
                             skippedTransactions: verified.transactionCount, header: verified.header)
@@ -80,10 +97,12 @@ extension Store {
                         adopted = try SchemaLineage.adopt(db, versions, registrations: registrations, store: self)
                         context = try ImportContext(db: db, store: self)
                     }
-                    let applier = BundleApplier(db: db, store: self, context: context, path: path)
+                    let applier = BundleApplier(db: db, store: self, context: context, path: path, identity: identity)
                     summary =
                         verified.header.kind == .snapshot
                         ? try applier.applySnapshot(expected: verified) : try applier.apply(expected: verified)
+                    // Judged on the setting the file leaves: a file in clear may be the one turning encryption off.
+                    try Self.checkNotDowngraded(db, header: verified.header, encrypted: encrypted, path: path)
                     summary.adoptedVersions = adopted
                     return .commit
                 }
@@ -101,8 +120,10 @@ extension Store {
     /// Reads a bundle end to end and checks signatures, chains, trust, schema and prerequisites
     /// without touching the store. A bundle to hold is not checked against the tables or for
     /// prerequisites: that waits until it can apply.
-    func verify(_ path: String, against local: ImportContext) throws -> (VerifiedBundle, SchemaPlan) {
-        let source = try FileSource(path: path)
+    func verify(_ path: String, against local: ImportContext, identity: Curve25519.KeyAgreement.PrivateKey?) throws
+        -> (VerifiedBundle, SchemaPlan, encrypted: Bool)
+    {
+        let source = try ExchangeSource(path: path, identity: identity)
         defer { source.close() }
         do {
             let decoder = try BundleDecoder(source)
@@ -116,18 +137,25 @@ extension Store {
             let verified = try decoder.finish()
             try local.checkOwnHistory(verified.header, path: path)
             if case .hold = plan {} else { try local.checkPrerequisites(verified.header, path: path) }
-            return (verified, plan)
+            return (verified, plan, source.encrypted)
         } catch let error as BundleError {
             throw ExchangeError.badBundle(path: path, error)
         }
     }
 
     /// The bytes of a verified bundle to hold, checked to be the ones verified.
-    private func heldBytes(_ path: String, _ verified: VerifiedBundle) throws -> [UInt8] {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ExchangeError.cannotRead(path: path, reason: FileProblem.describe(path: path))
+    private func heldBytes(
+        _ path: String, _ verified: VerifiedBundle, identity: Curve25519.KeyAgreement.PrivateKey?
+    ) throws -> [UInt8] {
+        // The bundle itself, decrypted: the store keeps what it verified, not the envelope.
+        var source = try ExchangeSource(path: path, identity: identity)
+        defer { source.close() }
+        var bytes: [UInt8] = []
+        while true {
+            let chunk = try source.read(1 << 20)
+            if chunk.isEmpty { break }
+            bytes += chunk
         }
-        let bytes = [UInt8](data)
         do {
             let decoder = try BundleDecoder(BufferSource(bytes))
             try decoder.skipRecords()
@@ -139,14 +167,16 @@ extension Store {
     }
 
     /// Decodes and verifies a bundle without any store (`sync inspect`): `transactions` sees each
-    /// transaction of a change bundle, `rowStates` each row state of a snapshot.
+    /// transaction of a change bundle, `rowStates` each row state of a snapshot. An encrypted
+    /// file is decrypted with `key`.
     public static func inspectBundle(
-        at path: String, transactions: (History.TransactionHeader, [History.Change]) throws -> Void,
+        at path: String, key: KeyFile? = nil,
+        transactions: (History.TransactionHeader, [History.Change]) throws -> Void,
         rowStates: ((RowState) throws -> Void)? = nil
     )
         throws -> VerifiedBundle
     {
-        let source = try FileSource(path: path)
+        let source = try ExchangeSource(path: path, identity: key?.envelopeIdentity)
         defer { source.close() }
         do {
             let decoder = try BundleDecoder(source)

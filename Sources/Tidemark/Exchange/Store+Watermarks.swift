@@ -50,9 +50,9 @@ extension Store {
     /// Reads and verifies a watermark file; returns the token if it is intact and signed by a
     /// trusted replica, which it then records.
     @discardableResult
-    func readWatermark(at path: String) throws -> (Replica.ID, History.Token)? {
+    func readWatermark(at path: String, key: KeyFile) throws -> (Replica.ID, History.Token)? {
         guard FileManager.default.fileExists(atPath: path) else { return nil }
-        let source = try FileSource(path: path)
+        let source = try ExchangeSource(path: path, identity: key.envelopeIdentity)
         defer { source.close() }
         do {
             let decoder = try BundleDecoder(source)
@@ -61,6 +61,11 @@ extension Store {
             let sender = verified.sender
             let trusted = try peers().contains { $0.id == sender }
             guard sender == replica.id || trusted else { return nil }
+            try mappingErrors {
+                try database.read { db in
+                    try Self.checkNotDowngraded(db, header: verified.header, encrypted: source.encrypted, path: path)
+                }
+            }
             try noteWatermark(verified.header.through, of: sender, signedAt: verified.header.created)
             return (sender, verified.header.through)
         } catch let error as BundleError {

@@ -75,7 +75,9 @@ extension Store {
             guard let exchange = try? ExchangeFolder(folder) else { continue }
             let mine = exchange.folder(of: replica.id)
             let done = exchange.bundles(of: replica.id).filter { bundle in
-                (try? ExchangeFolder.header(of: bundle.path)).map { horizon.covers($0.header.through) } ?? false
+                (try? ExchangeFolder.header(of: bundle.path, identity: key?.envelopeIdentity)).map {
+                    horizon.covers($0.header.through)
+                } ?? false
             }
             guard !done.isEmpty, let key else { continue }
             if !dryRun {

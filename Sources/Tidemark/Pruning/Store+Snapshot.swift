@@ -13,11 +13,16 @@ extension Store {
     ///
     /// Throws `ExchangeError.rowTooLarge` if a row holds more TEXT and BLOB bytes than a bundle
     /// record may carry; then no file is written.
-    public func exportSnapshot(to path: String, key: KeyFile) throws -> ExportSummary {
+    ///
+    /// When the group encrypts, the file is encrypted for this replica and `peer`, or, without
+    /// one, for every trusted peer (Protocol/encryption.md §4).
+    public func exportSnapshot(to path: String, key: KeyFile, readableBy peer: Replica.ID? = nil) throws
+        -> ExportSummary
+    {
         guard key.publicKey == publicKey else { throw ExchangeError.wrongKey(path: key.path) }
         let directory = (path as NSString).deletingLastPathComponent
         let temporary = (directory.isEmpty ? "." : directory) + "/.tmp-\(UUID().uuidString)"
-        let sink = try FileSink(path: temporary)
+        let sink = try ExchangeSink(path: temporary, recipients: try envelopeRecipients(for: peer))
         do {
             // The rows read must be exactly what history up to `through` made, with every own
             // change folded into row metadata. A write by another process between the fold and
@@ -65,7 +70,8 @@ extension Store {
     }
 
     /// Encodes every row state into `sink` as a signed snapshot bundle.
-    private func writeSnapshot(_ db: Database, into sink: FileSink, path: String, key: KeyFile) throws -> ExportSummary
+    private func writeSnapshot(_ db: Database, into sink: ExchangeSink, path: String, key: KeyFile) throws
+        -> ExportSummary
     {
         let through = try Self.currentToken(db)
         let clock = try Sealer.State.fetch(db).clock
@@ -131,12 +137,13 @@ extension Store {
     /// Joins the group from a snapshot (or any bundle) file: verifies it, trusts its sender under
     /// the name it signed with (unless already trusted), and imports it. Returns the sender's name
     /// and key, for the caller to show.
-    public func join(from path: String) throws -> (sender: Peer, summary: ImportSummary) {
-        let verified = try Store.inspectBundle(at: path) { _, _ in }
+    /// An encrypted file is opened with `key`, this replica's key file.
+    public func join(from path: String, key: KeyFile? = nil) throws -> (sender: Peer, summary: ImportSummary) {
+        let verified = try Store.inspectBundle(at: path, key: key) { _, _ in }
         let sender = Peer(name: verified.header.senderName, publicKey: verified.senderKey)
         if sender.publicKey != publicKey, try !peers().contains(where: { $0.publicKey == sender.publicKey }) {
             try addPeer(name: sender.name, publicKeyBase64: sender.publicKeyBase64)
         }
-        return (sender, try importBundle(at: path))
+        return (sender, try importBundle(at: path, key: key))
     }
 }

@@ -32,6 +32,9 @@ public struct KeyFile: Sendable {
     /// The signing key.
     public let privateKey: Curve25519.Signing.PrivateKey
 
+    /// The X25519 key this replica decrypts exchange files with (Protocol/encryption.md §2).
+    public var envelopeIdentity: Curve25519.KeyAgreement.PrivateKey { EnvelopeKeys.identity(of: privateKey) }
+
     /// The 32 raw public-key bytes.
     public var publicKey: [UInt8] { Array(privateKey.publicKey.rawRepresentation) }
 

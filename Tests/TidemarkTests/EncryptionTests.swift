@@ -1,0 +1,307 @@
+import Crypto
+import Foundation
+import Testing
+import Tidemark
+import TidemarkTestSupport
+
+/// A group that encrypts its exchange (Protocol/encryption.md): members converge, the storage sees
+/// no value or name, removed members read nothing new, and every bad file is refused with the store
+/// unchanged.
+@Suite struct EncryptionTests {
+    /// Table and column names long enough that ciphertext never holds one by chance (a 3-letter
+    /// name would turn up in about one run in a hundred).
+    static let schema = """
+        CREATE TABLE secret_notebook(notebook_id TEXT PRIMARY KEY, notebook_title TEXT, notebook_pages INTEGER, notebook_cover BLOB);
+        CREATE TABLE secret_labels(label_item TEXT NOT NULL, label_text TEXT NOT NULL, label_weight, PRIMARY KEY (label_item, label_text)) WITHOUT ROWID;
+        """
+
+    /// What must never appear in an exchange file in clear: every table and column name of
+    /// `schema`, and the marker every inserted value carries.
+    static let secrets = [
+        "secret_notebook", "notebook_id", "notebook_title", "notebook_pages", "notebook_cover", "secret_labels",
+        "label_item", "label_text", "label_weight", "SECRET-",
+    ]
+
+    /// Writes `count` notebooks on `replica`, with values that carry `SECRET-`; updates and deletes some.
+    static func write(_ replica: TestReplica, count: Int, using rng: inout SeededGenerator) throws {
+        let prefix = "\(replica.name)-\(rng.next() % 1_000_000)"
+        _ = try replica.store.write(author: "app", contextName: "insert") { db in
+            for i in 0..<count {
+                try db.execute(
+                    sql:
+                        "INSERT INTO secret_notebook(notebook_id, notebook_title, notebook_pages, notebook_cover) VALUES (?, ?, ?, ?)",
+                    arguments: [
+                        "\(prefix)-\(i)", "SECRET-title-\(prefix)-\(i)-\(rng.next() % 1000)", i,
+                        Data("SECRET-cover-\(i)".utf8),
+                    ])
+                try db.execute(
+                    sql:
+                        "INSERT INTO secret_labels(label_item, label_text, label_weight) VALUES (?, 'SECRET-label', ?)",
+                    arguments: ["\(prefix)-\(i)", i])
+            }
+        }
+        _ = try replica.store.execute(
+            sql:
+                "UPDATE secret_notebook SET notebook_title = 'SECRET-updated' WHERE notebook_id LIKE '\(prefix)-%' AND notebook_pages % 3 = 0",
+            author: "app")
+        _ = try replica.store.execute(
+            sql:
+                "DELETE FROM secret_labels WHERE label_item = '\(prefix)-1'; DELETE FROM secret_notebook WHERE notebook_id = '\(prefix)-1'",
+            author: "app")
+    }
+
+    /// Every file in the folder that holds one of `secrets` in clear, with the word.
+    static func leaks(in group: ExchangeGroup) throws -> [String] {
+        try group.files.flatMap { file -> [String] in
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: group.folder + "/" + file))
+            return secrets.filter { bytes.range(of: Data($0.utf8)) != nil }.map { "\(file): \($0)" }
+        }
+    }
+
+    static func isEncrypted(_ path: String) throws -> Bool {
+        try Data(contentsOf: URL(fileURLWithPath: path)).starts(with: Data("age-encryption.org/v1\n".utf8))
+    }
+
+    @Test func threeReplicasConvergeWithEncryptionOnAndTheFolderHoldsNoValueOrNameInClear() throws {
+        let seed = SeededGenerator.seed()
+        print("seed=\(seed) (replay: TIDEMARK_SEED=\(seed) swift test --filter EncryptionTests)")
+        var rng = SeededGenerator(seed: seed)
+        let group = try ExchangeGroup(
+            ["a", "b", "c"], schema: Self.schema, preserve: ["secret_notebook.notebook_title"])
+        // b writes before it hears of the setting: its clear bundle is encrypted in place on its next push.
+        try Self.write(group["b"], count: 3, using: &rng)
+        try group.push("b")
+        #expect(try group.bundles.allSatisfy { try !Self.isEncrypted($0) })
+        #expect(try group["a"].store.setEncryption(true) != nil)
+        #expect(try group["a"].store.setEncryption(true) == nil, "setting it again changes nothing")
+        try group.round()
+        for round in 0..<6 {
+            for replica in group.replicas where rng.next() % 3 != 0 {
+                try Self.write(replica, count: Int(rng.next() % 8) + 2, using: &rng)
+            }
+            let order = group.names.shuffled(using: &rng)
+            try group.round(order, prune: round % 2 == 1)
+        }
+        try group.round()
+        try group.round()
+        #expect(try group.tableDifferences() == [], "seed \(seed)")
+        #expect(try group.replicas.allSatisfy { try $0.store.encryption().isOn })
+        #expect(try group["a"].tables()["secret_notebook"]!.rows.count > 10)
+        for file in group.files {
+            #expect(try Self.isEncrypted(group.folder + "/" + file), "\(file) is in clear")
+        }
+        #expect(try Self.leaks(in: group) == [], "seed \(seed)")
+        // The exchange holds only what some member needs (every member applied every bundle).
+        try group.round()
+        #expect(try group.bundlesNeeded(by: group.names, key: group["a"].key).isEmpty)
+    }
+
+    @Test func theSettingIsTheTransactionThatWroteIt() throws {
+        let group = try ExchangeGroup(["a", "b"])
+        let commit = try #require(try group["a"].store.setEncryption(true))
+        let setting = try group["a"].store.encryption()
+        #expect(setting.isOn)
+        #expect(setting.madeBy?.origin == group["a"].id)
+        #expect(setting.madeBy?.sequence == commit.sequence)
+        #expect(try group["a"].store.fetchHistory().last?.contextName == "encryption")
+    }
+
+    @Test func aRemovedPeerCannotOpenWhatIsWrittenAfterItsRemoval() throws {
+        let group = try ExchangeGroup(["a", "b", "c"])
+        try group["a"].store.setEncryption(true)
+        try group.round(prune: false)
+        try group.round(prune: false)
+        let before = try #require(group.bundles.first { $0.hasPrefix(group.folder(of: "a")) })
+        #expect(try open(before, as: group["c"]) != nil, "c was a member when a wrote it")
+
+        try group["a"].store.removePeer(name: "c")
+        _ = try group["a"].store.execute(sql: "INSERT INTO items(id, name) VALUES ('after', 'SECRET-after')")
+        let pushed = try #require(try group.push("a").path)
+        #expect(try open(pushed, as: group["b"]) != nil)
+        #expect(throws: ExchangeError.badEnvelope(path: pushed, .notARecipient(stanzas: 2))) {
+            try open(pushed, as: group["c"])
+        }
+        let pull = try group.pull("c", prune: false)
+        #expect(pull.warnings.contains { $0.contains(pushed) && $0.contains("encrypted for someone else") })
+        #expect(
+            try group["c"].store.execute(sql: "SELECT count(*) FROM items WHERE id = 'after'").0[0].rows[0][0]
+                == .integer(0))
+        #expect(try group.pull("b").imported.count == 1)
+    }
+
+    @Test func aFileInClearFromAMemberThatHadSeenTheSettingIsRefusedAsADowngrade() throws {
+        let group = try ExchangeGroup(["a", "b", "c"])
+        try group["a"].store.setEncryption(true)
+        try group.round()
+        _ = try group["b"].store.execute(sql: "INSERT INTO items(id, name) VALUES ('b-1', 'SECRET-b')")
+        let pushed = try #require(try group.push("b").path)
+        let clear = group.directory.file("decrypted.tmb")
+        try decrypt(pushed, as: group["c"], to: clear)
+
+        let c = group["c"]
+        let before = try StoreBytes(c.path)
+        #expect(throws: ExchangeError.downgraded(path: clear, sender: "b")) {
+            try c.store.importBundle(at: clear, key: c.key)
+        }
+        #expect(try StoreBytes(c.path) == before)
+        // The encrypted original applies; its clear copy is still refused once nothing is left to apply.
+        #expect(try c.store.importBundle(at: pushed, key: c.key).appliedTransactions == 1)
+        #expect(throws: ExchangeError.downgraded(path: clear, sender: "b")) {
+            try c.store.importBundle(at: clear, key: c.key)
+        }
+    }
+
+    @Test func aBundleInClearThatTurnsEncryptionOffIsNotADowngrade() throws {
+        let group = try ExchangeGroup(["a", "b"])
+        try group["a"].store.setEncryption(true)
+        try group.round()
+        try group.round()
+        try group["b"].store.setEncryption(false)
+        _ = try group["b"].store.execute(sql: "INSERT INTO items(id, name) VALUES ('b-1', 'in clear')")
+        let pushed = try #require(try group.push("b").path)
+        #expect(try !Self.isEncrypted(pushed))
+        let pull = try group.pull("a")
+        #expect(pull.warnings == [])
+        #expect(try group["a"].store.encryption().isOn == false)
+        #expect(try group.tableDifferences() == [])
+    }
+
+    @Test func anEncryptedBundleHeldForASchemaVersionAppliesOnceTheVersionIsMade() throws {
+        let group = try ExchangeGroup(["a", "b"])
+        try group["a"].store.setEncryption(true)
+        try group.round()
+        let migration = Store.Migration(sql: "ALTER TABLE items ADD COLUMN color TEXT")
+        try group["a"].store.migrate(migration)
+        _ = try group["a"].store.execute(sql: "INSERT INTO items(id, name, color) VALUES ('a-1', 'SECRET', 'red')")
+        let pushed = try #require(try group.push("a").path)
+        #expect(try Self.isEncrypted(pushed))
+        let held = try group.pull("b", prune: false)
+        #expect(held.warnings == [])
+        #expect(held.waiting.count == 1)
+        try group["b"].store.migrate(migration)
+        let applied = try group.pull("b", prune: false)
+        #expect(applied.warnings == [], "a held copy is not a downgrade")
+        #expect(applied.imported.count == 1)
+        #expect(try group.tableDifferences() == [])
+    }
+
+    @Test func badEncryptedFilesAreRefusedWithTheStoreUnchangedAndAPullGoesOnWithTheOthers() throws {
+        let group = try ExchangeGroup(["a", "b", "c"])
+        try group["a"].store.setEncryption(true)
+        try group.round()
+        // A value that does not compress, for several 64 KiB chunks that can be dropped and reordered.
+        _ = try group["a"].store.execute(
+            sql: "INSERT INTO items(id, name, photo) VALUES ('big', 'SECRET', randomblob(200000))")
+        let pushed = try #require(try group.push("a").path)
+        let sealed = try Array(Data(contentsOf: URL(fileURLWithPath: pushed)))
+        let headerEnd = try #require(sealed.indices.first { i in sealed[i...].starts(with: Array("\n--- ".utf8)) })
+        let payload = try #require(sealed[(headerEnd + 1)...].firstIndex(of: 0x0A)) + 1 + 16
+        let chunk = 65_536 + 16
+        try #require(sealed.count > payload + 3 * chunk)
+
+        var reordered = Array(sealed[..<payload])
+        reordered += sealed[(payload + chunk)..<(payload + 2 * chunk)] + sealed[payload..<(payload + chunk)]
+        reordered += sealed[(payload + 2 * chunk)...]
+        var flipped = sealed
+        flipped[payload + 5] ^= 0x20
+        let b = group["b"]
+        // Encrypted for b, but the bundle inside is not a's: its signature fails.
+        let clear = group.directory.file("inner.tmb")
+        try decrypt(pushed, as: b, to: clear)
+        var forged = try Array(Data(contentsOf: URL(fileURLWithPath: clear)))
+        forged[forged.count - 10] ^= 0x01
+        let stranger = try TestReplica("stranger", in: group.directory)
+        let cases: [(String, [UInt8], (String) -> ExchangeError)] = [
+            ("truncated", Array(sealed[..<(payload + chunk)]), { .badEnvelope(path: $0, .truncated(chunk: 1)) }),
+            ("reordered", reordered, { .badEnvelope(path: $0, .damaged(chunk: 0)) }),
+            ("altered", flipped, { .badEnvelope(path: $0, .damaged(chunk: 0)) }),
+            (
+                "cut", Array(sealed.dropLast(7)),
+                { .badEnvelope(path: $0, .damaged(chunk: (sealed.count - payload) / chunk)) }
+            ),
+            (
+                "for-others", try encrypt(forged, for: [stranger]),
+                { .badEnvelope(path: $0, .notARecipient(stanzas: 1)) }
+            ),
+        ]
+        let before = try StoreBytes(b.path)
+        for (name, bytes, error) in cases {
+            let path = group.directory.file("\(name).tmb")
+            _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
+            #expect(throws: error(path), "\(name)") { try b.store.importBundle(at: path, key: b.key) }
+            #expect(try StoreBytes(b.path) == before, "\(name)")
+        }
+        let badSignature = group.directory.file("bad-signature.tmb")
+        _ = FileManager.default.createFile(atPath: badSignature, contents: Data(try encrypt(forged, for: [b])))
+        #expect(throws: ExchangeError.self) { try b.store.importBundle(at: badSignature, key: b.key) }
+        do {
+            _ = try b.store.importBundle(at: badSignature, key: b.key)
+        } catch let error as ExchangeError {
+            guard case .badBundle = error else {
+                Issue.record("expected a bad bundle, got \(error)")
+                return
+            }
+        }
+        #expect(throws: ExchangeError.encryptedWithoutKey(path: pushed)) { try b.store.importBundle(at: pushed) }
+        #expect(throws: ExchangeError.wrongKey(path: stranger.key.path)) {
+            try b.store.importBundle(at: pushed, key: stranger.key)
+        }
+        #expect(try StoreBytes(b.path) == before)
+
+        // In the folder: the damaged copy is reported and skipped like any damaged file; the rest applies.
+        let original = group.directory.file("original.tmb")
+        try FileManager.default.moveItem(atPath: pushed, toPath: original)
+        _ = FileManager.default.createFile(atPath: pushed, contents: Data(reordered))
+        _ = try group["c"].store.execute(sql: "INSERT INTO items(id, name) VALUES ('c-1', 'from c')")
+        try group.push("c")
+        let pull = try group.pull("b", prune: false)
+        #expect(pull.warnings.count == 1)
+        #expect(pull.warnings.first?.contains("fails authentication at chunk 0") == true, "\(pull.warnings)")
+        #expect(pull.imported.map(\.sender) == ["c"])
+        try FileManager.default.removeItem(atPath: pushed)
+        try FileManager.default.moveItem(atPath: original, toPath: pushed)
+        #expect(try group.pull("b", prune: false).warnings == [])
+        #expect(try group.pull("a", prune: false).warnings == [])
+        #expect(try group.tableDifferences(["a", "b"]) == [])
+    }
+
+    // MARK: - Helpers
+
+    /// The bundle inside an encrypted file, opened with `replica`'s key; throws what the store would.
+    @discardableResult
+    func open(_ path: String, as replica: TestReplica) throws -> BundleHeader? {
+        try Store.inspectBundle(at: path, key: replica.key) { _, _ in }.header
+    }
+
+    func decrypt(_ path: String, as replica: TestReplica, to clear: String) throws {
+        var reader = try EnvelopeReader(
+            BufferSource(Array(try Data(contentsOf: URL(fileURLWithPath: path)))),
+            identity: replica.key.envelopeIdentity)
+        var bytes: [UInt8] = []
+        while true {
+            let chunk = try reader.read(1 << 16)
+            if chunk.isEmpty { break }
+            bytes += chunk
+        }
+        _ = FileManager.default.createFile(atPath: clear, contents: Data(bytes))
+    }
+
+    func encrypt(_ bytes: [UInt8], for replicas: [TestReplica]) throws -> [UInt8] {
+        var writer = try EnvelopeWriter(
+            recipients: replicas.map { EnvelopeKeys.recipient(ofSigningKey: $0.store.publicKey)! })
+        return writer.header + (try writer.encrypt(bytes)) + (try writer.finish())
+    }
+}
+
+/// A store's files, byte for byte (the database and its WAL).
+struct StoreBytes: Equatable {
+    var files: [String: Data]
+
+    init(_ path: String) throws {
+        var files: [String: Data] = [:]
+        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: path + suffix) {
+            files[suffix] = try Data(contentsOf: URL(fileURLWithPath: path + suffix))
+        }
+        self.files = files
+    }
+}

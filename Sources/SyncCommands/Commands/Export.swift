@@ -31,14 +31,17 @@ struct Export: ParsableCommand {
     func run() throws {
         let opened = try store.open()
         var token = History.Token.zero
+        var readers: Replica.ID?
         if let since {
             do { token = try History.Token(parsing: since) } catch let error as History.TokenError {
                 throw StoreError.badToken(error)
             }
         } else if let peer {
             token = try opened.knownToken(ofPeer: peer)
+            readers = try opened.peers().first { $0.name == peer }?.id
         }
-        let summary = try opened.exportWhatPeerLacks(since: token, to: out, key: try key.load(forStore: try store.path))
+        let summary = try opened.exportWhatPeerLacks(
+            since: token, to: out, key: try key.load(forStore: try store.path), readableBy: readers)
         if summary.kind == .snapshot {
             Output.line(
                 "exported a snapshot of \(summary.changeCount) rows, \(summary.bytes) bytes to \(out): "

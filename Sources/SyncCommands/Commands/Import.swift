@@ -6,14 +6,17 @@ struct Import: ParsableCommand {
         abstract: "Verify and apply change bundles; each is applied wholly or not at all.")
 
     @OptionGroup var store: StoreOptions
+    @OptionGroup var key: KeyOptions
 
     @Argument(help: ArgumentHelp("Bundle files, applied in the order given.", valueName: "file"))
     var files: [String]
 
     func run() throws {
         let opened = try store.open()
+        // Needed only to open encrypted files.
+        let key = try key.loadIfPresent(forStore: try store.path)
         for file in files {
-            let summary = try opened.importBundle(at: file)
+            let summary = try opened.importBundle(at: file, key: key)
             if let version = summary.waitingFor {
                 Output.line(
                     "\(file): held, not applied: written under schema \(version) (\(version.change)), which this store has not made; "

@@ -46,7 +46,8 @@ struct Init: ParsableCommand {
         Output.line("\(opened.replica.name) \(opened.replica.id)")
         if !created { Output.error("already initialized; nothing changed") }
         if let from {
-            let (sender, summary) = try opened.join(from: from)
+            let key = try KeyFile.load(key ?? KeyFile.defaultPath(forStore: try store.path))
+            let (sender, summary) = try opened.join(from: from, key: key)
             Output.line("trusted \(sender.name) \(sender.publicKeyBase64) (the sender of \(from))")
             Output.line("imported \(summary.appliedChanges) rows from its snapshot")
         }

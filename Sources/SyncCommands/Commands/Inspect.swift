@@ -13,10 +13,16 @@ struct Inspect: ParsableCommand {
     @Flag(help: "Print a JSON object.")
     var json = false
 
+    @Option(
+        help: ArgumentHelp(
+            "A replica's private key file, to decrypt an encrypted file (or decrypt it with age first).",
+            valueName: "path"))
+    var key: String?
+
     func run() throws {
         var transactions: [History.Transaction] = []
         var token = History.Token.zero
-        let verified = try Store.inspectBundle(at: file) { head, changes in
+        let verified = try Store.inspectBundle(at: file, key: try key.map(KeyFile.load)) { head, changes in
             if transactions.isEmpty { token = .zero }
             token[head.origin] = head.sequence
             transactions.append(

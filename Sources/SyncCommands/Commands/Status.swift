@@ -14,6 +14,7 @@ struct Status: ParsableCommand {
         let opened = try store.open()
         let status = try opened.status()
         let members = try opened.members()
+        let encrypted = try opened.encryption().isOn
         if json {
             let list = members.map { m in
                 "{\"name\":\(JSONText.quote(m.name)),\"id\":\"\(m.id)\",\"self\":\(m.isSelf),\"retired\":\(m.retired)"
@@ -32,7 +33,7 @@ struct Status: ParsableCommand {
                     + ",\"pending_changes\":\(status.pendingChangeCount),\"bytes\":\(status.historyBytes.map(String.init) ?? "null")"
                     + ",\"oldest\":\(status.oldest.map { "\"\($0.iso8601)\"" } ?? "null")"
                     + ",\"newest\":\(status.newest.map { "\"\($0.iso8601)\"" } ?? "null")},\"schema\":\(SchemaWording.json(status))"
-                    + ",\"members\":[\(list)]}")
+                    + ",\"encryption\":\(encrypted),\"members\":[\(list)]}")
             return
         }
         Output.line("replica  \(status.replica.name) \(status.replica.id)")
@@ -44,6 +45,7 @@ struct Status: ParsableCommand {
         }
         Output.line("schema   \(SchemaWording.current(status.lineage))")
         for wait in status.waiting { Output.line("waiting  \(SchemaWording.waiting(wait))") }
+        if encrypted { Output.line("encrypt  on: exchange files are encrypted for the group's members") }
         var history = "history  \(status.transactionCount) transactions, \(status.changeCount) changes"
         if let bytes = status.historyBytes { history += ", \(bytes) bytes" }
         if let oldest = status.oldest, let newest = status.newest {

@@ -48,6 +48,10 @@ enum CLIWording {
                 + "then pull (see README, 'Restoring a store')"
         case .invalidPeer(let reason) where reason.contains("public key"):
             return "`sync identity` prints a replica's public key"
+        case .encryptedWithoutKey:
+            return
+                "pass --key with the replica's key file, or decrypt it first: age -d -i IDENTITY FILE "
+                + "(`sync identity --age-identity` prints a replica's identity)"
         default: return error.hint
         }
     }

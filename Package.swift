@@ -82,7 +82,8 @@ let package = Package(
             swiftSettings: strict),
         // libFuzzer target over the bundle decoder and verifier; `tools/fuzz.sh` builds and runs it.
         .executableTarget(
-            name: "BundleFuzzer", dependencies: ["TidemarkCore"], path: "tools/BundleFuzzer", swiftSettings: strict),
+            name: "BundleFuzzer", dependencies: ["TidemarkCore", .product(name: "Crypto", package: "swift-crypto")],
+            path: "tools/BundleFuzzer", swiftSettings: strict),
         // SIGKILLs `sync` commands at random moments, checks stores and the exchange folder after
         // each kill, and that the replicas still converge.
         .executableTarget(

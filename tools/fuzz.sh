@@ -26,6 +26,16 @@ swift build -c release --product tidemark-fuzz --scratch-path "$scratch" \
 
 mkdir -p "$corpus" "$artifacts"
 find Protocol/vectors -name '*.tmb' -exec cp {} "$corpus/" \;
+# The encrypted envelope (Protocol/encryption.md): each valid vector as an age file for the fuzz
+# target's fixed identity (tools/BundleFuzzer/FuzzIdentity.swift; `tidemark-fuzz --recipient`
+# in a standalone build prints this recipient), so mutations reach the age header parser, the
+# chunk reader and, through them, the decoder.
+fuzz_recipient=age1zvkyg2lqzraa2lnjvqej32nkuu0ues2s82hzrye869xeexvn73equnujwj
+if command -v age >/dev/null; then
+    for vector in Protocol/vectors/valid/*.tmb; do
+        age -r "$fuzz_recipient" -o "$corpus/$(basename "$vector" .tmb).age.tmb" "$vector"
+    done
+fi
 # Random mutations of DEFLATE data rarely inflate, so they seldom reach the records inside
 # compressed frames. Add each vector with its compressed frames stored uncompressed instead: the
 # signature no longer verifies, but every byte the record reader sees is now directly mutable.

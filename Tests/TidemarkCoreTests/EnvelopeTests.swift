@@ -69,6 +69,27 @@ struct EnvelopeTests {
         #expect(throws: EnvelopeError.damaged(chunk: 3)) { try open(sealed + [0], as: key) }
     }
 
+    @Test func everyAlteredByteAndEveryCutIsRefusedByTheEnvelopeBeforeTheBundleIsRead() throws {
+        let seed = SeededGenerator.seed()
+        print("seed=\(seed) (replay: TIDEMARK_SEED=\(seed) swift test --filter EnvelopeTests)")
+        var rng = SeededGenerator(seed: seed)
+        let key = Curve25519.Signing.PrivateKey()
+        let plaintext = (0..<140_000).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        let sealed = try seal(plaintext, for: [EnvelopeKeys.identity(of: key).publicKey])
+        for _ in 0..<400 {
+            var altered = sealed
+            let at = Int.random(in: 0..<sealed.count, using: &rng)
+            altered[at] ^= UInt8.random(in: 1...255, using: &rng)
+            #expect(throws: EnvelopeError.self, "seed \(seed): byte \(at)") { try open(altered, as: key) }
+        }
+        for _ in 0..<100 {
+            let length = Int.random(in: 0..<sealed.count, using: &rng)
+            #expect(throws: EnvelopeError.self, "seed \(seed): cut at \(length)") {
+                try open(Array(sealed[..<length]), as: key)
+            }
+        }
+    }
+
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/age"), "needs /usr/bin/age"))
     func theAgeToolDecryptsWhatTidemarkEncryptsAndTheOtherWayRound() async throws {
         let directory = try TemporaryDirectory()

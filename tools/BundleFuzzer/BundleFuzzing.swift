@@ -1,12 +1,17 @@
+import Crypto
 import TidemarkCore
 
 /// Feeds one input to the bundle decoder and verifier the way `Store.importBundle` and
-/// `Store.inspectBundle` do, and checks what holds of every bundle that verifies.
+/// `Store.inspectBundle` do, and checks what holds of every bundle that verifies. An input that
+/// starts as an age file is opened first with `FuzzIdentity`, as an import opens an encrypted
+/// exchange file (Protocol/encryption.md §3, §5).
 enum BundleFuzzing {
     /// How far an input got.
     enum Outcome: Equatable {
         /// The decoder refused it with a `BundleError`, as it must refuse any bad input.
         case rejected(BundleError)
+        /// The envelope refused it with an `EnvelopeError`: not for this identity, altered, truncated.
+        case unopened(EnvelopeError)
         /// It verified: the signature, every chain and attestation, and the framing are intact.
         case verified(VerifiedBundle)
     }
@@ -20,8 +25,10 @@ enum BundleFuzzing {
             outcome = .verified(try decodeAndVerify(bytes))
         } catch let error as BundleError {
             outcome = .rejected(error)
+        } catch let error as EnvelopeError {
+            outcome = .unopened(error)
         } catch {
-            fatalError("the decoder threw \(type(of: error)), not a BundleError: \(error)")
+            fatalError("the decoder threw \(type(of: error)), not a BundleError or EnvelopeError: \(error)")
         }
         if case .verified(let bundle) = outcome { checkInvariants(bundle) }
         return outcome
@@ -31,7 +38,10 @@ enum BundleFuzzing {
     /// `finish()`. A bundle from a sender or origin outside `TrustedKeys` is read the way
     /// `sync inspect` reads it instead — record by record — so that no input stops at the trust check.
     private static func decodeAndVerify(_ bytes: [UInt8]) throws -> VerifiedBundle {
-        let decoder = try BundleDecoder(BufferSource(bytes))
+        let decoder =
+            Envelope.isEncrypted(bytes)
+            ? try BundleDecoder(EnvelopeReader(BufferSource(bytes), identity: FuzzIdentity.key))
+            : try BundleDecoder(BufferSource(bytes))
         let importable = decoder.header.kind != .watermark && TrustedKeys.admit(decoder)
         if importable {
             try decoder.skipRecords()

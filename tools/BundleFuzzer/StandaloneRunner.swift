@@ -9,6 +9,10 @@
     enum StandaloneRunner {
         static func main() {
             let paths = CommandLine.arguments.dropFirst()
+            if paths == ["--recipient"] {
+                print(FuzzIdentity.recipient)
+                return
+            }
             guard !paths.isEmpty else {
                 FileHandle.standardError.write(
                     Data("usage: tidemark-fuzz FILE...  (build with tools/fuzz.sh for a libFuzzer campaign)\n".utf8))
@@ -21,6 +25,7 @@
                 }
                 switch BundleFuzzing.run([UInt8](data)) {
                 case .rejected(let error): print("\(path): rejected: \(error)")
+                case .unopened(let error): print("\(path): not opened: \(error)")
                 case .verified(let bundle):
                     print("\(path): verified: \(bundle.transactionCount) transactions, \(bundle.changeCount) changes")
                 }

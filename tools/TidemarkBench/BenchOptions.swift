@@ -16,6 +16,8 @@ enum WorkloadName: String, CaseIterable, ExpressibleByArgument {
     case schema
     /// One-row write transactions (--operations) through the app's pool, store attached or by path.
     case appwriter
+    /// Export and import of --changes changes with the group's encryption on, against it off.
+    case encryption
 }
 
 /// The command-line settings, resolved against `--quick` (explicit values win).

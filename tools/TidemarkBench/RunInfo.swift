@@ -37,6 +37,7 @@ struct RunInfo {
                 case .history: "history \(options.transactions) tx"
                 case .schema: "schema \(options.rows) rows"
                 case .appwriter: "appwriter \(options.operations) tx"
+                case .encryption: "encryption \(options.changes) changes"
                 }
             }.joined(separator: ", "))
     }

@@ -55,6 +55,9 @@ struct BenchCommand: ParsableCommand {
                 case .schema:
                     report.rows += try SchemaWorkload(rows: options.rows, repetitions: options.repetitions).run(
                         in: scratch)
+                case .encryption:
+                    report.rows += try EncryptionWorkload(changes: options.changes, repetitions: options.repetitions)
+                        .run(in: scratch)
                 case .appwriter:
                     report.rows += try AppWriterWorkload(
                         transactions: options.operations, repetitions: options.repetitions

@@ -1,0 +1,77 @@
+import Foundation
+import Tidemark
+
+/// Issue 15's cost of encryption: exporting a store's N changes (--changes) to a bundle and
+/// importing it into a fresh replica, with the group's encryption on (an age file for two readers)
+/// against the same with it off, alternating every repetition in this process.
+struct EncryptionWorkload {
+    var changes: Int
+    var repetitions: Int
+
+    func run(in scratch: URL) throws -> [Report.Row] {
+        let path = { (name: String) in scratch.appendingPathComponent(name).path }
+        Output.progress("encryption: building a store with \(changes) changes")
+        let (store, _) = try Store.initialize(
+            path("source.sqlite"), setup: Store.Setup(replicaName: "source", schema: ("bench", Fixtures.schema)))
+        let key = try KeyFile.load(path("source.sqlite.key"))
+        let fill = """
+            WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < \(changes - 1))
+            INSERT INTO items(id, title, qty, price, payload) SELECT printf('k%08d', i), 'Item ' || i, i, i * 0.25, randomblob(32) FROM n
+            """
+        _ = try store.execute(sql: fill)
+        // An empty receiver that trusts the source, copied afresh for every import.
+        let (receiver, _) = try Store.initialize(
+            path("empty.sqlite"), setup: Store.Setup(replicaName: "target", schema: ("bench", Fixtures.schema)))
+        try receiver.addPeer(name: "source", publicKeyBase64: Data(store.publicKey).base64EncodedString())
+        try store.addPeer(name: "target", publicKeyBase64: Data(receiver.publicKey).base64EncodedString())
+
+        var samples: [Bool: (export: [Double], import: [Double])] = [true: ([], []), false: ([], [])]
+        var sizes: [Bool: Int] = [:]
+        for round in 0...repetitions {
+            for encrypted in round % 2 == 0 ? [false, true] : [true, false] {
+                // Toggling adds one change to a history of N: the two bundles differ by that much.
+                try store.setEncryption(encrypted)
+                let bundle = path("bundle-\(encrypted).tmb")
+                let exported = try timed { try store.exportBundle(since: .zero, to: bundle, key: key) }
+                let isAge = try FileHandle(forReadingFrom: URL(fileURLWithPath: bundle)).read(upToCount: 3)
+                guard (isAge == Data("age".utf8)) == encrypted else {
+                    throw BenchError.unexpectedState(
+                        metric: "encryption.export", side: .tracked, what: "encrypted files",
+                        expected: encrypted ? 1 : 0,
+                        found: encrypted ? 0 : 1)
+                }
+                let target = path("target-\(round)-\(encrypted).sqlite")
+                for suffix in ["", "-wal", ".key"]
+                where FileManager.default.fileExists(atPath: path("empty.sqlite") + suffix) {
+                    try FileManager.default.copyItem(atPath: path("empty.sqlite") + suffix, toPath: target + suffix)
+                }
+                let opened = try Store.open(target)
+                let targetKey = try KeyFile.load(target + ".key")
+                let imported = try timed { try opened.importBundle(at: bundle, key: targetKey) }
+                guard imported.value.appliedChanges >= changes else {
+                    throw BenchError.unexpectedState(
+                        metric: "encryption.import", side: .tracked, what: "changes imported", expected: Int64(changes),
+                        found: Int64(imported.value.appliedChanges))
+                }
+                try? FileManager.default.removeItem(atPath: target)
+                try? FileManager.default.removeItem(atPath: target + "-wal")
+                if round > 0 {
+                    samples[encrypted]!.export.append(exported.seconds)
+                    samples[encrypted]!.import.append(imported.seconds)
+                }
+                sizes[encrypted] = exported.value.bytes
+            }
+        }
+        Output.progress("encryption: bundle \(sizes[false] ?? 0) bytes in clear, \(sizes[true] ?? 0) encrypted")
+        return [
+            Report.Row(
+                metric: "encryption.export", ours: Measurement(samples: samples[true]!.export),
+                baseline: Measurement(samples: samples[false]!.export), baselineName: "export, encryption off",
+                unit: "s", goal: .atMost(1.1)),
+            Report.Row(
+                metric: "encryption.import", ours: Measurement(samples: samples[true]!.import),
+                baseline: Measurement(samples: samples[false]!.import), baselineName: "import, encryption off",
+                unit: "s", goal: .atMost(1.1)),
+        ]
+    }
+}

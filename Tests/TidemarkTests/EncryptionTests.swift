@@ -129,6 +129,35 @@ import TidemarkTestSupport
         #expect(try group.pull("b").imported.count == 1)
     }
 
+    @Test func aNewMemberReadsFromItsJoiningSnapshotOn() throws {
+        let group = try ExchangeGroup(["a", "b"])
+        try group["a"].store.setEncryption(true)
+        _ = try group["a"].store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-1', 'before n')")
+        try group.round(prune: false)
+        let old = try #require(group.bundles.first { $0.hasPrefix(group.folder(of: "a")) })
+
+        let n = try TestReplica("n", in: group.directory)
+        try group["a"].trust(n)
+        let joining = group.directory.file("join.tms")
+        _ = try group["a"].store.exportSnapshot(to: joining, key: group["a"].key, readableBy: n.id)
+        #expect(throws: ExchangeError.badEnvelope(path: joining, .notARecipient(stanzas: 2))) {
+            try Store.inspectBundle(at: joining, key: group["b"].key) { _, _ in }
+        }
+        let (sender, joined) = try n.store.join(from: joining, key: n.key)
+        #expect(sender.name == "a" && joined.appliedChanges > 0)
+        #expect(throws: ExchangeError.badEnvelope(path: old, .notARecipient(stanzas: 2))) {
+            try Store.inspectBundle(at: old, key: n.key) { _, _ in }
+        }
+        // From the next file on, a encrypts for n too.
+        _ = try group["a"].store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-2', 'after n')")
+        let next = try #require(try group.push("a").path)
+        #expect(try open(next, as: n)?.senderName == "a")
+        let pulled = try n.store.pull(from: group.folder, key: n.key, prune: false)
+        #expect(pulled.imported.map(\.sender) == ["a"])
+        #expect(pulled.warnings.allSatisfy { $0.contains("encrypted for someone else") }, "\(pulled.warnings)")
+        #expect(try n.tables() == group["a"].tables())
+    }
+
     @Test func aFileInClearFromAMemberThatHadSeenTheSettingIsRefusedAsADowngrade() throws {
         let group = try ExchangeGroup(["a", "b", "c"])
         try group["a"].store.setEncryption(true)

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import GRDB
 import Testing
 import Tidemark
 import TidemarkTestSupport
@@ -94,6 +95,56 @@ import TidemarkTestSupport
         // The exchange holds only what some member needs (every member applied every bundle).
         try group.round()
         #expect(try group.bundlesNeeded(by: group.names, key: group["a"].key).isEmpty)
+    }
+
+    @Test func aStoreFromBeforeEncryptionGainsTheSettingWhenItOpensAndEncrypts() async throws {
+        let group = try ExchangeGroup(["a", "b"])
+        let a = group["a"]
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-1', 'old')")
+        try group.round(prune: false)
+        // What a store made before encryption lacks: the settings table, its tracking, the held flag.
+        let old = try DatabaseQueue(path: a.path)
+        try await old.write { db in
+            let id = try #require(
+                try Int64.fetchOne(db, sql: "SELECT id FROM tidemark_tables WHERE name = 'tidemark_settings'"))
+            for trigger in try String.fetchAll(
+                db, sql: "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'tidemark_settings'")
+            {
+                try db.execute(sql: "DROP TRIGGER \(trigger)")
+            }
+            try db.execute(sql: "DROP TABLE tidemark_rows_\(id)")
+            try db.execute(sql: "DELETE FROM tidemark_tables WHERE id = \(id)")
+            try db.execute(sql: "DROP TABLE tidemark_settings")
+            try db.execute(
+                sql: """
+                    CREATE TABLE old_held(
+                        digest BLOB PRIMARY KEY NOT NULL, position INTEGER NOT NULL, waiting_for BLOB NOT NULL,
+                        change BLOB NOT NULL, sender TEXT NOT NULL, bundle BLOB NOT NULL) WITHOUT ROWID;
+                    DROP TABLE tidemark_held;
+                    ALTER TABLE old_held RENAME TO tidemark_held;
+                    """)
+        }
+        try old.close()
+
+        let reopened = try Store.open(a.path)
+        #expect(try reopened.encryption().isOn == false)
+        try reopened.setEncryption(true)
+        _ = try reopened.execute(sql: "INSERT INTO items(id, name) VALUES ('a-2', 'SECRET-new')")
+        let pushed = try #require(try reopened.push(to: group.folder, key: a.key).path)
+        #expect(try Self.isEncrypted(pushed))
+        let pulled = try group.pull("b", prune: false)
+        #expect(pulled.warnings == [])
+        #expect(try group["b"].store.encryption().isOn)
+        #expect(try group.tableDifferences() == [])
+    }
+
+    @Test func aSmallOrderKeyIsNotTrusted() throws {
+        let group = try ExchangeGroup(["a"])
+        // y = −1: a valid encoding of the Ed25519 point of order 2, which maps to X25519's u = 0.
+        let point = Data([0xec] + [UInt8](repeating: 0xff, count: 30) + [0x7f]).base64EncodedString()
+        #expect(throws: ExchangeError.invalidPeer("invalid public key: a small-order point, which no replica has")) {
+            try group["a"].store.addPeer(name: "weak", publicKeyBase64: point)
+        }
     }
 
     @Test func theSettingIsTheTransactionThatWroteIt() throws {
@@ -211,6 +262,26 @@ import TidemarkTestSupport
         let applied = try group.pull("b", prune: false)
         #expect(applied.warnings == [], "a held copy is not a downgrade")
         #expect(applied.imported.count == 1)
+        #expect(try group.tableDifferences() == [])
+    }
+
+    @Test func aHeldBundleInClearThatTurnsEncryptionOffIsJudgedWhenItApplies() throws {
+        let group = try ExchangeGroup(["a", "b"])
+        try group["a"].store.setEncryption(true)
+        try group.round(prune: false)
+        try group.round(prune: false)
+        let migration = Store.Migration(sql: "ALTER TABLE items ADD COLUMN color TEXT")
+        try group["a"].store.migrate(migration)
+        try group["a"].store.setEncryption(false)
+        _ = try group["a"].store.execute(sql: "INSERT INTO items(id, name, color) VALUES ('a-1', 'clear', 'red')")
+        let pushed = try #require(try group.push("a").path)
+        #expect(try !Self.isEncrypted(pushed))
+        let held = try group.pull("b", prune: false)
+        #expect(held.warnings == [] && held.waiting.count == 1, "\(held.warnings)")
+        try group["b"].store.migrate(migration)
+        let applied = try group.pull("b", prune: false)
+        #expect(applied.warnings == [], "it turns encryption off: no downgrade")
+        #expect(try group["b"].store.encryption().isOn == false)
         #expect(try group.tableDifferences() == [])
     }
 

@@ -24,14 +24,18 @@ extension Store {
 enum HeldBundles {
     /// Keeps a verified bundle until the store has `version`. Holding the same bundle again
     /// changes nothing.
-    static func hold(_ db: Database, digest: [UInt8], bytes: [UInt8], version: Schema.Version, sender: String) throws {
+    /// `encrypted`: the bundle came in an encrypted file, so applying it later is no downgrade.
+    static func hold(
+        _ db: Database, digest: [UInt8], bytes: [UInt8], version: Schema.Version, sender: String, encrypted: Bool
+    ) throws {
         try db.execute(
             sql: """
-                INSERT OR IGNORE INTO tidemark_held(digest, position, waiting_for, change, sender, bundle)
-                VALUES (?, ?, ?, ?, ?, ?)
+                INSERT OR IGNORE INTO tidemark_held(digest, position, waiting_for, change, sender, bundle, encrypted)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 Data(digest), version.position, Data(version.id), Data(version.change.encoded()), sender, Data(bytes),
+                encrypted,
             ])
     }
 
@@ -41,11 +45,11 @@ enum HeldBundles {
     }
 
     /// The held bundles, with the position of the version each needs.
-    static func all(_ db: Database) throws -> [(digest: [UInt8], position: Int, bytes: [UInt8])] {
+    static func all(_ db: Database) throws -> [(digest: [UInt8], position: Int, bytes: [UInt8], encrypted: Bool)] {
         try Row.fetchAll(
-            db, sql: "SELECT digest, position, bundle FROM tidemark_held ORDER BY position, sender, digest"
+            db, sql: "SELECT digest, position, bundle, encrypted FROM tidemark_held ORDER BY position, sender, digest"
         ).map {
-            ([UInt8]($0[0] as Data), $0[1], [UInt8]($0[2] as Data))
+            ([UInt8]($0[0] as Data), $0[1], [UInt8]($0[2] as Data), $0[3])
         }
     }
 

@@ -25,9 +25,7 @@ extension Store {
         }
         exchange.removeAbandonedTemporaries(of: replica.id)
         // What this replica wrote in clear before it learned that the group encrypts.
-        if let recipients = try envelopeRecipients() {
-            try encryptOwnClearFiles(in: exchange, for: recipients)
-        }
+        try encryptOwnClearFiles(in: exchange, key: key)
         let existing = exchange.bundles(of: replica.id)
         // Continue from the last bundle pushed here: readers that applied it can apply the next.
         // (Pruning removes only bundles every active member applied, so that holds after a prune.)
@@ -176,14 +174,14 @@ extension Store {
                         try mappingErrors {
                             try database.read { db in
                                 try Self.checkNotDowngraded(
-                                    db, header: header, encrypted: encrypted || held.contains(path), path: path)
+                                    db, header: header, encrypted: held.cameEncrypted(path) ?? encrypted, path: path)
                             }
                         }
                         failures[path] = nil
                         try held.release(path)
                         continue
                     }
-                    let summary = try importBundle(at: path, key: key, heldCopy: held.contains(path))
+                    let summary = try importBundle(at: path, key: key, cameEncrypted: held.cameEncrypted(path))
                     if summary.waitingFor != nil {
                         failures[path] = nil
                         continue
@@ -281,6 +279,8 @@ struct HeldCopies {
     let directory: String?
     /// File path to digest.
     private let digests: [String: [UInt8]]
+    /// File path to whether the bundle came encrypted.
+    private let encrypted: [String: Bool]
 
     init(store: Store) throws {
         self.store = store
@@ -295,30 +295,39 @@ struct HeldCopies {
         guard !bundles.isEmpty else {
             directory = nil
             digests = [:]
+            encrypted = [:]
             return
         }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "tidemark-held-\(UUID().uuidString)"
         ).path
+        // The copies are in clear (what came encrypted too): only this user may read them.
         do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
             throw ExchangeError.cannotWrite(path: directory, reason: FileProblem.describe(path: directory))
         }
         var digests: [String: [UInt8]] = [:]
+        var encrypted: [String: Bool] = [:]
         for (n, bundle) in bundles.enumerated() {
             let path = directory + "/held-\(n + 1)-v\(bundle.position).tmb"
-            guard FileManager.default.createFile(atPath: path, contents: Data(bundle.bytes)) else {
+            guard
+                FileManager.default.createFile(
+                    atPath: path, contents: Data(bundle.bytes), attributes: [.posixPermissions: 0o600])
+            else {
                 throw ExchangeError.cannotWrite(path: path, reason: FileProblem.describe(path: path))
             }
             digests[path] = bundle.digest
+            encrypted[path] = bundle.encrypted
         }
         self.directory = directory
         self.digests = digests
+        self.encrypted = encrypted
     }
 
-    /// Whether `path` is one of the copies.
-    func contains(_ path: String) -> Bool { digests[path] != nil }
+    /// For one of the copies, whether its bundle came encrypted; nil for any other path.
+    func cameEncrypted(_ path: String) -> Bool? { encrypted[path] }
 
     /// The copies, in the order they were held.
     var paths: [String] { digests.keys.sorted { $0.localizedStandardCompare($1) == .orderedAscending } }

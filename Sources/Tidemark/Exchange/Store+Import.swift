@@ -45,17 +45,17 @@ extension Store {
     /// opened. A file in clear whose sender had seen the group turn encryption on is refused as a
     /// downgrade (`ExchangeError.downgraded`).
     public func importBundle(at path: String, key: KeyFile? = nil) throws -> ImportSummary {
-        try importBundle(at: path, key: key, heldCopy: false)
+        try importBundle(at: path, key: key, cameEncrypted: nil)
     }
 
-    /// `heldCopy`: `path` is a copy of a bundle this store held (`HeldCopies`), decrypted when it
-    /// was held and checked for a downgrade then.
-    func importBundle(at path: String, key: KeyFile?, heldCopy: Bool) throws -> ImportSummary {
+    /// `cameEncrypted`: for a copy of a bundle this store held (`HeldCopies`), which it keeps
+    /// decrypted, whether the bundle came encrypted; nil for any other file.
+    func importBundle(at path: String, key: KeyFile?, cameEncrypted: Bool?) throws -> ImportSummary {
         if let key, key.publicKey != publicKey { throw ExchangeError.wrongKey(path: key.path) }
         let identity = key?.envelopeIdentity
         let local = try mappingErrors { try database.read { db in try ImportContext(db: db, store: self) } }
         var (verified, plan, encrypted) = try verify(path, against: local, identity: identity)
-        encrypted = encrypted || heldCopy
+        encrypted = cameEncrypted ?? encrypted
         var bytes: [UInt8]?
         if case .hold = plan { bytes = try heldBytes(path, verified, identity: identity) }
         try sealForeignWrites()
@@ -69,12 +69,11 @@ extension Store {
                     let current = try ImportContext(db: db, store: self)
                     let plan = try current.schemaPlan(verified.header, path: path)
                     if case .hold(let version) = plan {
-                        // Judged now, on the setting before the file: it is kept decrypted.
-                        try Self.checkNotDowngraded(db, header: verified.header, encrypted: encrypted, path: path)
+                        // Judged when it applies, on the setting it leaves then (encryption.md §5.2).
                         let bytes = try bytes ?? heldBytes(path, verified, identity: identity)
                         try HeldBundles.hold(
                             db, digest: verified.digest, bytes: bytes, version: version,
-                            sender: verified.header.senderName)
+                            sender: verified.header.senderName, encrypted: encrypted)
                         summary = ImportSummary(
                             path: path, sender: verified.header.senderName, appliedTransactions: 0, appliedChanges: 0,
                             skippedTransactions: 0, header: verified.header, waitingFor: version)

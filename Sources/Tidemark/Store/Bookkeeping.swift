@@ -129,12 +129,6 @@ enum Bookkeeping {
                 """)
         try createAuthorship(db)
         try createSchemas(db)
-        if try !db.tableExists(settingsTable) {
-            try createSettings(db)
-            let id = try Int64.fetchOne(db, sql: "SELECT max(id) FROM tidemark_tables") ?? 0
-            try Store.registerTable(
-                try TrackedTable.describe(settingsTable, id: id + 1, preserving: [], in: db, allowReserved: true), db)
-        }
     }
 
     /// The registrations of tracked tables (`TrackedTable`), untracked ones included.
@@ -178,6 +172,16 @@ enum Bookkeeping {
             try db.execute(sql: "ALTER TABLE tidemark_transactions ADD COLUMN schema INTEGER NOT NULL DEFAULT 0")
         }
         try createSchemas(db)
+        if try !db.columns(in: "tidemark_held").contains(where: { $0.name == "encrypted" }) {
+            try db.execute(sql: "ALTER TABLE tidemark_held ADD COLUMN encrypted INTEGER NOT NULL DEFAULT 0")
+        }
+        if try !db.tableExists(settingsTable) {
+            // Registered like the membership table of a new store; table ids stay local to a store.
+            try createSettings(db)
+            let id = try Int64.fetchOne(db, sql: "SELECT max(id) FROM tidemark_tables") ?? 0
+            try Store.registerTable(
+                try TrackedTable.describe(settingsTable, id: id + 1, preserving: [], in: db, allowReserved: true), db)
+        }
     }
 
     /// Whether `upgrade` has anything to do.
@@ -185,10 +189,12 @@ enum Bookkeeping {
         try !db.tableExists("tidemark_authorship") || !db.tableExists("tidemark_schemas")
             || !db.tableExists("tidemark_held")
             || !hasSlots(db) || !db.tableExists(settingsTable)
+            || !db.columns(in: "tidemark_held").contains { $0.name == "encrypted" }
     }
 
     /// The schema lineage (`SchemaLineage`) and the bundles held for a version not made here yet
-    /// (`HeldBundles`).
+    /// (`HeldBundles`; `encrypted` is 1 when the bundle came encrypted, Protocol/encryption.md §5.3).
+    /// No comment follows the last column: SQLite edits this text when a column is added or dropped.
     static func createSchemas(_ db: Database) throws {
         try db.execute(
             sql: """
@@ -203,7 +209,8 @@ enum Bookkeeping {
                     waiting_for BLOB NOT NULL,        -- that version's id
                     change BLOB NOT NULL,             -- that version's change
                     sender TEXT NOT NULL,
-                    bundle BLOB NOT NULL              -- the whole verified file
+                    bundle BLOB NOT NULL,             -- the whole verified bundle (decrypted, when it came encrypted)
+                    encrypted INTEGER NOT NULL DEFAULT 0
                 ) WITHOUT ROWID;
                 """)
     }

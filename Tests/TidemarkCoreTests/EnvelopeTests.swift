@@ -69,6 +69,26 @@ struct EnvelopeTests {
         #expect(throws: EnvelopeError.damaged(chunk: 3)) { try open(sealed + [0], as: key) }
     }
 
+    /// y = −1 (x = 0), the Ed25519 point of order 2, little-endian: it maps to u = 0.
+    static let orderTwoPoint: [UInt8] = [0xec] + [UInt8](repeating: 0xff, count: 30) + [0x7f]
+
+    @Test func lowOrderKeysAreNeitherEncryptedToNorAcceptedInAStanza() throws {
+        #expect(EnvelopeKeys.recipient(ofSigningKey: Self.orderTwoPoint) == nil)
+        let zero = try Curve25519.KeyAgreement.PublicKey(rawRepresentation: [UInt8](repeating: 0, count: 32))
+        #expect(throws: EnvelopeError.lowOrderKey) { try EnvelopeWriter(recipients: [zero]) }
+
+        // A stanza whose share is u = 0: every reader's shared secret is zero (age's `x25519_low_order`).
+        let key = Curve25519.Signing.PrivateKey()
+        let sealed = try seal([1, 2, 3], for: [EnvelopeKeys.identity(of: key).publicKey])
+        var text = String(decoding: sealed.prefix { $0 != 0x0A } + [0x0A], as: UTF8.self)
+        let rest = Array(sealed[text.utf8.count...])
+        let stanza = String(decoding: rest.prefix { $0 != 0x0A }, as: UTF8.self)
+        let share = String(stanza.split(separator: " ")[2])
+        text += stanza.replacingOccurrences(of: share, with: String(repeating: "A", count: 43))
+        let forged = Array(text.utf8) + rest[stanza.utf8.count...]
+        #expect(throws: EnvelopeError.lowOrderKey) { try open(Array(forged), as: key) }
+    }
+
     @Test func everyAlteredByteAndEveryCutIsRefusedByTheEnvelopeBeforeTheBundleIsRead() throws {
         let seed = SeededGenerator.seed()
         print("seed=\(seed) (replay: TIDEMARK_SEED=\(seed) swift test --filter EnvelopeTests)")

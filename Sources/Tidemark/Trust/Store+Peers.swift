@@ -36,6 +36,10 @@ extension Store {
         }
         let key = Array(data)
         guard key != publicKey else { throw ExchangeError.invalidPeer("that is this replica's own key") }
+        // A small-order point signs nothing anyone could not forge, and nothing could be encrypted to it.
+        guard EnvelopeKeys.recipient(ofSigningKey: key) != nil else {
+            throw ExchangeError.invalidPeer("invalid public key: a small-order point, which no replica has")
+        }
         try mappingErrors {
             try database.write { db in
                 if let existing = try String.fetchOne(

@@ -37,6 +37,12 @@ public enum Envelope {
             using: SHA256.self, salt: share + recipient, sharedInfo: x25519Info, outputByteCount: 32)
     }
 
+    /// Whether an X25519 result is all zeros: the peer's share or key is a low-order point, and
+    /// the "shared" secret is known to everyone. Every byte is looked at, whatever they hold.
+    static func isZero(_ shared: SharedSecret) -> Bool {
+        shared.withUnsafeBytes { bytes in bytes.reduce(0) { $0 | $1 } == 0 }
+    }
+
     /// The 12-byte nonce of payload chunk `counter`: 11 bytes big-endian, then 1 on the last chunk.
     static func chunkNonce(_ counter: UInt64, last: Bool) -> ChaChaPoly.Nonce {
         var bytes = [UInt8](repeating: 0, count: 3)

@@ -8,6 +8,9 @@ public enum EnvelopeError: Error, Sendable, Equatable, CustomStringConvertible {
     case headerAltered
     /// The payload ends before its last chunk (or inside the nonce).
     case truncated(chunk: Int)
+    /// An X25519 share or recipient key is a low-order point: the shared secret would be zero,
+    /// known to anyone, so the age specification refuses it.
+    case lowOrderKey
     /// A payload chunk fails authentication: altered, cut inside, reordered, or from another file.
     case damaged(chunk: Int)
 
@@ -18,6 +21,7 @@ public enum EnvelopeError: Error, Sendable, Equatable, CustomStringConvertible {
             "encrypted for someone else: none of its \(count) recipient\(count == 1 ? "" : "s") is this replica"
         case .headerAltered: "its age header was altered (the header MAC does not match)"
         case .truncated(let chunk): "its encrypted payload is truncated (ends at chunk \(chunk))"
+        case .lowOrderKey: "a recipient stanza uses a low-order X25519 key, with which anyone could open the file"
         case .damaged(let chunk):
             "its encrypted payload fails authentication at chunk \(chunk): altered, cut short or reordered"
         }

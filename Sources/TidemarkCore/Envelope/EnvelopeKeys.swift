@@ -17,15 +17,22 @@ public enum EnvelopeKeys {
 
     /// The X25519 public key of the replica whose Ed25519 public key is `publicKey` (32 bytes): the
     /// Montgomery u-coordinate (1 + y) / (1 − y) of the Edwards point. Nil when the bytes are not
-    /// 32 long or map to a point no X25519 key can have (y = 1, the identity).
+    /// 32 long or map to a point no one can encrypt to: y = 1 (the identity, no u), and every
+    /// low-order point, with which the shared secret would be zero and known to anyone.
     public static func recipient(ofSigningKey publicKey: [UInt8]) -> Curve25519.KeyAgreement.PublicKey? {
         guard publicKey.count == 32 else { return nil }
         let y = Curve25519Field(bytes: publicKey)
         let denominator = Curve25519Field.one - y
         guard denominator.bytes != [UInt8](repeating: 0, count: 32) else { return nil }
         let u = (Curve25519Field.one + y) * denominator.inverse()
-        return try? Curve25519.KeyAgreement.PublicKey(rawRepresentation: u.bytes)
+        guard let key = try? Curve25519.KeyAgreement.PublicKey(rawRepresentation: u.bytes),
+            let shared = try? probe.sharedSecretFromKeyAgreement(with: key), !Envelope.isZero(shared)
+        else { return nil }
+        return key
     }
+
+    /// Any key: a clamped scalar times a low-order point gives zero, whatever the scalar.
+    private static let probe = Curve25519.KeyAgreement.PrivateKey()
 
     /// The identity as age writes it (`AGE-SECRET-KEY-1…`), for `age -d -i FILE`. A secret.
     public static func ageIdentity(_ identity: Curve25519.KeyAgreement.PrivateKey) -> String {

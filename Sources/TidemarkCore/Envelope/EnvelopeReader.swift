@@ -30,6 +30,8 @@ public struct EnvelopeReader<Inner: ByteSource>: ByteSource {
             guard let peer = try? Curve25519.KeyAgreement.PublicKey(rawRepresentation: share),
                 let shared = try? identity.sharedSecretFromKeyAgreement(with: peer)
             else { continue }
+            // age: a share that makes the shared secret zero is a header failure.
+            guard !Envelope.isZero(shared) else { throw EnvelopeError.lowOrderKey }
             let wrapKey = Envelope.wrapKey(shared: shared, share: share, recipient: ours)
             let zero = try ChaChaPoly.Nonce(data: [UInt8](repeating: 0, count: 12))
             guard

@@ -10,7 +10,8 @@ public struct EnvelopeWriter {
     /// The header and the payload nonce, which the caller writes before any payload.
     public let header: [UInt8]
 
-    /// Prepares a file readable by each of `recipients` (at least one) and nobody else.
+    /// Prepares a file readable by each of `recipients` (at least one) and nobody else. Throws
+    /// `EnvelopeError.lowOrderKey` for a recipient with which anyone could open the file.
     public init(recipients: [Curve25519.KeyAgreement.PublicKey]) throws {
         precondition(!recipients.isEmpty, "an envelope needs a recipient")
         let fileKey = SymmetricKey(size: .bits128)
@@ -19,6 +20,7 @@ public struct EnvelopeWriter {
             let ephemeral = Curve25519.KeyAgreement.PrivateKey()
             let share = Array(ephemeral.publicKey.rawRepresentation)
             let shared = try ephemeral.sharedSecretFromKeyAgreement(with: recipient)
+            guard !Envelope.isZero(shared) else { throw EnvelopeError.lowOrderKey }
             let wrapKey = Envelope.wrapKey(
                 shared: shared, share: share, recipient: Array(recipient.rawRepresentation))
             let sealed = try fileKey.withUnsafeBytes {

@@ -49,9 +49,10 @@ enum CLIWording {
         case .invalidPeer(let reason) where reason.contains("public key"):
             return "`sync identity` prints a replica's public key"
         case .encryptedWithoutKey:
+            // Not "decrypt it with age first" for import: a decrypted copy is refused as a downgrade.
             return
-                "pass --key with the replica's key file, or decrypt it first: age -d -i IDENTITY FILE "
-                + "(`sync identity --age-identity` prints a replica's identity)"
+                "pass --key with the key file of a replica it was encrypted for (STORE.key beside its store); "
+                + "`sync inspect` also reads a copy decrypted with `age -d -i IDENTITY` (`sync identity --age-identity`)"
         default: return error.hint
         }
     }

@@ -47,20 +47,26 @@ struct ExchangeSource: ByteSource {
     func close() { file.close() }
 }
 
-/// Writes an exchange file, encrypted for `recipients` when the group encrypts. Like `FileSink`,
+/// Writes an exchange file, encrypted for the group's readers when it encrypts. Like `FileSink`,
 /// it removes the partial file when writing fails.
 final class ExchangeSink: ByteSink {
     private let file: FileSink
     private var envelope: EnvelopeWriter?
 
-    /// Creates (or truncates) `path`; with `recipients`, the file is an age file readable by them.
-    init(path: String, recipients: [Curve25519.KeyAgreement.PublicKey]?) throws {
+    /// Creates (or truncates) `path`.
+    init(path: String) throws {
         file = try FileSink(path: path)
-        if let recipients {
-            let writer = try EnvelopeWriter(recipients: recipients)
-            try file.write(writer.header)
-            envelope = writer
-        }
+    }
+
+    /// Makes the file an age file readable by `recipients`, or leaves it in clear when nil. The
+    /// caller decides in the transaction it reads the content in, so the setting and the content
+    /// agree (Protocol/encryption.md §1.3). Before any other write.
+    func encrypt(for recipients: [Curve25519.KeyAgreement.PublicKey]?) throws {
+        precondition(file.bytesWritten == 0 && envelope == nil, "encrypt before writing")
+        guard let recipients else { return }
+        let writer = try EnvelopeWriter(recipients: recipients)
+        try file.write(writer.header)
+        envelope = writer
     }
 
     /// The bytes written to the file so far.

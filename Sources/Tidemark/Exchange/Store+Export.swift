@@ -66,7 +66,7 @@ extension Store {
         }
         let directory = (path as NSString).deletingLastPathComponent
         let temporary = (directory.isEmpty ? "." : directory) + "/.tmp-\(UUID().uuidString)"
-        let sink = try ExchangeSink(path: temporary, recipients: try envelopeRecipients(for: peer))
+        let sink = try ExchangeSink(path: temporary)
         var summary: ExportSummary
         var ownHead: (sequence: Int64, attestation: Attestation)?
         do {
@@ -80,6 +80,7 @@ extension Store {
                         ranges: kind == .watermark ? [] : plan.ranges,
                         lineage: kind == .watermark ? [] : plan.lineage,
                         schemaRuns: kind == .watermark ? [] : plan.schemaRuns)
+                    try sink.encrypt(for: try envelopeRecipients(db, for: peer))
                     var encoder = try BundleEncoder(sink: sink, signingKey: key.privateKey, header: header)
                     let counts = kind == .watermark ? (0, 0) : try plan.writeTransactions(into: &encoder)
                     _ = try encoder.finish { origin, sequence, head in

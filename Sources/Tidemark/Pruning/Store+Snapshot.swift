@@ -22,7 +22,7 @@ extension Store {
         guard key.publicKey == publicKey else { throw ExchangeError.wrongKey(path: key.path) }
         let directory = (path as NSString).deletingLastPathComponent
         let temporary = (directory.isEmpty ? "." : directory) + "/.tmp-\(UUID().uuidString)"
-        let sink = try ExchangeSink(path: temporary, recipients: try envelopeRecipients(for: peer))
+        let sink = try ExchangeSink(path: temporary)
         do {
             // The rows read must be exactly what history up to `through` made, with every own
             // change folded into row metadata. A write by another process between the fold and
@@ -34,7 +34,8 @@ extension Store {
                 try mappingErrors { try database.write { db in try LocalFold(db: db, store: self).run() } }
                 summary = try mappingErrors {
                     try database.read { db in
-                        try Self.isSettled(db) ? try writeSnapshot(db, into: sink, path: path, key: key) : nil
+                        try Self.isSettled(db)
+                            ? try writeSnapshot(db, into: sink, path: path, key: key, for: peer) : nil
                     }
                 }
             }
@@ -43,7 +44,7 @@ extension Store {
                     try database.write { db in
                         _ = try sealForeign(db)
                         try LocalFold(db: db, store: self).run()
-                        return try writeSnapshot(db, into: sink, path: path, key: key)
+                        return try writeSnapshot(db, into: sink, path: path, key: key, for: peer)
                     }
                 }
             }
@@ -70,9 +71,12 @@ extension Store {
     }
 
     /// Encodes every row state into `sink` as a signed snapshot bundle.
-    private func writeSnapshot(_ db: Database, into sink: ExchangeSink, path: String, key: KeyFile) throws
+    private func writeSnapshot(
+        _ db: Database, into sink: ExchangeSink, path: String, key: KeyFile, for peer: Replica.ID?
+    ) throws
         -> ExportSummary
     {
+        try sink.encrypt(for: try envelopeRecipients(db, for: peer))
         let through = try Self.currentToken(db)
         let clock = try Sealer.State.fetch(db).clock
         let header = BundleHeader(

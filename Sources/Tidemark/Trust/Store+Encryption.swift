@@ -61,7 +61,7 @@ extension Store {
         guard try encryption().isOn != on else { return nil }
         return try write(author: "tidemark", contextName: "encryption") { db in
             // This write's transaction: the next of this replica's sequence numbers.
-            let sequence = (try Self.currentToken(db))[replica.id] + 1
+            let sequence = try Sealer.State.fetch(db).sequence + 1
             let setting = EncryptionSetting(isOn: on, origin: replica.id, sequence: sequence)
             try db.execute(
                 sql:
@@ -73,13 +73,14 @@ extension Store {
     /// The X25519 keys a file this replica writes is encrypted to, or nil when the group does not
     /// encrypt: this replica and `peer`, or, without one, this replica and every trusted peer.
     func envelopeRecipients(for peer: Replica.ID? = nil) throws -> [Curve25519.KeyAgreement.PublicKey]? {
-        try mappingErrors {
-            try database.read { db in
-                guard try Self.encryption(db).isOn else { return nil }
-                let keys = try Self.peers(db).filter { peer == nil || $0.id == peer }.map(\.publicKey)
-                return ([publicKey] + keys).compactMap(EnvelopeKeys.recipient(ofSigningKey:))
-            }
-        }
+        try mappingErrors { try database.read { db in try envelopeRecipients(db, for: peer) } }
+    }
+
+    func envelopeRecipients(_ db: Database, for peer: Replica.ID?) throws -> [Curve25519.KeyAgreement.PublicKey]? {
+        guard try Self.encryption(db).isOn else { return nil }
+        let keys = try Self.peers(db).filter { peer == nil || $0.id == peer }.map(\.publicKey)
+        // `addPeer` refuses keys no one can encrypt to, so none is dropped here.
+        return ([publicKey] + keys).compactMap(EnvelopeKeys.recipient(ofSigningKey:))
     }
 
     /// Refuses a file that arrived in clear from a sender whose signed `through` token covers the

@@ -54,8 +54,8 @@ extension Store {
         if let key, key.publicKey != publicKey { throw ExchangeError.wrongKey(path: key.path) }
         let identity = key?.envelopeIdentity
         let local = try mappingErrors { try database.read { db in try ImportContext(db: db, store: self) } }
-        var (verified, plan, encrypted) = try verify(path, against: local, identity: identity)
-        encrypted = cameEncrypted ?? encrypted
+        let (verified, plan, arrivedEncrypted) = try verify(path, against: local, identity: identity)
+        let encrypted = cameEncrypted ?? arrivedEncrypted
         var bytes: [UInt8]?
         if case .hold = plan { bytes = try heldBytes(path, verified, identity: identity) }
         try sealForeignWrites()

@@ -86,7 +86,9 @@ extension Store {
     /// Refuses a file that arrived in clear from a sender whose signed `through` token covers the
     /// transaction that turned the group's current encryption on (Protocol/encryption.md §5).
     static func checkNotDowngraded(_ db: Database, header: BundleHeader, encrypted: Bool, path: String) throws {
-        guard !encrypted, try encryption(db).isOn, let made = try encryption(db).madeBy else { return }
+        guard !encrypted else { return }
+        let setting = try encryption(db)
+        guard setting.isOn, let made = setting.madeBy else { return }
         if header.through[made.origin] >= made.sequence {
             throw ExchangeError.downgraded(path: path, sender: header.senderName)
         }

@@ -27,17 +27,39 @@ extension Store {
         // What this replica wrote in clear before it learned that the group encrypts.
         try encryptOwnClearFiles(in: exchange, key: key)
         let existing = exchange.bundles(of: replica.id)
-        // Continue from the last bundle pushed here: readers that applied it can apply the next.
-        // (Pruning removes only bundles every active member applied, so that holds after a prune.)
-        var since = try pushedThrough(directory) ?? .zero
-        if since == .zero, let newest = existing.last,
+        // Continue from what this replica's bundles here carry: readers that applied them can apply
+        // the next. (Pruning removes only bundles every active member applied, so that holds after
+        // a prune.)
+        var carried = try pushedThrough(directory) ?? .zero
+        if carried == .zero, let newest = existing.last,
             let (_, header, _) = try? ExchangeFolder.header(of: newest.path, identity: key.envelopeIdentity)
         {
-            since = header.through
+            for range in header.ranges { carried[range.origin] = range.last }
+            carried[replica.id] = max(carried[replica.id], header.through[replica.id])
         }
         // History this replica pruned was applied by every active member; others catch up by snapshot.
-        since = since.merged(with: try prunedToken())
-        if since.covers(try currentToken()) { return PushSummary(path: nil, export: nil) }
+        let pruned = try prunedToken()
+        var since = carried.merged(with: pruned)
+        let current = try currentToken()
+        // Each transaction crosses the folder once (Protocol/exchange.md §3.1): another origin's
+        // travel in its own files here, and are relayed only where none of them provides them.
+        let provided = try providedSequences(in: exchange, key: key)
+        // Unless files this replica's bundles here depend on are gone (lost, not pruned): those
+        // bundles can then no longer be applied by a replica that lacks them, so this one depends
+        // on nothing but this replica's pruned history, and carries everything else again.
+        let required = existing.compactMap {
+            try? ExchangeFolder.header(of: $0.path, identity: key.envelopeIdentity).header.since
+        }.reduce(History.Token.zero) { $0.merged(with: $1) }
+        let lost = required.sequences.contains { origin, needed in
+            origin != replica.id && needed > max(carried[origin], provided[origin] ?? 0, pruned[origin])
+        }
+        if lost {
+            carried = .zero
+            since = pruned
+        } else {
+            for (origin, position) in provided { since[origin] = max(since[origin], min(current[origin], position)) }
+        }
+        if since.covers(current) { return PushSummary(path: nil, export: nil) }
         let temporary = folder + "/" + ExchangeFolder.temporaryPrefix + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: temporary) }
         let summary = try exportBundle(since: since, to: temporary, key: key)
@@ -48,7 +70,9 @@ extension Store {
             }
             number += 1
         }
-        try setPushedThrough(directory, summary.through, number: number)
+        // What this replica's bundles here now carry: the ranges this one added.
+        for (origin, last) in summary.through.sequences where since[origin] < last { carried[origin] = last }
+        try setPushedThrough(directory, carried, number: number)
         var export = summary
         export.path = folder + "/" + ExchangeFolder.bundleName(number)
         return PushSummary(path: export.path, export: export)
@@ -220,6 +244,35 @@ extension Store {
             if best == nil || header.through.covers(best!.1) { best = (path, header.through) }
         }
         return best?.0
+    }
+
+    /// For every other replica with a folder in `exchange`, how far its own files there provide
+    /// its transactions without a gap (Protocol/exchange.md §3.1): its snapshot's position, and,
+    /// when its numbered bundles run without a missing number from one that continues that
+    /// position, its newest bundle's. Files whose header this replica cannot read, or that another
+    /// replica signed, provide nothing.
+    func providedSequences(in exchange: ExchangeFolder, key: KeyFile) throws -> [Replica.ID: Int64] {
+        var provided: [Replica.ID: Int64] = [:]
+        for origin in try exchange.replicaFolders(except: replica.id) {
+            func header(_ path: String) -> BundleHeader? {
+                guard FileManager.default.fileExists(atPath: path),
+                    let (sender, header, _) = try? ExchangeFolder.header(of: path, identity: key.envelopeIdentity),
+                    sender == origin
+                else { return nil }
+                return header
+            }
+            var position = header(exchange.folder(of: origin) + "/" + ExchangeFolder.snapshotName)?.through[origin] ?? 0
+            let bundles = exchange.bundles(of: origin)
+            if let oldest = bundles.first, let newest = bundles.last,
+                newest.number - oldest.number == bundles.count - 1,
+                let first = header(oldest.path), let last = header(newest.path)
+            {
+                let start = first.ranges.first { $0.origin == origin }?.first ?? first.since[origin] + 1
+                if start - 1 <= position { position = max(position, last.through[origin]) }
+            }
+            provided[origin] = position
+        }
+        return provided
     }
 
     func pushedThrough(_ directory: String) throws -> History.Token? {

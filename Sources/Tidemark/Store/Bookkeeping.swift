@@ -103,7 +103,7 @@ enum Bookkeeping {
                 ) WITHOUT ROWID;
                 CREATE TABLE tidemark_folders(
                     path TEXT PRIMARY KEY NOT NULL,   -- exchange folders this replica has pushed to or pulled from
-                    pushed_through TEXT,              -- the token of the last bundle this replica pushed there
+                    pushed_through TEXT,              -- per origin, how far this replica's bundles there carry its transactions
                     last_number INTEGER NOT NULL DEFAULT 0  -- its number: numbers are never reused, even after a prune
                 ) WITHOUT ROWID;
                 CREATE TABLE tidemark_origins(

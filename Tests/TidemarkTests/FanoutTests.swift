@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+import Tidemark
+import TidemarkTestSupport
+
+/// Each change crosses a folder once (Protocol/exchange.md §3.1): a push carries the replica's own
+/// transactions and relays another origin's only where no file of that folder provides them.
+@Suite struct FanoutTests {
+    @Test func sixteenReplicasWriteEachChangeToTheFolderOnce() throws {
+        let names = (1...16).map { String(format: "r%02d", $0) }
+        let group = try ExchangeGroup(names)
+        for replica in group.replicas { try PruneTests.writeItems(replica, count: 40) }
+        // The unique data: each replica's own transactions in one bundle, as its first push writes them.
+        var unique = 0
+        for replica in group.replicas {
+            var others = try replica.store.currentToken()
+            others[replica.id] = 0
+            unique += try replica.export(since: others, to: group.directory.file("own-\(replica.name).tmb")).bytes
+        }
+        var written = 0
+        var rounds = 0
+        while rounds < 6 {
+            rounds += 1
+            var pushed = 0
+            for name in names { pushed += try group.push(name).export?.bytes ?? 0 }
+            for name in names { try group.pull(name, prune: false) }
+            written += pushed
+            if pushed == 0 { break }
+        }
+        #expect(rounds == 2, "quiet after one round of pushes and pulls")
+        #expect(try group.tableDifferences() == [])
+        let ratio = Double(written) / Double(unique)
+        print("16 replicas: \(written) bytes of bundles written for \(unique) bytes of unique data (\(ratio)×)")
+        #expect(ratio <= 1.1)
+    }
+
+    @Test func writesCrossAChainOfTwoFoldersThroughTheReplicaInBoth() throws {
+        let group = try ExchangeGroup(["a", "b", "c"])
+        let (a, b, c) = (group["a"], group["b"], group["c"])
+        let first = group.folder
+        let second = group.directory.file("second")
+        try FileManager.default.createDirectory(atPath: second, withIntermediateDirectories: true)
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('from-a', 'a')")
+        _ = try c.store.execute(sql: "INSERT INTO items(id, name) VALUES ('from-c', 'c')")
+        for _ in 0..<3 {
+            _ = try a.store.push(to: first, key: a.key)
+            _ = try b.store.pull(from: first, key: b.key, prune: false)
+            _ = try b.store.push(to: second, key: b.key)
+            _ = try c.store.pull(from: second, key: c.key, prune: false)
+            _ = try c.store.push(to: second, key: c.key)
+            _ = try b.store.pull(from: second, key: b.key, prune: false)
+            _ = try b.store.push(to: first, key: b.key)
+            _ = try a.store.pull(from: first, key: a.key, prune: false)
+        }
+        #expect(try group.tableDifferences() == [])
+        #expect(
+            try c.store.execute(sql: "SELECT count(*) FROM items WHERE id = 'from-a'").0[0].rows[0][0] == .integer(1))
+        // In the first folder b relays c's transactions, never a's; in the second, a's, never c's.
+        for (folder, notRelayed) in [(first, a), (second, c)] {
+            for bundle in ExchangeGroup.bundles(in: folder, of: b) {
+                let header = try ExchangeGroup.header(of: bundle)
+                #expect(!header.ranges.contains { $0.origin == notRelayed.id }, "\(bundle) relays \(notRelayed.name)")
+            }
+        }
+    }
+
+    @Test func aReplicaWhoseBundlesDependOnLostFilesPublishesOneThatDependsOnNone() throws {
+        let group = try ExchangeGroup(["a", "b"])
+        let (a, b) = (group["a"], group["b"])
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('from-a', 'a')")
+        try group.round(prune: false)
+        _ = try b.store.execute(sql: "INSERT INTO items(id, name) VALUES ('from-b', 'b')")
+        try group.round(prune: false)
+        // a's files are lost (not pruned: no snapshot). b's bundle needs them; b carries them again.
+        for bundle in ExchangeGroup.bundles(in: group.folder, of: a) {
+            try FileManager.default.removeItem(atPath: bundle)
+        }
+        _ = try b.store.execute(sql: "INSERT INTO items(id, name) VALUES ('again', 'b')")
+        let pushed = try #require(try group.push("b").path)
+        #expect(try ExchangeGroup.header(of: pushed).ranges.contains { $0.origin == a.id })
+        let late = try group.add("late")
+        let pulled = try late.store.pull(from: group.folder, key: late.key, prune: false)
+        #expect(try late.tables() == b.tables(), "\(pulled.warnings)")
+    }
+}
+
+extension ExchangeGroup {
+    /// The numbered bundles `replica` published in `folder`.
+    static func bundles(in folder: String, of replica: TestReplica) -> [String] {
+        let path = folder + "/" + replica.id.description
+        return ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { $0.hasSuffix(".tmb") }
+            .sorted().map { path + "/" + $0 }
+    }
+}

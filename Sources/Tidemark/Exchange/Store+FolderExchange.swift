@@ -27,10 +27,37 @@ extension Store {
         // What this replica wrote in clear before it learned that the group encrypts.
         try encryptOwnClearFiles(in: exchange, key: key)
         let existing = exchange.bundles(of: replica.id)
+        let current = try currentToken()
+        var (since, carried) = try pushStart(in: exchange, existing: existing, current: current, key: key)
+        if since.covers(current) { return PushSummary(path: nil, export: nil) }
+        let temporary = folder + "/" + ExchangeFolder.temporaryPrefix + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: temporary) }
+        let summary = try exportBundle(since: since, to: temporary, key: key)
+        var number = max(existing.last?.number ?? 0, try lastPushedNumber(directory)) + 1
+        while !ExchangeFolder.publish(temporary, as: ExchangeFolder.bundleName(number), in: folder) {
+            guard FileManager.default.fileExists(atPath: folder + "/" + ExchangeFolder.bundleName(number)) else {
+                throw ExchangeError.cannotWrite(path: folder, reason: String(cString: strerror(errno)))
+            }
+            number += 1
+        }
+        // What this replica's bundles here now carry: the ranges this one added.
+        for (origin, last) in summary.through.sequences where since[origin] < last { carried[origin] = last }
+        try setPushedThrough(directory, carried, number: number)
+        var export = summary
+        export.path = folder + "/" + ExchangeFolder.bundleName(number)
+        return PushSummary(path: export.path, export: export)
+    }
+
+    /// Where a push to `exchange` starts (Protocol/exchange.md §3.1): `since`, the token the new
+    /// bundle assumes its readers hold, and `carried`, how far this replica's bundles there carry
+    /// each origin (what the push records once it publishes).
+    private func pushStart(
+        in exchange: ExchangeFolder, existing: [(number: Int, path: String)], current: History.Token, key: KeyFile
+    ) throws -> (since: History.Token, carried: History.Token) {
         // Continue from what this replica's bundles here carry: readers that applied them can apply
         // the next. (Pruning removes only bundles every active member applied, so that holds after
         // a prune.)
-        var carried = try pushedThrough(directory) ?? .zero
+        var carried = try pushedThrough(exchange.root) ?? .zero
         if carried == .zero, let newest = existing.last,
             let (_, header, _) = try? ExchangeFolder.header(of: newest.path, identity: key.envelopeIdentity)
         {
@@ -40,7 +67,6 @@ extension Store {
         // History this replica pruned was applied by every active member; others catch up by snapshot.
         let pruned = try prunedToken()
         var since = carried.merged(with: pruned)
-        let current = try currentToken()
         // Each transaction crosses the folder once (Protocol/exchange.md §3.1): another origin's
         // travel in its own files here, and are relayed only where none of them provides them.
         let provided = try providedSequences(in: exchange, key: key)
@@ -59,23 +85,7 @@ extension Store {
         } else {
             for (origin, position) in provided { since[origin] = max(since[origin], min(current[origin], position)) }
         }
-        if since.covers(current) { return PushSummary(path: nil, export: nil) }
-        let temporary = folder + "/" + ExchangeFolder.temporaryPrefix + UUID().uuidString
-        defer { try? FileManager.default.removeItem(atPath: temporary) }
-        let summary = try exportBundle(since: since, to: temporary, key: key)
-        var number = max(existing.last?.number ?? 0, try lastPushedNumber(directory)) + 1
-        while !ExchangeFolder.publish(temporary, as: ExchangeFolder.bundleName(number), in: folder) {
-            guard FileManager.default.fileExists(atPath: folder + "/" + ExchangeFolder.bundleName(number)) else {
-                throw ExchangeError.cannotWrite(path: folder, reason: String(cString: strerror(errno)))
-            }
-            number += 1
-        }
-        // What this replica's bundles here now carry: the ranges this one added.
-        for (origin, last) in summary.through.sequences where since[origin] < last { carried[origin] = last }
-        try setPushedThrough(directory, carried, number: number)
-        var export = summary
-        export.path = folder + "/" + ExchangeFolder.bundleName(number)
-        return PushSummary(path: export.path, export: export)
+        return (since, carried)
     }
 
     /// What a pull did.

@@ -9,6 +9,8 @@ struct Prune: ParsableCommand {
     @OptionGroup var store: StoreOptions
     @OptionGroup var key: KeyOptions
 
+    @OptionGroup var exchange: ExchangeOptions
+
     @Flag(help: "Say what would be removed without removing it.")
     var dryRun = false
 
@@ -21,7 +23,8 @@ struct Prune: ParsableCommand {
     func run() throws {
         let opened = try store.open()
         let lag = try maxLag.map(Durations.parse)
-        let report = try opened.prune(dryRun: dryRun, maxLag: lag, key: try? key.load(forStore: try store.path))
+        let report = try opened.prune(
+            dryRun: dryRun, maxLag: lag, key: try? key.load(forStore: try store.path), settings: exchange.settings)
         let verb = dryRun ? "would remove" : "removed"
         for name in report.retired {
             Output.line("\(dryRun ? "would retire" : "retired") \(name) (no watermark within \(maxLag!))")

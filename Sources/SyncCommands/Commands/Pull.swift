@@ -8,15 +8,19 @@ struct Pull: ParsableCommand {
     @OptionGroup var store: StoreOptions
     @OptionGroup var key: KeyOptions
 
-    @Option(help: ArgumentHelp("The shared exchange folder.", valueName: "dir"))
+    @Option(
+        help: ArgumentHelp("The exchange folder: a path, or a WebDAV collection's https:// URL.", valueName: "dir|url"))
     var from: String
+
+    @OptionGroup var exchange: ExchangeOptions
 
     @Flag(help: "Do not prune after pulling.")
     var noPrune = false
 
     func run() throws {
         let opened = try store.open()
-        let summary = try opened.pull(from: from, key: try key.load(forStore: try store.path), prune: !noPrune)
+        let summary = try opened.pull(
+            from: from, key: try key.load(forStore: try store.path), prune: !noPrune, settings: exchange.settings)
         for warning in summary.warnings { Output.error("warning: \(warning)") }
         for snapshot in summary.imported where snapshot.header.kind == .snapshot {
             Output.line("caught up from \(snapshot.sender)'s snapshot: \(snapshot.appliedChanges) rows")

@@ -8,12 +8,16 @@ struct Push: ParsableCommand {
     @OptionGroup var store: StoreOptions
     @OptionGroup var key: KeyOptions
 
-    @Option(help: ArgumentHelp("The shared exchange folder.", valueName: "dir"))
+    @Option(
+        help: ArgumentHelp("The exchange folder: a path, or a WebDAV collection's https:// URL.", valueName: "dir|url"))
     var to: String
+
+    @OptionGroup var exchange: ExchangeOptions
 
     func run() throws {
         let opened = try store.open()
-        let summary = try opened.push(to: to, key: try key.load(forStore: try store.path))
+        let summary = try opened.push(
+            to: to, key: try key.load(forStore: try store.path), settings: exchange.settings)
         if let path = summary.path, let export = summary.export {
             Output.line(
                 "pushed \(export.transactionCount) transactions, \(export.changeCount) changes, \(export.bytes) bytes to \(path)"

@@ -53,6 +53,10 @@ enum CLIWording {
             return
                 "pass --key with the key file of a replica it was encrypted for (STORE.key beside its store); "
                 + "`sync inspect` also reads a copy decrypted with `age -d -i IDENTITY` (`sync identity --age-identity`)"
+        case .remoteFailed(_, .untrustedCertificate):
+            return
+                "if you trust this server, pass the certificate of the authority that signed its certificate with --ca-file FILE"
+        case .badLocation(_, let reason) where reason.contains("--insecure-http"): return nil
         default: return error.hint
         }
     }

@@ -59,6 +59,14 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A file in clear from `sender`, whose own signed token shows it had seen the group turn
     /// encryption on (Protocol/encryption.md §5): a downgrade. Nothing was applied.
     case downgraded(path: String, sender: String)
+    /// A request to the server of a WebDAV exchange folder failed: `fault` says why. `url` never
+    /// holds credentials.
+    case remoteFailed(url: String, RemoteFault)
+    /// The netrc file at `path` could not be used for credentials: `reason` says why (never what
+    /// it holds).
+    case credentials(path: String, reason: String)
+    /// `location` cannot be used as an exchange folder: `reason` says why.
+    case badLocation(String, reason: String)
 
     public var description: String {
         switch self {
@@ -103,6 +111,9 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
             return
                 "\(p): not encrypted, but its sender '\(sender)' had seen this group turn encryption on when it signed it: "
                 + "refused as a downgrade, nothing was applied"
+        case .remoteFailed(let url, let fault): return "\(url): \(fault)"
+        case .credentials(let path, let reason): return "cannot use netrc file \(path): \(reason)"
+        case .badLocation(let location, let reason): return "cannot use \(location) as an exchange folder: \(reason)"
         }
     }
 
@@ -135,6 +146,10 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
         case .encryptedWithoutKey: return "give this replica's key file, which decrypts what the group encrypts to it"
         case .downgraded:
             return "a member's file was decrypted and put back in clear; ask that member to push again (sync push)"
+        case .remoteFailed(let url, let fault): return Self.hint(for: fault, url: url)
+        case .credentials:
+            return
+                "credentials come from a netrc file ($NETRC, or ~/.netrc): machine HOST login NAME password SECRET, mode 600"
         case .writeFailed(let p, let fault): return fault.hint(folder: Self.folder(of: p), writing: true)
         case .readFailed(let p, let fault): return fault.hint(folder: p, writing: false)
         case .cannotWrite(_, let r) where r.hasSuffix("is on a read-only file system"):
@@ -154,6 +169,48 @@ extension ExchangeError {
             return error
         }
         return ExchangeError.rowTooLarge(path: path, table: table, key: BundleWriteError.describe(key), bytes: bytes)
+    }
+
+    /// The same error, naming `address` where it named the local file `path` (a download of it).
+    func naming(_ path: String, as address: String) -> ExchangeError {
+        guard path != address else { return self }
+        func name(_ p: String) -> String { p == path ? address : p }
+        switch self {
+        case .badBundle(let p, let e): return .badBundle(path: name(p), e)
+        case .unknownSigner(let p, let n, let k): return .unknownSigner(path: name(p), name: n, publicKey: k)
+        case .unknownOrigin(let p, let o): return .unknownOrigin(path: name(p), origin: o)
+        case .schemaMismatch(let p, let t, let d): return .schemaMismatch(path: name(p), table: t, detail: d)
+        case .missingPrerequisites(let p, let m): return .missingPrerequisites(path: name(p), missing: m)
+        case .restoredFromOlderCopy(let p, let have, let has):
+            return .restoredFromOlderCopy(path: name(p), have: have, bundleHas: has)
+        case .historyFork(let p, let o, let s): return .historyFork(path: name(p), origin: o, sequence: s)
+        case .schemaFork(let p, let ours, let theirs): return .schemaFork(path: name(p), ours: ours, theirs: theirs)
+        case .cannotRead(let p, let r): return .cannotRead(path: name(p), reason: r)
+        case .readFailed(let p, let f): return .readFailed(path: name(p), f)
+        case .notImportable(let p, let k): return .notImportable(path: name(p), kind: k)
+        case .badEnvelope(let p, let e): return .badEnvelope(path: name(p), e)
+        case .encryptedWithoutKey(let p): return .encryptedWithoutKey(path: name(p))
+        case .downgraded(let p, let s): return .downgraded(path: name(p), sender: s)
+        default: return self
+        }
+    }
+
+    static func hint(for fault: RemoteFault, url: String) -> String? {
+        let host = URL(string: url)?.host ?? "the server"
+        switch fault {
+        case .unauthorized(let sent):
+            return sent
+                ? "check the login and password for \(host) in the netrc file ($NETRC, or ~/.netrc)"
+                : "add 'machine \(host) login NAME password SECRET' to the netrc file ($NETRC, or ~/.netrc), mode 600"
+        case .forbidden: return "ask the server's administrator to let this login write there"
+        case .notFound, .notACollection, .notWebDAV:
+            return "check the URL: it must name an existing WebDAV collection (a folder on the server)"
+        case .untrustedCertificate:
+            return
+                "if you trust this server, give the certificate of the authority that signed its certificate (--ca-file)"
+        case .redirected: return "use the URL the server redirects to"
+        default: return fault.isTransient ? "run the command again once the server answers" : nil
+        }
     }
 
     static func folder(of path: String) -> String {

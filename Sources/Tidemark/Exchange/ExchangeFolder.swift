@@ -2,122 +2,122 @@ import Crypto
 import Foundation
 import TidemarkCore
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
-/// The layout of a shared exchange folder (Protocol/exchange.md).
+/// The layout of an exchange folder (Protocol/exchange.md §2), over the transport that keeps it.
 ///
-/// Each replica writes only inside `DIR/<replica id>/`: numbered bundles `0000000001.tmb`, … and
-/// its signed watermark `watermark.tmw`, and after a prune its latest snapshot `snapshot.tms`. Files are written under a `.tmp-` name in the same
-/// folder and then renamed, so readers never see a partial file under a final name, and a bundle
-/// is never rewritten. Cloud drives that sync files without locks are enough.
+/// Each replica writes only inside `<replica id>/`: numbered bundles `0000000001.tmb`, … and its
+/// signed watermark `watermark.tmw`, and after a prune its latest snapshot `snapshot.tms`. Files are
+/// published whole and a bundle is never rewritten (`ExchangeTransport`), so readers never see a
+/// partial file under a final name. Cloud drives that sync files without locks are enough, and so
+/// is a WebDAV server.
 struct ExchangeFolder {
-    /// The shared folder.
-    let root: String
+    let transport: any ExchangeTransport
 
     static let bundleExtension = "tmb"
     static let watermarkName = "watermark.tmw"
     static let snapshotName = "snapshot.tms"
     static let temporaryPrefix = ".tmp-"
 
-    init(_ root: String) throws {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: root, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw ExchangeError.cannotRead(path: root, reason: Self.notAFolder(root))
-        }
-        // Every use of the folder goes through it: without search permission nothing inside can be reached.
-        if access(root, X_OK) != 0 { throw ExchangeError.readFailed(path: root, FileFault(errno: errno)) }
-        self.root = root
+    /// How much of a file a header read fetches first: a bundle's header, or an encrypted file's
+    /// recipients and first chunk (Protocol/encryption.md), fit in it but for large groups.
+    static let headerPrefix = 128 << 10
+
+    /// A file of the exchange folder: in the folder of `replica`, named `name`.
+    struct File: Hashable {
+        var replica: Replica.ID
+        var name: String
     }
 
-    static func notAFolder(_ path: String) -> String {
-        FileManager.default.fileExists(atPath: path) ? "it is a file, not a folder" : "no such folder"
-    }
+    init(_ transport: any ExchangeTransport) { self.transport = transport }
 
-    func folder(of replica: Replica.ID) -> String { root + "/" + replica.description }
+    /// Where the exchange folder is, for messages.
+    var location: String { transport.location }
 
-    /// The replica folders present, excluding `except`. Throws `readFailed` when the shared folder
-    /// or one of those replica folders cannot be listed: skipping it would silently miss bundles.
+    /// How messages name `file`.
+    func address(of file: File) -> String { transport.address(of: file.name, in: file.replica.description) }
+
+    /// The replica folders present, excluding `except`.
     func replicaFolders(except: Replica.ID) throws -> [Replica.ID] {
-        let names: [String]
-        do { names = try FileManager.default.contentsOfDirectory(atPath: root) } catch {
-            throw ExchangeError.readFailed(path: root, FileFault(error))
-        }
-        let replicas = names.compactMap(Replica.ID.init(hex:)).filter { $0 != except }.sorted()
-        for replica in replicas {
-            let folder = folder(of: replica)
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue
-            else { continue }
-            if access(folder, R_OK | X_OK) != 0 {
-                throw ExchangeError.readFailed(path: folder, FileFault(errno: errno))
-            }
-        }
-        return replicas
+        try transport.folders().compactMap(Replica.ID.init(hex:)).filter { $0 != except }.sorted()
     }
 
     /// The numbered bundles in a replica's folder, in order.
-    func bundles(of replica: Replica.ID) -> [(number: Int, path: String)] {
-        let folder = folder(of: replica)
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
-        return names.compactMap { name -> (Int, String)? in
-            guard name.hasSuffix("." + Self.bundleExtension), !name.hasPrefix("."),
-                let number = Int(name.dropLast(Self.bundleExtension.count + 1)), number > 0
-            else { return nil }
-            return (number, folder + "/" + name)
+    func bundles(of replica: Replica.ID) throws -> [(number: Int, file: File)] {
+        try transport.files(in: replica.description).compactMap { entry -> (Int, File)? in
+            guard let number = Self.bundleNumber(entry.name) else { return nil }
+            return (number, File(replica: replica, name: entry.name))
         }.sorted { $0.0 < $1.0 }
     }
 
-    /// Files in a replica's folder that are neither bundles, its watermark nor its snapshot:
-    /// temporaries still being written, and anything foreign. Hidden system files (other than
-    /// temporaries) are left alone.
-    func strayFiles(of replica: Replica.ID) -> [String] {
-        let folder = folder(of: replica)
-        let known = Set(
-            bundles(of: replica).map { URL(fileURLWithPath: $0.path).lastPathComponent } + [
-                Self.watermarkName, Self.snapshotName,
-            ])
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
-        return names.filter { name in
-            !known.contains(name) && (name.hasPrefix(Self.temporaryPrefix) || !name.hasPrefix("."))
-        }.sorted().map { folder + "/" + $0 }
-    }
-
-    /// How long a temporary file must have gone unwritten to count as abandoned: left by a write
-    /// that was interrupted (a killed process, a crash). A writer streams into its temporary
-    /// without pauses this long, so removing an abandoned one cannot cut a live write short.
-    static let abandonedTemporaryAge: TimeInterval = 600
-
-    /// Whether `path` is a temporary file nobody has written to for `abandonedTemporaryAge`.
-    static func isAbandonedTemporary(_ path: String, now: Date = Date()) -> Bool {
-        guard URL(fileURLWithPath: path).lastPathComponent.hasPrefix(temporaryPrefix),
-            let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-            attributes[.type] as? FileAttributeType == .typeRegular,
-            let modified = attributes[.modificationDate] as? Date
-        else { return false }
-        return now.timeIntervalSince(modified) >= abandonedTemporaryAge
-    }
-
-    /// Removes the abandoned temporaries of `replica`'s own folder (only their writer removes
-    /// them), and returns their paths.
-    @discardableResult
-    func removeAbandonedTemporaries(of replica: Replica.ID) -> [String] {
-        let folder = folder(of: replica)
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
-        return names.map { folder + "/" + $0 }.filter { path in
-            Self.isAbandonedTemporary(path) && (try? FileManager.default.removeItem(atPath: path)) != nil
-        }
+    static func bundleNumber(_ name: String) -> Int? {
+        guard name.hasSuffix("." + bundleExtension), !name.hasPrefix("."),
+            let number = Int(name.dropLast(bundleExtension.count + 1)), number > 0
+        else { return nil }
+        return number
     }
 
     static func bundleName(_ number: Int) -> String { String(format: "%010d.%@", number, bundleExtension) }
 
+    /// Whether `replica`'s folder holds a file named `name`.
+    func contains(_ name: String, of replica: Replica.ID) throws -> Bool {
+        try transport.files(in: replica.description).contains { $0.name == name }
+    }
+
+    /// Files in a replica's folder that are neither bundles, its watermark nor its snapshot:
+    /// temporaries still being written, and anything foreign. Hidden system files (other than
+    /// temporaries) are left alone. With each, whether it is an abandoned temporary.
+    func strayFiles(of replica: Replica.ID, now: Date = Date()) throws -> [(file: File, abandoned: Bool)] {
+        try transport.files(in: replica.description).filter { entry in
+            Self.bundleNumber(entry.name) == nil && entry.name != Self.watermarkName && entry.name != Self.snapshotName
+                && (entry.name.hasPrefix(Self.temporaryPrefix) || !entry.name.hasPrefix("."))
+        }.map { (File(replica: replica, name: $0.name), Self.isAbandonedTemporary($0, now: now)) }
+    }
+
+    /// How long a temporary file must have gone unwritten to count as abandoned: left by a write
+    /// that was interrupted (a killed process, a crash, a dropped connection). A writer streams
+    /// into its temporary without pauses this long, so removing an abandoned one cannot cut a live
+    /// write short.
+    static let abandonedTemporaryAge: TimeInterval = 600
+
+    /// Whether `entry` is a temporary file nobody has written to for `abandonedTemporaryAge`.
+    static func isAbandonedTemporary(_ entry: ExchangeEntry, now: Date = Date()) -> Bool {
+        guard entry.name.hasPrefix(temporaryPrefix), let modified = entry.modified else { return false }
+        return now.timeIntervalSince(modified) >= abandonedTemporaryAge
+    }
+
+    /// Removes the abandoned temporaries of `replica`'s own folder (only their writer removes
+    /// them), and returns their addresses.
+    @discardableResult
+    func removeAbandonedTemporaries(of replica: Replica.ID) -> [String] {
+        let folder = replica.description
+        let entries = (try? transport.files(in: folder)) ?? []
+        return entries.filter { Self.isAbandonedTemporary($0) }.compactMap { entry in
+            (try? transport.remove(entry.name, in: folder)).map { transport.address(of: entry.name, in: folder) }
+        }
+    }
+
+    /// A local file with all of `file`'s bytes.
+    func localPath(of file: File) throws -> String {
+        try transport.localCopy(of: file.name, in: file.replica.description, prefix: nil).path
+    }
+
     /// Reads only the preamble and header of a bundle (decrypting its first chunk when it is
-    /// encrypted, with `identity`), and says whether it was encrypted.
+    /// encrypted, with `identity`), and says whether it was encrypted. From a server, only the
+    /// start of the file is fetched, unless the header runs past it.
+    func header(of file: File, identity: Curve25519.KeyAgreement.PrivateKey?) throws -> (
+        sender: Replica.ID, header: BundleHeader, encrypted: Bool
+    ) {
+        let folder = file.replica.description
+        let start = try transport.localCopy(of: file.name, in: folder, prefix: Self.headerPrefix)
+        do { return try Self.header(of: start.path, identity: identity) } catch let error as ExchangeError {
+            guard !start.complete else { throw error.naming(start.path, as: address(of: file)) }
+        }
+        let whole = try transport.localCopy(of: file.name, in: folder, prefix: nil)
+        do { return try Self.header(of: whole.path, identity: identity) } catch let error as ExchangeError {
+            throw error.naming(whole.path, as: address(of: file))
+        }
+    }
+
+    /// Reads only the preamble and header of the bundle at local `path`.
     static func header(of path: String, identity: Curve25519.KeyAgreement.PrivateKey?) throws -> (
         sender: Replica.ID, header: BundleHeader, encrypted: Bool
     ) {
@@ -131,14 +131,14 @@ struct ExchangeFolder {
         }
     }
 
-    /// Publishes `temporary` under `name` in `folder` without ever replacing an existing file:
-    /// returns false if `name` is taken.
-    static func publish(_ temporary: String, as name: String, in folder: String) -> Bool {
-        let final = folder + "/" + name
-        if link(temporary, final) == 0 {
-            unlink(temporary)
-            return true
-        }
-        return false
+    /// Whether `file` exists and starts as a file in clear, not an age file.
+    func isClear(_ file: File) -> Bool {
+        guard
+            let copy = try? transport.localCopy(of: file.name, in: file.replica.description, prefix: Self.headerPrefix),
+            var source = try? FileSource(path: copy.path)
+        else { return false }
+        defer { source.close() }
+        guard let prefix = try? source.read(Envelope.intro.count), !prefix.isEmpty else { return false }
+        return !Envelope.isEncrypted(prefix)
     }
 }

@@ -13,36 +13,35 @@ extension Store {
     @discardableResult
     func encryptOwnClearFiles(in exchange: ExchangeFolder, key: KeyFile) throws -> Int {
         guard let recipients = try envelopeRecipients() else { return 0 }
-        let folder = exchange.folder(of: replica.id)
+        let mine = replica.id
         var count = 0
-        for bundle in exchange.bundles(of: replica.id) where Self.isClear(bundle.path) {
-            if (try? encryptInPlace(bundle.path, for: recipients, in: folder)) != nil { count += 1 }
+        for bundle in try exchange.bundles(of: mine) where exchange.isClear(bundle.file) {
+            if (try? encryptInPlace(bundle.file, for: recipients, in: exchange)) != nil { count += 1 }
         }
-        if Self.isClear(folder + "/" + ExchangeFolder.watermarkName) {
+        let watermark = ExchangeFolder.File(replica: mine, name: ExchangeFolder.watermarkName)
+        if try exchange.contains(watermark.name, of: mine), exchange.isClear(watermark) {
             if (try? writeWatermark(in: exchange, key: key)) != nil { count += 1 }
         }
-        let snapshot = folder + "/" + ExchangeFolder.snapshotName
-        if Self.isClear(snapshot) {
-            if (try? exportSnapshot(to: snapshot, key: key)) != nil { count += 1 }
+        let snapshot = ExchangeFolder.File(replica: mine, name: ExchangeFolder.snapshotName)
+        if try exchange.contains(snapshot.name, of: mine), exchange.isClear(snapshot) {
+            let temporary = exchange.transport.temporaryFile(for: mine.description)
+            defer { try? FileManager.default.removeItem(atPath: temporary) }
+            if (try? exportSnapshot(to: temporary, key: key)) != nil,
+                (try? exchange.transport.replace(snapshot.name, in: mine.description, with: temporary)) != nil
+            {
+                count += 1
+            }
         }
         return count
     }
 
-    /// Whether `path` exists and is not an age file.
-    private static func isClear(_ path: String) -> Bool {
-        guard var source = try? FileSource(path: path) else { return false }
+    /// Replaces `file` by its content encrypted for `recipients`.
+    private func encryptInPlace(
+        _ file: ExchangeFolder.File, for recipients: [Curve25519.KeyAgreement.PublicKey], in exchange: ExchangeFolder
+    ) throws {
+        var source = try FileSource(path: try exchange.localPath(of: file))
         defer { source.close() }
-        guard let prefix = try? source.read(Envelope.intro.count), !prefix.isEmpty else { return false }
-        return !Envelope.isEncrypted(prefix)
-    }
-
-    /// Replaces `path` by its content encrypted for `recipients`, through a temporary file in `folder`.
-    private func encryptInPlace(_ path: String, for recipients: [Curve25519.KeyAgreement.PublicKey], in folder: String)
-        throws
-    {
-        var source = try FileSource(path: path)
-        defer { source.close() }
-        let temporary = folder + "/" + ExchangeFolder.temporaryPrefix + UUID().uuidString
+        let temporary = exchange.transport.temporaryFile(for: file.replica.description)
         do {
             let sink = try ExchangeSink(path: temporary)
             try sink.encrypt(for: recipients)
@@ -52,7 +51,7 @@ extension Store {
                 try sink.write(bytes)
             }
             try sink.close()
-            try FileManager.default.moveItemReplacing(at: temporary, to: path)
+            try exchange.transport.replace(file.name, in: file.replica.description, with: temporary)
         } catch {
             try? FileManager.default.removeItem(atPath: temporary)
             throw error

@@ -26,7 +26,11 @@ extension Store {
     /// applied (writing a fresh snapshot beside them first). It never removes what an active
     /// member still lacks; a member that never left a watermark counts as having applied nothing.
     /// With `maxLag`, members whose last watermark is older than that are retired first.
-    public func prune(dryRun: Bool = false, maxLag: TimeInterval? = nil, key: KeyFile?) throws -> PruneReport {
+    /// Exchange folders on a server are reached with `settings`; one that cannot be reached keeps
+    /// its files until a later prune.
+    public func prune(
+        dryRun: Bool = false, maxLag: TimeInterval? = nil, key: KeyFile?, settings: ExchangeSettings = .init()
+    ) throws -> PruneReport {
         var retired: [String] = []
         if let maxLag {
             let now = HLCTimestamp(milliseconds: options.clock.nowMilliseconds(), counter: 0)
@@ -71,23 +75,27 @@ extension Store {
         }
         var files: [String] = []
         var snapshots: [String] = []
-        for folder in try exchangeFolders() {
-            guard let exchange = try? ExchangeFolder(folder) else { continue }
-            let mine = exchange.folder(of: replica.id)
-            let done = exchange.bundles(of: replica.id).filter { bundle in
-                (try? ExchangeFolder.header(of: bundle.path, identity: key?.envelopeIdentity)).map {
+        for location in try exchangeFolders() {
+            guard let transport = try? ExchangeLocation.transport(for: location, settings: settings) else { continue }
+            defer { transport.close() }
+            let exchange = ExchangeFolder(transport)
+            let mine = replica.id.description
+            let done = ((try? exchange.bundles(of: replica.id)) ?? []).filter { bundle in
+                (try? exchange.header(of: bundle.file, identity: key?.envelopeIdentity)).map {
                     horizon.covers($0.header.through)
                 } ?? false
             }
             guard !done.isEmpty, let key else { continue }
             if !dryRun {
                 // Anyone who still needs what these bundles held catches up from the snapshot.
-                let snapshot = mine + "/" + ExchangeFolder.snapshotName
-                _ = try exportSnapshot(to: snapshot, key: key)
-                snapshots.append(snapshot)
-                for bundle in done { try? FileManager.default.removeItem(atPath: bundle.path) }
+                let temporary = transport.temporaryFile(for: mine)
+                defer { try? FileManager.default.removeItem(atPath: temporary) }
+                _ = try exportSnapshot(to: temporary, key: key)
+                try transport.replace(ExchangeFolder.snapshotName, in: mine, with: temporary)
+                snapshots.append(transport.address(of: ExchangeFolder.snapshotName, in: mine))
+                for bundle in done { try? transport.remove(bundle.file.name, in: mine) }
             }
-            files += done.map(\.path)
+            files += done.map { exchange.address(of: $0.file) }
         }
         return PruneReport(
             horizon: horizon, removedTransactions: removed, removedFiles: files, snapshots: snapshots,
@@ -95,18 +103,9 @@ extension Store {
             retired: retired, dryRun: dryRun)
     }
 
-    /// The exchange folders this replica has pushed to or pulled from.
+    /// The exchange folders this replica has pushed to or pulled from: absolute paths, and the
+    /// URLs of WebDAV collections.
     public func exchangeFolders() throws -> [String] {
         try database.read { db in try String.fetchAll(db, sql: "SELECT path FROM tidemark_folders ORDER BY path") }
-    }
-
-    /// Remembers an exchange folder, by absolute path.
-    func rememberFolder(_ path: String) throws {
-        let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
-        try mappingErrors {
-            try database.write { db in
-                try db.execute(sql: "INSERT OR IGNORE INTO tidemark_folders(path) VALUES (?)", arguments: [absolute])
-            }
-        }
     }
 }

@@ -1,0 +1,164 @@
+import Foundation
+import TidemarkCore
+
+extension Store {
+    /// What a push wrote.
+    public struct PushSummary: Sendable {
+        /// The new bundle (its path, or its URL), or nil when there was nothing new to push.
+        public var path: String?
+        /// Its contents.
+        public var export: ExportSummary?
+    }
+
+    /// Writes the transactions this replica holds beyond its previous push into a new numbered
+    /// bundle in its own subfolder of `location`: a folder, or a WebDAV collection's URL (which
+    /// `settings` says how to reach). Peers that applied every earlier bundle of this exchange
+    /// folder can apply the new one.
+    public func push(to location: String, key: KeyFile, settings: ExchangeSettings = .init()) throws -> PushSummary {
+        let (exchange, recorded) = try openExchange(location, settings: settings)
+        defer { exchange.transport.close() }
+        try rejoinIfRetired()
+        let mine = replica.id.description
+        try exchange.transport.createFolder(mine)
+        exchange.removeAbandonedTemporaries(of: replica.id)
+        // What this replica wrote in clear before it learned that the group encrypts.
+        try encryptOwnClearFiles(in: exchange, key: key)
+        let existing = try exchange.bundles(of: replica.id)
+        let current = try currentToken()
+        var (since, carried) = try pushStart(
+            in: exchange, recorded: recorded, existing: existing, current: current, key: key)
+        if since.covers(current) { return PushSummary(path: nil, export: nil) }
+        let temporary = exchange.transport.temporaryFile(for: mine)
+        defer { try? FileManager.default.removeItem(atPath: temporary) }
+        let summary = try exportBundle(since: since, to: temporary, key: key)
+        let first = max(existing.last?.number ?? 0, try lastPushedNumber(recorded)) + 1
+        let name = try exchange.transport.publish(temporary, in: mine) { ExchangeFolder.bundleName(first + $0) }
+        let number = ExchangeFolder.bundleNumber(name)!
+        // What this replica's bundles here now carry: the ranges this one added.
+        for (origin, last) in summary.through.sequences where since[origin] < last { carried[origin] = last }
+        try setPushedThrough(recorded, carried, number: number)
+        var export = summary
+        export.path = exchange.transport.address(of: name, in: mine)
+        return PushSummary(path: export.path, export: export)
+    }
+
+    /// Where a push to `exchange` starts (Protocol/exchange.md §3.1): `since`, the token the new
+    /// bundle assumes its readers hold, and `carried`, how far this replica's bundles there carry
+    /// each origin (what the push records once it publishes).
+    private func pushStart(
+        in exchange: ExchangeFolder, recorded: String, existing: [(number: Int, file: ExchangeFolder.File)],
+        current: History.Token, key: KeyFile
+    ) throws -> (since: History.Token, carried: History.Token) {
+        // Continue from what this replica's bundles here carry: readers that applied them can apply
+        // the next. (Pruning removes only bundles every active member applied, so that holds after
+        // a prune.)
+        var carried = try pushedThrough(recorded) ?? .zero
+        if carried == .zero, let newest = existing.last,
+            let (_, header, _) = try? exchange.header(of: newest.file, identity: key.envelopeIdentity)
+        {
+            for range in header.ranges { carried[range.origin] = range.last }
+            carried[replica.id] = max(carried[replica.id], header.through[replica.id])
+        }
+        // History this replica pruned was applied by every active member; others catch up by snapshot.
+        let pruned = try prunedToken()
+        var since = carried.merged(with: pruned)
+        // Each transaction crosses the folder once (Protocol/exchange.md §3.1): another origin's
+        // travel in its own files here, and are relayed only where none of them provides them.
+        let provided = try providedSequences(in: exchange, key: key)
+        // Unless files this replica's bundles here depend on are gone (lost, not pruned): those
+        // bundles can then no longer be applied by a replica that lacks them, so this one depends
+        // on nothing but this replica's pruned history, and carries everything else again.
+        let required = existing.compactMap {
+            try? exchange.header(of: $0.file, identity: key.envelopeIdentity).header.since
+        }.reduce(History.Token.zero) { $0.merged(with: $1) }
+        let lost = required.sequences.contains { origin, needed in
+            origin != replica.id && needed > max(carried[origin], provided[origin] ?? 0, pruned[origin])
+        }
+        if lost {
+            carried = .zero
+            since = pruned
+        } else {
+            for (origin, position) in provided { since[origin] = max(since[origin], min(current[origin], position)) }
+        }
+        return (since, carried)
+    }
+
+    /// For every other replica with a folder in `exchange`, how far its own files there provide
+    /// its transactions without a gap (Protocol/exchange.md §3.1): its snapshot's position, and,
+    /// when its numbered bundles run without a missing number from one that continues that
+    /// position, its newest bundle's. Files whose header this replica cannot read, or that another
+    /// replica signed, provide nothing.
+    func providedSequences(in exchange: ExchangeFolder, key: KeyFile) throws -> [Replica.ID: Int64] {
+        var provided: [Replica.ID: Int64] = [:]
+        for origin in try exchange.replicaFolders(except: replica.id) {
+            func header(_ file: ExchangeFolder.File) -> BundleHeader? {
+                guard let (sender, header, _) = try? exchange.header(of: file, identity: key.envelopeIdentity),
+                    sender == origin
+                else { return nil }
+                return header
+            }
+            let snapshot = ExchangeFolder.File(replica: origin, name: ExchangeFolder.snapshotName)
+            var position =
+                try exchange.contains(snapshot.name, of: origin) ? header(snapshot)?.through[origin] ?? 0 : 0
+            let bundles = try exchange.bundles(of: origin)
+            if let oldest = bundles.first, let newest = bundles.last,
+                newest.number - oldest.number == bundles.count - 1,
+                let first = header(oldest.file), let last = header(newest.file)
+            {
+                let start = first.ranges.first { $0.origin == origin }?.first ?? first.since[origin] + 1
+                if start - 1 <= position { position = max(position, last.through[origin]) }
+            }
+            provided[origin] = position
+        }
+        return provided
+    }
+
+    /// Opens the exchange folder at `location` and remembers it; returns it with the key this
+    /// replica records it under.
+    func openExchange(_ location: String, settings: ExchangeSettings) throws -> (ExchangeFolder, String) {
+        let exchange = ExchangeFolder(try ExchangeLocation.transport(for: location, settings: settings))
+        let recorded = try ExchangeLocation.key(location)
+        do {
+            try mappingErrors {
+                try database.write { db in
+                    try db.execute(
+                        sql: "INSERT OR IGNORE INTO tidemark_folders(path) VALUES (?)", arguments: [recorded])
+                }
+            }
+        } catch {
+            exchange.transport.close()
+            throw error
+        }
+        return (exchange, recorded)
+    }
+
+    /// How far this replica's bundles in the exchange folder recorded as `recorded` carry each origin.
+    func pushedThrough(_ recorded: String) throws -> History.Token? {
+        try mappingErrors {
+            try database.read { db in
+                try String.fetchOne(
+                    db, sql: "SELECT pushed_through FROM tidemark_folders WHERE path = ?", arguments: [recorded])
+            }
+        }.flatMap { try? History.Token(parsing: $0) }
+    }
+
+    func setPushedThrough(_ recorded: String, _ token: History.Token, number: Int) throws {
+        try mappingErrors {
+            try database.write { db in
+                try db.execute(
+                    sql:
+                        "UPDATE tidemark_folders SET pushed_through = ?, last_number = max(last_number, ?) WHERE path = ?",
+                    arguments: [token.description, number, recorded])
+            }
+        }
+    }
+
+    func lastPushedNumber(_ recorded: String) throws -> Int {
+        try mappingErrors {
+            try database.read { db in
+                try Int.fetchOne(
+                    db, sql: "SELECT last_number FROM tidemark_folders WHERE path = ?", arguments: [recorded]) ?? 0
+            }
+        }
+    }
+}

@@ -36,4 +36,7 @@ public struct FolderTree: Sendable, Equatable {
 
     /// The relative paths of files (not folders).
     public var files: [String] { entries.filter { !$0.value.isDirectory }.map(\.key).sorted() }
+
+    /// The absolute paths of the files (not folders) under `root`.
+    public static func files(in root: String) -> [String] { FolderTree(root).files.map { root + "/" + $0 } }
 }

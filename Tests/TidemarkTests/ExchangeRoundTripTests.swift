@@ -201,12 +201,23 @@ import TidemarkTestSupport
     /// `sqlite3` shell, and push and pull through one folder in a random order until quiescent.
     /// Replay a run with `TIDEMARK_SEED=<seed> swift test --filter threeReplicasConverge`.
     @Test func threeReplicasConvergeThroughOneFolder() async throws {
-        let seed = SeededGenerator.seed()
-        print("threeReplicasConvergeThroughOneFolder: seed \(seed) (replay with TIDEMARK_SEED=\(seed))")
-        var random = SeededGenerator(seed: seed)
         let directory = try TemporaryDirectory("tidemark-converge")
         let exchange = directory.file("exchange")
         try FileManager.default.createDirectory(atPath: exchange, withIntermediateDirectories: true)
+        _ = try await Self.convergeThree(
+            through: exchange, in: directory, label: "threeReplicasConvergeThroughOneFolder")
+    }
+
+    /// The randomized workload of `threeReplicasConvergeThroughOneFolder` through the exchange
+    /// folder `exchange` (a path or a URL, reached with `settings`, or with `options` and
+    /// `environment` by `sync`); returns the replicas, converged.
+    static func convergeThree(
+        through exchange: String, in directory: TemporaryDirectory, label: String,
+        settings: ExchangeSettings = ExchangeSettings(), options: [String] = [], environment: [String: String] = [:]
+    ) async throws -> [TestReplica] {
+        let seed = SeededGenerator.seed()
+        print("\(label): seed \(seed) (replay with TIDEMARK_SEED=\(seed))")
+        var random = SeededGenerator(seed: seed)
         let replicas = try ["a", "b", "c"].map { try TestReplica($0, in: directory) }
         try TestReplica.trustEachOther(replicas)
         var counters = [0, 0, 0]
@@ -231,20 +242,22 @@ import TidemarkTestSupport
             case 5..<7:
                 if Bool.random(using: &random) {
                     log.append("\(replica.name) push (library)")
-                    _ = try replica.store.push(to: exchange, key: replica.key)
+                    _ = try replica.store.push(to: exchange, key: replica.key, settings: settings)
                 } else {
                     log.append("\(replica.name) push (sync push)")
-                    let result = try await SyncProcess.run(["push", "--store", replica.path, "--to", exchange])
+                    let result = try await SyncProcess.run(
+                        ["push", "--store", replica.path, "--to", exchange] + options, environment: environment)
                     try #require(result.exitCode == 0 && result.stderr.isEmpty, "seed \(seed): \(result)")
                 }
             default:
                 if Bool.random(using: &random) {
                     log.append("\(replica.name) pull (library)")
-                    let pulled = try replica.store.pull(from: exchange, key: replica.key)
+                    let pulled = try replica.store.pull(from: exchange, key: replica.key, settings: settings)
                     #expect(pulled.warnings.isEmpty, "seed \(seed): \(pulled.warnings)")
                 } else {
                     log.append("\(replica.name) pull (sync pull)")
-                    let result = try await SyncProcess.run(["pull", "--store", replica.path, "--from", exchange])
+                    let result = try await SyncProcess.run(
+                        ["pull", "--store", replica.path, "--from", exchange] + options, environment: environment)
                     try #require(result.exitCode == 0 && result.stderr.isEmpty, "seed \(seed): \(result)")
                 }
             }
@@ -260,9 +273,11 @@ import TidemarkTestSupport
                 var moved = false
                 for replica in replicas {
                     log.append("\(replica.name) push (library, quiescing)")
-                    if try replica.store.push(to: exchange, key: replica.key).path != nil { moved = true }
+                    if try replica.store.push(to: exchange, key: replica.key, settings: settings).path != nil {
+                        moved = true
+                    }
                     log.append("\(replica.name) pull (library, quiescing)")
-                    let pulled = try replica.store.pull(from: exchange, key: replica.key)
+                    let pulled = try replica.store.pull(from: exchange, key: replica.key, settings: settings)
                     #expect(pulled.warnings.isEmpty, "seed \(seed): \(pulled.warnings)")
                     if !pulled.imported.isEmpty { moved = true }
                 }
@@ -282,9 +297,7 @@ import TidemarkTestSupport
             }
             throw error
         }
-        print(
-            "threeReplicasConvergeThroughOneFolder: quiescent after \(rounds) final rounds; \(counters.reduce(0, +)) rows inserted"
-        )
+        print("\(label): quiescent after \(rounds) final rounds; \(counters.reduce(0, +)) rows inserted")
 
         let context = "seed \(seed):"
         try ExchangeExpect.sameTables(replicas, context)
@@ -313,6 +326,7 @@ import TidemarkTestSupport
         if try replicas.dropFirst().contains(where: { try $0.tables() != first }) {
             print("\(context) operations:\n\(log.joined(separator: "\n"))")
         }
+        return replicas
     }
 
     /// One random non-conflicting SQL write by `replica`: insert a row under its own prefix, or

@@ -21,7 +21,6 @@ final class WebDAVClient {
     private let client: HTTPClient
     /// The `Authorization` header; never printed.
     private let authorization: String?
-    private var closed = false
     /// Bytes of response bodies received, for `tidemark-bench`.
     private(set) var bytesDownloaded: Int64 = 0
     /// Bytes of request bodies sent.
@@ -29,6 +28,25 @@ final class WebDAVClient {
 
     init(settings: ExchangeSettings, credentials: Netrc.Credentials?) throws {
         self.settings = settings
+        client = try Self.client(for: settings)
+        authorization = credentials?.basicAuthorization
+    }
+
+    /// Clients by trust roots and timeouts. A client lives as long as the process: shutting one
+    /// down while a finished request still hands its connection back to the pool is not safe,
+    /// and its connections serve the next push or pull to the same server.
+    private static let clients = Clients()
+
+    private final class Clients: @unchecked Sendable {  // @unchecked: `byKey` is guarded by `lock`.
+        let lock = NSLock()
+        var byKey: [String: HTTPClient] = [:]
+    }
+
+    private static func client(for settings: ExchangeSettings) throws -> HTTPClient {
+        let key = "\(settings.caFile ?? "")|\(settings.timeout)|\(settings.connectTimeout)"
+        clients.lock.lock()
+        defer { clients.lock.unlock() }
+        if let client = clients.byKey[key] { return client }
         var tls = TLSConfiguration.makeClientConfiguration()
         if let caFile = settings.caFile {
             guard FileManager.default.isReadableFile(atPath: caFile),
@@ -46,16 +64,9 @@ final class WebDAVClient {
             tlsConfiguration: tls, redirectConfiguration: .disallow,
             timeout: HTTPClient.Configuration.Timeout(connect: connect, read: timeout))
         configuration.timeout.write = timeout
-        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-        authorization = credentials?.basicAuthorization
-    }
-
-    deinit { close() }
-
-    func close() {
-        guard !closed else { return }
-        closed = true
-        try? client.syncShutdown()
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        clients.byKey[key] = client
+        return client
     }
 
     /// A response whose body was kept in memory (listings and short answers).
@@ -208,7 +219,7 @@ final class WebDAVClient {
             default: break
             }
         }
-        if let error = error as? NIOSSLError { return tlsFault(error) }
+        if let error = error as? NIOSSLError { return tlsFault(error, url: url) }
         if let error = error as? NIOSSLExtraError { return .untrustedCertificate("\(error)") }
         if let error = error as? IOError {
             return .unreachable(String(cString: strerror(error.errnoCode)).lowercased())
@@ -234,10 +245,10 @@ final class WebDAVClient {
         return .unreachable(text)
     }
 
-    static func tlsFault(_ error: NIOSSLError) -> RemoteFault {
+    static func tlsFault(_ error: NIOSSLError, url: URL) -> RemoteFault {
         let text = "\(error)"
-        if text.contains("CERTIFICATE_VERIFY_FAILED") {
-            return .untrustedCertificate("the certificate does not verify")
+        if text.contains("CERTIFICATE_VERIFY_FAILED"), let host = url.host {
+            return .untrustedCertificate(CertificateProbe.reason(host: host, port: url.port ?? 443))
         }
         return .tlsFailed(text)
     }

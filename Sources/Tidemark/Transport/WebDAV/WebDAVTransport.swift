@@ -53,7 +53,7 @@ final class WebDAVTransport: ExchangeTransport {
                 atPath: scratch, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             try checkCollection()
         } catch {
-            close()
+            try? FileManager.default.removeItem(atPath: scratch)
             throw error
         }
     }
@@ -288,7 +288,6 @@ final class WebDAVTransport: ExchangeTransport {
     }
 
     func close() {
-        client.close()
         try? FileManager.default.removeItem(atPath: scratch)
     }
 }

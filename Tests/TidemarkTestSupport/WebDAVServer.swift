@@ -1,0 +1,401 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A real WebDAV server on the loopback, started for a test and stopped when released: Apache
+/// httpd with mod_dav (an HTTP port, an HTTPS port with a certificate from a test CA, and an HTTPS
+/// port whose certificate has expired), or `rclone serve webdav`. Both ask for Basic
+/// authentication; `netrc` holds the right credentials, mode 0600.
+public final class WebDAVServer: @unchecked Sendable {  // @unchecked: immutable after init but for `process`, used by stop() only.
+    public enum Kind: String, Sendable, CaseIterable {
+        case apache, rclone
+    }
+
+    public let kind: Kind
+    public let directory: TemporaryDirectory
+    /// The folder the server serves.
+    public let root: String
+    /// `http://127.0.0.1:PORT/`
+    public let url: String
+    /// Apache only: the HTTPS URL, its CA's certificate (PEM), and a URL whose certificate expired.
+    public let httpsURL: String?
+    public let caFile: String?
+    public let expiredURL: String?
+    /// A netrc file with the server's login and password.
+    public let netrc: String
+    public static let login = "tidemark-test"
+    /// The password: tests check it never appears in any output.
+    public let password = "pw-\(UUID().uuidString.prefix(12))"
+    private let process: Process
+    private let log: String
+
+    /// Whether the server's program is installed (`.ci/run` installs both).
+    public static func isInstalled(_ kind: Kind) -> Bool {
+        switch kind {
+        case .apache: return FileManager.default.isExecutableFile(atPath: "/usr/sbin/apache2")
+        case .rclone: return FileManager.default.isExecutableFile(atPath: "/usr/bin/rclone")
+        }
+    }
+
+    public init(_ kind: Kind) throws {
+        self.kind = kind
+        directory = try TemporaryDirectory("tidemark-webdav")
+        root = directory.file("files")
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        netrc = directory.file("netrc")
+        log = directory.file("server.log")
+        let port = try Self.freePort()
+        url = "http://127.0.0.1:\(port)/"
+        try "machine 127.0.0.1 login \(Self.login) password \(password)\n".write(
+            toFile: netrc, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: netrc)
+        process = Process()
+        switch kind {
+        case .apache:
+            let secure = try Self.freePort()
+            let expired = try Self.freePort()
+            httpsURL = "https://127.0.0.1:\(secure)/"
+            expiredURL = "https://127.0.0.1:\(expired)/"
+            caFile = directory.file("ca.pem")
+            try Certificates.make(in: directory.path)
+            try Self.runTool("/usr/bin/htpasswd", ["-bc", directory.file("htpasswd"), Self.login, password])
+            // Apache started as root serves as `nobody`, which must be able to write the files.
+            if getuid() == 0 {
+                for path in [directory.path, root] { chmod(path, 0o777) }
+            }
+            try apacheConfiguration(http: port, https: secure, expired: expired).write(
+                toFile: directory.file("httpd.conf"), atomically: true, encoding: .utf8)
+            process.executableURL = URL(fileURLWithPath: "/usr/sbin/apache2")
+            process.arguments = ["-f", directory.file("httpd.conf"), "-DFOREGROUND"]
+        case .rclone:
+            httpsURL = nil
+            caFile = nil
+            expiredURL = nil
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/rclone")
+            process.arguments = [
+                "serve", "webdav", root, "--addr", "127.0.0.1:\(port)", "--user", Self.login, "--pass", password,
+                "--config", directory.file("rclone.conf"),
+            ]
+        }
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        let output = FileHandle(forWritingAtPath: log)
+        process.standardOutput = output
+        process.standardError = output
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        try Self.waitUntilListening(port, what: "\(kind) (log: \(log))")
+    }
+
+    deinit { stop() }
+
+    /// Stops the server and every process it left (Apache's workers keep serving open connections
+    /// after their parent is gone). It keeps no state a test needs: killed at once.
+    public func stop() {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        Self.waitForExit(process)
+        Self.killAll(mentioning: directory.path)
+    }
+
+    /// Waits (5 s at most) until `process` has exited. (Not `waitUntilExit()`, which can miss the
+    /// exit of a killed child here and wait forever.)
+    static func waitForExit(_ process: Process) {
+        let deadline = Date().addingTimeInterval(5)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+    }
+
+    /// Sends SIGKILL to every process whose command line mentions `text` (Linux: /proc).
+    static func killAll(mentioning text: String) {
+        let processes = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        for entry in processes {
+            guard let pid = Int32(entry),
+                let line = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline"),
+                String(decoding: line, as: UTF8.self).contains(text)
+            else { continue }
+            kill(pid, SIGKILL)
+        }
+    }
+
+    private func apacheConfiguration(http: Int, https: Int, expired: Int) -> String {
+        let modules = "/usr/lib/apache2/modules"
+        let d = directory.path
+        return """
+            ServerRoot \(d)
+            ServerName 127.0.0.1
+            PidFile \(d)/httpd.pid
+            ErrorLog \(d)/error.log
+            LogLevel error
+            Listen 127.0.0.1:\(http)
+            Listen 127.0.0.1:\(https)
+            Listen 127.0.0.1:\(expired)
+            LoadModule mpm_event_module \(modules)/mod_mpm_event.so
+            LoadModule authz_core_module \(modules)/mod_authz_core.so
+            LoadModule authn_core_module \(modules)/mod_authn_core.so
+            LoadModule authn_file_module \(modules)/mod_authn_file.so
+            LoadModule auth_basic_module \(modules)/mod_auth_basic.so
+            LoadModule authz_user_module \(modules)/mod_authz_user.so
+            LoadModule dav_module \(modules)/mod_dav.so
+            LoadModule dav_fs_module \(modules)/mod_dav_fs.so
+            LoadModule ssl_module \(modules)/mod_ssl.so
+            \(getuid() == 0 ? "User nobody\nGroup nogroup" : "")
+            DAVLockDB \(d)/davlock
+            DocumentRoot \(root)
+            <VirtualHost 127.0.0.1:\(https)>
+              SSLEngine on
+              SSLCertificateFile \(d)/server.pem
+              SSLCertificateKeyFile \(d)/server.key
+            </VirtualHost>
+            <VirtualHost 127.0.0.1:\(expired)>
+              SSLEngine on
+              SSLCertificateFile \(d)/expired.pem
+              SSLCertificateKeyFile \(d)/server.key
+            </VirtualHost>
+            <Directory \(root)>
+              Dav On
+              AuthType Basic
+              AuthName "tidemark"
+              AuthUserFile \(d)/htpasswd
+              Require valid-user
+            </Directory>
+
+            """
+    }
+
+    /// A TCP port nobody listens on now.
+    public static func freePort() throws -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw ServerError.failed("socket: errno \(errno)") }
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0
+            }
+        }
+        guard bound else { throw ServerError.failed("bind: errno \(errno)") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Waits (10 s at most) until something accepts connections on `port`.
+    public static func waitUntilListening(_ port: Int, what: String) throws {
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = UInt16(port).bigEndian
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                }
+            }
+            close(descriptor)
+            if connected { return }
+            usleep(50_000)
+        }
+        throw ServerError.failed("\(what) did not listen on 127.0.0.1:\(port) within 10 s")
+    }
+
+    static func runTool(_ path: String, _ arguments: [String], in directory: String? = nil) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
+        process.standardOutput = FileHandle.nullDevice
+        let errors = Pipe()
+        process.standardError = errors
+        try process.run()
+        let message = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw ServerError.failed(
+                "\(path) \(arguments.joined(separator: " ")): \(String(decoding: message, as: UTF8.self))")
+        }
+    }
+
+    public enum ServerError: Error, CustomStringConvertible {
+        case failed(String)
+        public var description: String {
+            switch self {
+            case .failed(let why): return why
+            }
+        }
+    }
+}
+
+/// A test CA, a server certificate it signed for 127.0.0.1 and localhost, and one that expired.
+enum Certificates {
+    static func make(in directory: String) throws {
+        let openssl = "/usr/bin/openssl"
+        func run(_ arguments: [String]) throws { try WebDAVServer.runTool(openssl, arguments, in: directory) }
+        try run([
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "ca.key",
+            "-out", "ca.pem", "-days", "2", "-subj", "/CN=Tidemark test CA",
+        ])
+        try run([
+            "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "server.key",
+            "-out", "server.csr", "-subj", "/CN=127.0.0.1",
+        ])
+        try "subjectAltName=IP:127.0.0.1,DNS:localhost\n".write(
+            toFile: directory + "/ext.cnf", atomically: true, encoding: .utf8)
+        try run([
+            "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out",
+            "server.pem", "-days", "2", "-extfile", "ext.cnf",
+        ])
+        // `openssl ca` is the tool that takes explicit validity dates: the same key, valid in 2020 only.
+        try FileManager.default.createDirectory(atPath: directory + "/ca", withIntermediateDirectories: true)
+        try "".write(toFile: directory + "/ca/index.txt", atomically: true, encoding: .utf8)
+        try "1000\n".write(toFile: directory + "/ca/serial", atomically: true, encoding: .utf8)
+        try """
+        [ca]
+        default_ca = test
+        [test]
+        dir = ./ca
+        database = ./ca/index.txt
+        serial = ./ca/serial
+        new_certs_dir = ./ca
+        default_md = sha256
+        policy = anything
+        copy_extensions = none
+        [anything]
+        commonName = supplied
+        [server]
+        subjectAltName = IP:127.0.0.1,DNS:localhost
+
+        """.write(toFile: directory + "/ca.cnf", atomically: true, encoding: .utf8)
+        try run([
+            "ca", "-batch", "-config", "ca.cnf", "-extensions", "server", "-cert", "ca.pem", "-keyfile", "ca.key",
+            "-in", "server.csr", "-out", "expired.pem", "-startdate", "20200101000000Z", "-enddate", "20200201000000Z",
+            "-notext",
+        ])
+    }
+}
+
+/// `tools/webdav-fault-proxy.py` in front of a server: forwards every request, and injects the
+/// faults a test sets (a status, a dropped request or response, a delay).
+public final class FaultProxy: @unchecked Sendable {  // @unchecked: immutable after init.
+    public let url: String
+    private let process: Process
+    private let port: Int
+
+    public init(upstream: WebDAVServer) throws {
+        let upstreamPort = Int(URL(string: upstream.url)!.port!)
+        var script = URL(fileURLWithPath: #filePath)
+        while !FileManager.default.fileExists(atPath: script.appendingPathComponent("tools/webdav-fault-proxy.py").path)
+        {
+            script.deleteLastPathComponent()
+            guard script.path != "/" else {
+                throw WebDAVServer.ServerError.failed("tools/webdav-fault-proxy.py not found")
+            }
+        }
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = [script.appendingPathComponent("tools/webdav-fault-proxy.py").path, String(upstreamPort)]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line += chunk
+        }
+        guard let port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+        else { throw WebDAVServer.ServerError.failed("the fault proxy did not start") }
+        self.port = port
+        url = "http://127.0.0.1:\(port)/"
+        try WebDAVServer.waitUntilListening(port, what: "the fault proxy")
+    }
+
+    deinit {
+        // It keeps no state: killed at once.
+        kill(process.processIdentifier, SIGKILL)
+        WebDAVServer.waitForExit(process)
+    }
+
+    /// One fault: `action` is status, drop-request, drop-response, delay or refuse (see the script).
+    public struct Rule: Encodable, Sendable {
+        public var method: String
+        public var path: String
+        public var action: String
+        public var times: Int
+        public var status: Int?
+        public var after: Int?
+        public var seconds: Double?
+
+        public init(
+            _ action: String, method: String = "*", path: String = "", times: Int = 1, status: Int? = nil,
+            after: Int? = nil, seconds: Double? = nil
+        ) {
+            self.action = action
+            self.method = method
+            self.path = path
+            self.times = times
+            self.status = status
+            self.after = after
+            self.seconds = seconds
+        }
+    }
+
+    /// Replaces the faults to inject.
+    public func inject(_ rules: [Rule]) throws {
+        _ = try control("POST", "__faults", body: try JSONEncoder().encode(rules))
+    }
+
+    /// One forwarded request.
+    public struct Forwarded: Decodable, Sendable {
+        public var method: String
+        public var path: String
+        public var range: String?
+        public var status: Int
+        public var bytes: Int
+    }
+
+    /// The requests forwarded since the last `clearLog()`.
+    public func forwarded() throws -> [Forwarded] {
+        try JSONDecoder().decode([Forwarded].self, from: try control("GET", "__log"))
+    }
+
+    public func clearLog() throws { _ = try control("DELETE", "__log") }
+
+    private func control(_ method: String, _ path: String, body: Data? = nil) throws -> Data {
+        // A plain socket exchange: the test's own HTTP client is the thing under test.
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+        guard connected else { throw WebDAVServer.ServerError.failed("cannot reach the fault proxy") }
+        let payload = body ?? Data()
+        let request =
+            Data(
+                "\(method) /\(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(payload.count)\r\nConnection: close\r\n\r\n"
+                    .utf8) + payload
+        _ = request.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, 0) }
+        var response = Data()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = recv(descriptor, &buffer, buffer.count, 0)
+            if count <= 0 { break }
+            response.append(contentsOf: buffer[0..<count])
+        }
+        guard let split = response.range(of: Data("\r\n\r\n".utf8)) else { return Data() }
+        return response[split.upperBound...]
+    }
+}

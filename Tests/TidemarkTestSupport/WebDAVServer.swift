@@ -10,7 +10,8 @@ import Foundation
 /// httpd with mod_dav (an HTTP port, an HTTPS port with a certificate from a test CA, and an HTTPS
 /// port whose certificate has expired), or `rclone serve webdav`. Both ask for Basic
 /// authentication; `netrc` holds the right credentials, mode 0600.
-public final class WebDAVServer: @unchecked Sendable {  // @unchecked: immutable after init but for `process`, used by stop() only.
+// @unchecked: immutable after init; `process` is only signalled and polled.
+public final class WebDAVServer: @unchecked Sendable {
     public enum Kind: String, Sendable, CaseIterable {
         case apache, rclone
     }

@@ -18,6 +18,8 @@ enum WorkloadName: String, CaseIterable, ExpressibleByArgument {
     case appwriter
     /// Export and import of --changes changes with the group's encryption on, against it off.
     case encryption
+    /// Push and pull of --changes changes through a WebDAV server (Apache, loopback) against a folder.
+    case webdav
 }
 
 /// The command-line settings, resolved against `--quick` (explicit values win).

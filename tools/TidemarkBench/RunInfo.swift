@@ -38,6 +38,7 @@ struct RunInfo {
                 case .schema: "schema \(options.rows) rows"
                 case .appwriter: "appwriter \(options.operations) tx"
                 case .encryption: "encryption \(options.changes) changes"
+                case .webdav: "webdav \(options.changes) changes"
                 }
             }.joined(separator: ", "))
     }

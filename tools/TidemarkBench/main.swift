@@ -58,6 +58,11 @@ struct BenchCommand: ParsableCommand {
                 case .encryption:
                     report.rows += try EncryptionWorkload(changes: options.changes, repetitions: options.repetitions)
                         .run(in: scratch)
+                case .webdav:
+                    let result = try WebDAVWorkload(changes: options.changes, repetitions: options.repetitions)
+                        .run(in: scratch)
+                    report.rows += result.rows
+                    report.figures += result.figures
                 case .appwriter:
                     report.rows += try AppWriterWorkload(
                         transactions: options.operations, repetitions: options.repetitions

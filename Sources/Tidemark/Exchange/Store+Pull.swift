@@ -16,6 +16,8 @@ extension Store {
         /// Schema versions that bundles held in the store (this pull's or earlier ones') wait for:
         /// make the same migration, then pull again.
         public var waiting: [SchemaWait] = []
+        /// Bytes fetched from the server of a WebDAV exchange folder (none from a local folder).
+        public var bytesDownloaded: Int64 = 0
         /// The user tables whose rows the pull changed (every import's `changedTables`).
         public var changedTables: Set<String> { imported.reduce(into: []) { $0.formUnion($1.changedTables) } }
     }
@@ -109,7 +111,8 @@ extension Store {
         let watermark = try writeWatermark(in: exchange, key: key)
         let report = autoPrune ? try prune(key: key, settings: settings) : nil
         return PullSummary(
-            imported: imported, warnings: warnings, watermark: watermark, prune: report, waiting: try schemaWaits())
+            imported: imported, warnings: warnings, watermark: watermark, prune: report, waiting: try schemaWaits(),
+            bytesDownloaded: exchange.transport.bytesDownloaded)
     }
 
     /// Applies what it can of `addresses`, repeating while progress is made; returns the bundles

@@ -40,6 +40,9 @@ protocol ExchangeTransport: AnyObject {
     /// Removes `name` from `folder`; a file already gone is no error.
     func remove(_ name: String, in folder: String) throws
 
+    /// Bytes fetched from a server so far (none for a local folder).
+    var bytesDownloaded: Int64 { get }
+
     /// How messages name a file of the exchange.
     func address(of name: String, in folder: String) -> String
 

@@ -112,5 +112,7 @@ final class FolderTransport: ExchangeTransport {
         }
     }
 
+    var bytesDownloaded: Int64 { 0 }
+
     func close() {}
 }

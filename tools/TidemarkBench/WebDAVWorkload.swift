@@ -1,0 +1,96 @@
+import Foundation
+import Tidemark
+import TidemarkTestSupport
+
+/// Issue 14's exchange through a WebDAV server: a push of --changes changes, then a fresh
+/// replica's pull of it, through Apache mod_dav on the loopback (HTTP, so the figure is the
+/// transport's, not TLS's), against the same through a local folder; alternating every repetition
+/// in this process. Also bytes downloaded by the pull per byte of the bundle it needed.
+struct WebDAVWorkload {
+    var changes: Int
+    var repetitions: Int
+
+    func run(in scratch: URL) throws -> (rows: [Report.Row], figures: [Report.Figure]) {
+        let path = { (name: String) in scratch.appendingPathComponent(name).path }
+        Output.progress("webdav: starting Apache mod_dav on the loopback")
+        let server = try WebDAVServer(.apache)
+        let settings = ExchangeSettings(netrcPath: server.netrc)
+        Output.progress("webdav: building a store with \(changes) changes")
+        let (store, _) = try Store.initialize(
+            path("source.sqlite"), setup: Store.Setup(replicaName: "source", schema: ("bench", Fixtures.schema)))
+        let key = try KeyFile.load(path("source.sqlite.key"))
+        let fill = """
+            WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < \(changes - 1))
+            INSERT INTO items(id, title, qty, price, payload) SELECT printf('k%08d', i), 'Item ' || i, i, i * 0.25, randomblob(32) FROM n
+            """
+        _ = try store.execute(sql: fill)
+        let (receiver, _) = try Store.initialize(
+            path("empty.sqlite"), setup: Store.Setup(replicaName: "target", schema: ("bench", Fixtures.schema)))
+        try receiver.addPeer(name: "source", publicKeyBase64: Data(store.publicKey).base64EncodedString())
+
+        var samples: [Bool: (push: [Double], pull: [Double])] = [true: ([], []), false: ([], [])]
+        var downloaded: [Double] = []
+        for round in 0...repetitions {
+            for remote in round % 2 == 0 ? [false, true] : [true, false] {
+                // A new exchange folder each time: the push writes everything again.
+                let folder = "round-\(round)"
+                let location: String
+                if remote {
+                    try FileManager.default.createDirectory(
+                        atPath: server.root + "/" + folder, withIntermediateDirectories: true,
+                        attributes: [.posixPermissions: 0o777])
+                    location = server.url + folder + "/"
+                } else {
+                    location = path(folder)
+                    try FileManager.default.createDirectory(atPath: location, withIntermediateDirectories: true)
+                }
+                let pushed = try timed { try store.push(to: location, key: key, settings: settings) }
+                guard let bundle = pushed.value.export, bundle.transactionCount > 0 else {
+                    throw BenchError.unexpectedState(
+                        metric: "webdav.push", side: .tracked, what: "transactions pushed", expected: 1, found: 0)
+                }
+                let target = path("target-\(round)-\(remote).sqlite")
+                for suffix in ["", "-wal", ".key"]
+                where FileManager.default.fileExists(atPath: path("empty.sqlite") + suffix) {
+                    try FileManager.default.copyItem(atPath: path("empty.sqlite") + suffix, toPath: target + suffix)
+                }
+                let opened = try Store.open(target)
+                let targetKey = try KeyFile.load(target + ".key")
+                let pulled = try timed {
+                    try opened.pull(from: location, key: targetKey, prune: false, settings: settings)
+                }
+                let applied = pulled.value.imported.map(\.appliedChanges).reduce(0, +)
+                guard applied >= changes, pulled.value.warnings.isEmpty else {
+                    throw BenchError.unexpectedState(
+                        metric: "webdav.pull", side: .tracked, what: remote ? "changes pulled through WebDAV" : "changes pulled from a folder",
+                        expected: Int64(changes), found: Int64(applied))
+                }
+                if remote && round > 0 { downloaded.append(Double(pulled.value.bytesDownloaded) / Double(bundle.bytes)) }
+                for suffix in ["", "-wal", ".key"] { try? FileManager.default.removeItem(atPath: target + suffix) }
+                if round > 0 {
+                    samples[remote]!.push.append(pushed.seconds)
+                    samples[remote]!.pull.append(pulled.seconds)
+                }
+            }
+        }
+        let perUseful = downloaded.sorted()[downloaded.count / 2]
+        Output.progress("webdav: pull downloaded \(perUseful) bytes per byte of the bundle it needed")
+        return (
+            [
+                Report.Row(
+                    metric: "webdav.push", ours: Measurement(samples: samples[true]!.push),
+                    baseline: Measurement(samples: samples[false]!.push), baselineName: "push to a folder",
+                    unit: "s", goal: nil),
+                Report.Row(
+                    metric: "webdav.pull", ours: Measurement(samples: samples[true]!.pull),
+                    baseline: Measurement(samples: samples[false]!.pull), baselineName: "pull from a folder",
+                    unit: "s", goal: nil),
+            ],
+            [
+                Report.Figure(
+                    metric: "webdav.pull.downloaded_per_useful_byte", value: perUseful, unit: "bytes/byte",
+                    goal: .atMost(1.05))
+            ]
+        )
+    }
+}

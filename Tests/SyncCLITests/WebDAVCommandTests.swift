@@ -4,7 +4,8 @@ import TidemarkTestSupport
 
 /// `sync push`, `pull` and `prune` with a WebDAV URL, against Apache httpd with mod_dav: exact
 /// results, one-line errors naming the cause, and the password in no output.
-@Suite(.serialized) struct WebDAVCommandTests {
+@Suite(.serialized, .enabled(if: WebDAVServer.isInstalled(.apache), "needs apache2"))
+struct WebDAVCommandTests {
     @Test func pushPullAndPruneThroughHTTPSAndEveryRefusalIsOneLineThatNeverShowsThePassword() async throws {
         let server = try WebDAVServer(.apache)
         let a = try await CLIStore(replica: "a")

@@ -37,9 +37,17 @@ public final class WebDAVServer: @unchecked Sendable {
     /// Whether the server's program is installed (`.ci/run` installs both).
     public static func isInstalled(_ kind: Kind) -> Bool {
         switch kind {
-        case .apache: return FileManager.default.isExecutableFile(atPath: "/usr/sbin/apache2")
+        case .apache:
+            return ["/usr/sbin/apache2", "/usr/bin/htpasswd", "/usr/bin/openssl"].allSatisfy {
+                FileManager.default.isExecutableFile(atPath: $0)
+            }
         case .rclone: return FileManager.default.isExecutableFile(atPath: "/usr/bin/rclone")
         }
+    }
+
+    /// Whether both servers and the fault proxy's interpreter are installed.
+    public static var allInstalled: Bool {
+        Kind.allCases.allSatisfy(isInstalled) && FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")
     }
 
     public init(_ kind: Kind) throws {

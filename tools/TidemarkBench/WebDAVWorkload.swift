@@ -5,7 +5,8 @@ import TidemarkTestSupport
 /// Issue 14's exchange through a WebDAV server: a push of --changes changes, then a fresh
 /// replica's pull of it, through Apache mod_dav on the loopback (HTTP, so the figure is the
 /// transport's, not TLS's), against the same through a local folder; alternating every repetition
-/// in this process. Also bytes downloaded by the pull per byte of the bundle it needed.
+/// in this process. Also bytes downloaded by the pull per byte of the bundle it needed, and by a
+/// second pull with nothing new.
 struct WebDAVWorkload {
     var changes: Int
     var repetitions: Int
@@ -30,6 +31,7 @@ struct WebDAVWorkload {
 
         var samples: [Bool: (push: [Double], pull: [Double])] = [true: ([], []), false: ([], [])]
         var downloaded: [Double] = []
+        var idle: [Double] = []
         for round in 0...repetitions {
             for remote in round % 2 == 0 ? [false, true] : [true, false] {
                 // A new exchange folder each time: the push writes everything again.
@@ -62,10 +64,16 @@ struct WebDAVWorkload {
                 let applied = pulled.value.imported.map(\.appliedChanges).reduce(0, +)
                 guard applied >= changes, pulled.value.warnings.isEmpty else {
                     throw BenchError.unexpectedState(
-                        metric: "webdav.pull", side: .tracked, what: remote ? "changes pulled through WebDAV" : "changes pulled from a folder",
+                        metric: "webdav.pull", side: .tracked,
+                        what: remote ? "changes pulled through WebDAV" : "changes pulled from a folder",
                         expected: Int64(changes), found: Int64(applied))
                 }
-                if remote && round > 0 { downloaded.append(Double(pulled.value.bytesDownloaded) / Double(bundle.bytes)) }
+                if remote && round > 0 {
+                    downloaded.append(Double(pulled.value.bytesDownloaded) / Double(bundle.bytes))
+                    // Nothing new: what the first pull read is not downloaded again.
+                    let again = try opened.pull(from: location, key: targetKey, prune: false, settings: settings)
+                    idle.append(Double(again.bytesDownloaded))
+                }
                 for suffix in ["", "-wal", ".key"] { try? FileManager.default.removeItem(atPath: target + suffix) }
                 if round > 0 {
                     samples[remote]!.push.append(pushed.seconds)
@@ -89,7 +97,10 @@ struct WebDAVWorkload {
             [
                 Report.Figure(
                     metric: "webdav.pull.downloaded_per_useful_byte", value: perUseful, unit: "bytes/byte",
-                    goal: .atMost(1.05))
+                    goal: .atMost(1.05)),
+                Report.Figure(
+                    metric: "webdav.pull.nothing_new_downloaded", value: idle.max() ?? 0, unit: "bytes",
+                    goal: .atMost(0)),
             ]
         )
     }

@@ -42,9 +42,14 @@ struct ExchangeFolder {
 
     /// The numbered bundles in a replica's folder, in order.
     func bundles(of replica: Replica.ID) throws -> [(number: Int, file: File)] {
-        try transport.files(in: replica.description).compactMap { entry -> (Int, File)? in
+        try bundleEntries(of: replica).map { ($0.number, $0.file) }
+    }
+
+    /// The numbered bundles in a replica's folder, in order, with their validators (`ExchangeEntry`).
+    func bundleEntries(of replica: Replica.ID) throws -> [(number: Int, file: File, validator: String?)] {
+        try transport.files(in: replica.description).compactMap { entry -> (Int, File, String?)? in
             guard let number = Self.bundleNumber(entry.name) else { return nil }
-            return (number, File(replica: replica, name: entry.name))
+            return (number, File(replica: replica, name: entry.name), entry.validator)
         }.sorted { $0.0 < $1.0 }
     }
 
@@ -58,8 +63,11 @@ struct ExchangeFolder {
     static func bundleName(_ number: Int) -> String { String(format: "%010d.%@", number, bundleExtension) }
 
     /// Whether `replica`'s folder holds a file named `name`.
-    func contains(_ name: String, of replica: Replica.ID) throws -> Bool {
-        try transport.files(in: replica.description).contains { $0.name == name }
+    func contains(_ name: String, of replica: Replica.ID) throws -> Bool { try entry(name, of: replica) != nil }
+
+    /// The listing's entry for `name` in `replica`'s folder.
+    func entry(_ name: String, of replica: Replica.ID) throws -> ExchangeEntry? {
+        try transport.files(in: replica.description).first { $0.name == name }
     }
 
     /// Files in a replica's folder that are neither bundles, its watermark nor its snapshot:

@@ -31,12 +31,14 @@ extension Store {
     public func pull(
         from location: String, key: KeyFile, prune autoPrune: Bool = true, settings: ExchangeSettings = .init()
     ) throws -> PullSummary {
-        let (exchange, _) = try openExchange(location, settings: settings)
+        let (exchange, recorded) = try openExchange(location, settings: settings)
         defer { exchange.transport.close() }
-        var sources = PullSources(exchange: exchange)
+        var sources = PullSources(exchange: exchange, recorded: recorded)
         var failures: [String: String] = [:]
         for replica in try exchange.replicaFolders(except: self.replica.id) {
-            for bundle in try exchange.bundles(of: replica) { sources.add(bundle.file) }
+            for bundle in try exchange.bundleEntries(of: replica) {
+                sources.add(bundle.file, validator: bundle.validator)
+            }
             for (file, abandoned) in try exchange.strayFiles(of: replica) {
                 let address = exchange.address(of: file)
                 failures[address] =
@@ -58,7 +60,10 @@ extension Store {
                 pending, from: sources, imported: &imported, failures: &failures, held: held, key: key)
             // A peer whose bundles this store cannot follow (pruned away before it applied them):
             // catch up from that peer's snapshot, then apply the bundles again.
-            guard let snapshot = try snapshotToCatchUp(in: exchange, excluding: usedSnapshots, key: key) else { break }
+            guard
+                let snapshot = try snapshotToCatchUp(
+                    in: exchange, recorded: recorded, excluding: usedSnapshots, key: key)
+            else { break }
             usedSnapshots.insert(snapshot)
             let address = exchange.address(of: snapshot)
             var local = address
@@ -94,17 +99,33 @@ extension Store {
                 }
             }
         }
-        for replica in try exchange.replicaFolders(except: self.replica.id)
-        where try exchange.contains(ExchangeFolder.watermarkName, of: replica) {
-            let file = ExchangeFolder.File(replica: replica, name: ExchangeFolder.watermarkName)
+        var listed = Set(sources.order)
+        for replica in try exchange.replicaFolders(except: self.replica.id) {
+            guard let entry = try exchange.entry(ExchangeFolder.watermarkName, of: replica) else { continue }
+            let file = ExchangeFolder.File(replica: replica, name: entry.name)
             let address = exchange.address(of: file)
+            listed.insert(address)
+            // A watermark read before and not replaced since says nothing new.
+            if let validator = entry.validator,
+                try remoteThrough(recorded, address, validator: validator) != nil
+            {
+                continue
+            }
             var local = address
             do {
                 local = try exchange.localPath(of: file)
-                try readWatermark(at: local, key: key)
+                if let (_, token) = try readWatermark(at: local, key: key), let validator = entry.validator {
+                    try rememberRemote(recorded, address, validator: validator, through: token)
+                }
             } catch let error as ExchangeError {
                 failures[address] = error.naming(local, as: address).description
             }
+            if try exchange.contains(ExchangeFolder.snapshotName, of: replica) {
+                listed.insert(exchange.address(of: .init(replica: replica, name: ExchangeFolder.snapshotName)))
+            }
+        }
+        try mappingErrors {
+            try database.write { db in try RemoteFiles.keepOnly(db, location: recorded, files: listed) }
         }
         try rejoinIfRetired()
         let warnings = failures.keys.sorted().map { "skipped \(failures[$0]!) (will retry on the next pull)" }
@@ -130,7 +151,18 @@ extension Store {
             for address in pending {
                 var local = address
                 do {
+                    // Read in an earlier pull, unchanged since, and nothing this store lacks.
+                    if let validator = sources.validator(of: address),
+                        let known = try remoteThrough(sources.recorded, address, validator: validator),
+                        token.covers(known)
+                    {
+                        failures[address] = nil
+                        continue
+                    }
                     let (_, header, encrypted) = try sources.header(of: address, identity: key.envelopeIdentity)
+                    if let validator = sources.validator(of: address) {
+                        try rememberRemote(sources.recorded, address, validator: validator, through: header.through)
+                    }
                     guard header.kind == .changes else {
                         failures[address] = "\(address): a numbered bundle must be a change bundle"
                         continue
@@ -170,17 +202,26 @@ extension Store {
     /// A peer's snapshot this store needs: one that holds something the store lacks, from a peer
     /// whose remaining bundles do not start where the store's history of that peer's folder ends.
     private func snapshotToCatchUp(
-        in exchange: ExchangeFolder, excluding used: Set<ExchangeFolder.File>, key: KeyFile
+        in exchange: ExchangeFolder, recorded: String, excluding used: Set<ExchangeFolder.File>, key: KeyFile
     ) throws -> ExchangeFolder.File? {
         let token = try currentToken()
         var best: (ExchangeFolder.File, History.Token)?
         for replica in try exchange.replicaFolders(except: self.replica.id) {
             let file = ExchangeFolder.File(replica: replica, name: ExchangeFolder.snapshotName)
-            guard !used.contains(file), try exchange.contains(file.name, of: replica),
-                let (_, header, _) = try? exchange.header(of: file, identity: key.envelopeIdentity),
-                header.kind == .snapshot,
-                !token.covers(header.through)
+            guard !used.contains(file), let entry = try exchange.entry(file.name, of: replica) else { continue }
+            let address = exchange.address(of: file)
+            if let validator = entry.validator, let known = try remoteThrough(recorded, address, validator: validator),
+                token.covers(known)
+            {
+                continue
+            }
+            guard let (_, header, _) = try? exchange.header(of: file, identity: key.envelopeIdentity),
+                header.kind == .snapshot
             else { continue }
+            if let validator = entry.validator {
+                try rememberRemote(recorded, address, validator: validator, through: header.through)
+            }
+            guard !token.covers(header.through) else { continue }
             let first = try exchange.bundles(of: replica).first.flatMap {
                 try? exchange.header(of: $0.file, identity: key.envelopeIdentity).header
             }
@@ -188,6 +229,23 @@ extension Store {
             if best == nil || header.through.covers(best!.1) { best = (file, header.through) }
         }
         return best?.0
+    }
+
+    /// The `through` token of a file of a server's exchange folder, as read when it had `validator`.
+    func remoteThrough(_ recorded: String, _ address: String, validator: String) throws -> History.Token? {
+        try mappingErrors {
+            try database.read { db in
+                try RemoteFiles.through(db, location: recorded, file: address, validator: validator)
+            }
+        }
+    }
+
+    func rememberRemote(_ recorded: String, _ address: String, validator: String, through: History.Token) throws {
+        try mappingErrors {
+            try database.write { db in
+                try RemoteFiles.remember(db, location: recorded, file: address, validator: validator, through: through)
+            }
+        }
     }
 
     /// Writes `<id>/watermark.tmw`: a signed bundle of kind watermark whose `through` token is what
@@ -209,17 +267,27 @@ extension Store {
 /// are local files named by their path.
 private struct PullSources {
     let exchange: ExchangeFolder
+    /// The exchange folder as this replica records it.
+    let recorded: String
     private var files: [String: ExchangeFolder.File] = [:]
+    private var validators: [String: String] = [:]
     /// The exchange folder's bundles, in the order listed.
     private(set) var order: [String] = []
 
-    init(exchange: ExchangeFolder) { self.exchange = exchange }
+    init(exchange: ExchangeFolder, recorded: String) {
+        self.exchange = exchange
+        self.recorded = recorded
+    }
 
-    mutating func add(_ file: ExchangeFolder.File) {
+    mutating func add(_ file: ExchangeFolder.File, validator: String?) {
         let address = exchange.address(of: file)
         files[address] = file
+        validators[address] = validator
         order.append(address)
     }
+
+    /// What tells whether a file on a server changed since it was read; nil for local files.
+    func validator(of address: String) -> String? { validators[address] }
 
     func header(of address: String, identity: Curve25519.KeyAgreement.PrivateKey?) throws -> (
         sender: Replica.ID, header: BundleHeader, encrypted: Bool

@@ -129,6 +129,7 @@ enum Bookkeeping {
                 """)
         try createAuthorship(db)
         try createSchemas(db)
+        try createRemoteFiles(db)
     }
 
     /// The registrations of tracked tables (`TrackedTable`), untracked ones included.
@@ -156,6 +157,7 @@ enum Bookkeeping {
     /// and does nothing once done.
     static func upgrade(_ db: Database) throws {
         try createAuthorship(db)
+        try createRemoteFiles(db)
         if try !hasSlots(db) {
             // The registrations gain slots, and an untracked table's name may be tracked again.
             try addSharedClockWidth(db)
@@ -188,7 +190,7 @@ enum Bookkeeping {
     static func needsUpgrade(_ db: Database) throws -> Bool {
         try !db.tableExists("tidemark_authorship") || !db.tableExists("tidemark_schemas")
             || !db.tableExists("tidemark_held")
-            || !hasSlots(db) || !db.tableExists(settingsTable)
+            || !hasSlots(db) || !db.tableExists(settingsTable) || !db.tableExists("tidemark_remote_files")
             || !db.columns(in: "tidemark_held").contains { $0.name == "encrypted" }
     }
 
@@ -229,6 +231,20 @@ enum Bookkeeping {
                     context TEXT,
                     pid INTEGER
                 )
+                """)
+    }
+
+    /// What this replica read of files of exchange folders on a server (`RemoteFiles`).
+    static func createRemoteFiles(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE IF NOT EXISTS tidemark_remote_files(
+                    location TEXT NOT NULL,           -- the exchange folder, as tidemark_folders records it
+                    file TEXT NOT NULL,               -- the file's address
+                    validator TEXT NOT NULL,          -- what the listing said of it when it was read
+                    through TEXT NOT NULL,            -- its header's through token
+                    PRIMARY KEY (location, file)
+                ) WITHOUT ROWID
                 """)
     }
 

@@ -54,9 +54,12 @@ protocol ExchangeTransport: AnyObject {
 struct ExchangeEntry: Sendable, Equatable {
     var name: String
     /// Its size in bytes, when the listing says.
-    var size: Int64?
-    /// When it was last written, when the listing says.
-    var modified: Date?
+    var size: Int64? = nil
+    /// When it was last written, when the listing says (a local folder says it for temporaries only).
+    var modified: Date? = nil
+    /// For a file on a server, what tells whether it changed since it was read: its ETag, or its
+    /// size and time. Nil for a local folder, whose files are read again at no cost.
+    var validator: String? = nil
 }
 
 /// A local file that holds an exchange file's bytes from its start.

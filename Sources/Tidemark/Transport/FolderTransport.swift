@@ -56,11 +56,14 @@ final class FolderTransport: ExchangeTransport {
         let directory = path(folder)
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         return names.sorted().map { name in
-            let attributes = try? FileManager.default.attributesOfItem(atPath: directory + "/" + name)
-            let regular = attributes?[.type] as? FileAttributeType == .typeRegular
+            // Only a temporary's age is ever asked for: the others are not looked at here.
+            guard name.hasPrefix(ExchangeFolder.temporaryPrefix),
+                let attributes = try? FileManager.default.attributesOfItem(atPath: directory + "/" + name),
+                attributes[.type] as? FileAttributeType == .typeRegular
+            else { return ExchangeEntry(name: name) }
             return ExchangeEntry(
-                name: name, size: regular ? (attributes?[.size] as? NSNumber)?.int64Value : nil,
-                modified: regular ? attributes?[.modificationDate] as? Date : nil)
+                name: name, size: (attributes[.size] as? NSNumber)?.int64Value,
+                modified: attributes[.modificationDate] as? Date)
         }
     }
 

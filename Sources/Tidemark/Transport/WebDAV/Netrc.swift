@@ -42,7 +42,8 @@ struct Netrc {
         }
         guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8)
         else { throw ExchangeError.credentials(path: path, reason: "cannot be read") }
-        return try parse(text, path: path)[host.lowercased()] ?? parse(text, path: path)[""]
+        let entries = try parse(text, path: path)
+        return entries[host.lowercased()] ?? entries[""]
     }
 
     /// The entries of a netrc text, by lowercased host; the `default` entry under "".

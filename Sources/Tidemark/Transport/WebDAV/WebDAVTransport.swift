@@ -23,7 +23,8 @@ final class WebDAVTransport: ExchangeTransport {
     private struct Copy {
         var path: String
         var length: Int64
-        var etag: String?
+        /// The file's validator when the bytes were fetched.
+        var validator: String?
         var complete: Bool
     }
 
@@ -159,9 +160,19 @@ final class WebDAVTransport: ExchangeTransport {
     func files(in folder: String) throws -> [ExchangeEntry] {
         (try list(folder) ?? []).filter { !$0.isCollection }.compactMap { resource in
             resource.path.split(separator: "/").last.map {
-                ExchangeEntry(name: String($0), size: resource.size, modified: resource.modified)
+                ExchangeEntry(
+                    name: String($0), size: resource.size, modified: resource.modified,
+                    validator: Self.validator(resource))
             }
         }.sorted { $0.name < $1.name }
+    }
+
+    /// What tells whether a file changed: its ETag, weak or strong alike (Apache calls a file's
+    /// ETag weak for the second after it was written, then strong: the same file), else its size
+    /// and time.
+    static func validator(_ resource: Multistatus.Resource) -> String? {
+        if let etag = resource.etag { return etag.hasPrefix("W/") ? String(etag.dropFirst(2)) : etag }
+        return resource.modified.map { "\(resource.size ?? -1) \($0.timeIntervalSince1970)" }
     }
 
     // MARK: - Reading
@@ -172,11 +183,13 @@ final class WebDAVTransport: ExchangeTransport {
         guard let listed else {
             throw ExchangeError.remoteFailed(url: address(of: name, in: folder), .notFound)
         }
+        let validator = Self.validator(listed)
         var copy =
-            copies[key] ?? Copy(path: scratch + "/" + UUID().uuidString, length: 0, etag: listed.etag, complete: false)
-        if copy.etag != listed.etag {
+            copies[key]
+            ?? Copy(path: scratch + "/" + UUID().uuidString, length: 0, validator: validator, complete: false)
+        if copy.validator != validator {
             // Replaced since it was fetched (a watermark, a snapshot): start again.
-            copy = Copy(path: copy.path, length: 0, etag: listed.etag, complete: false)
+            copy = Copy(path: copy.path, length: 0, validator: validator, complete: false)
         }
         let wanted = prefix.map(Int64.init)
         if copy.complete || (wanted.map { copy.length >= $0 } ?? false) {
@@ -184,12 +197,12 @@ final class WebDAVTransport: ExchangeTransport {
         }
         // A prefix as long as the file is the file.
         let end: Int64? = wanted.flatMap { wanted in listed.size.map { $0 <= wanted } == true ? nil : wanted - 1 }
-        // Only a strong validator may guard a range (RFC 9110 §13.1.5).
-        let validator = copy.etag.flatMap { $0.hasPrefix("W/") ? nil : $0 }
+        // Only a strong ETag may guard a range (RFC 9110 §13.1.5).
+        let ifRange = listed.etag.flatMap { $0.hasPrefix("W/") ? nil : $0 }
         let result: (status: Int, length: Int64, total: Int64?)
         do {
             result = try client.download(
-                url(folder, name), offset: copy.length, end: end, ifRange: validator, into: copy.path)
+                url(folder, name), offset: copy.length, end: end, ifRange: ifRange, into: copy.path)
         } catch {
             copies[key] = copy
             throw error
@@ -251,16 +264,22 @@ final class WebDAVTransport: ExchangeTransport {
     func publish(_ temporary: String, in folder: String, as name: (Int) -> String) throws -> String {
         defer { try? FileManager.default.removeItem(atPath: temporary) }
         let uploaded = try upload(temporary, to: folder)
-        defer { _ = try? client.request(.DELETE, url(folder, uploaded)) }
+        var published = false
+        // An upload that was not published is deleted: nothing is left half-done.
+        defer { if !published { _ = try? client.request(.DELETE, url(folder, uploaded)) } }
         for attempt in 0..<1000 {
             let candidate = name(attempt)
             let status = try move(uploaded, to: candidate, in: folder, overwrite: false)
             switch status {
-            case 201, 204: return candidate
+            case 201, 204:
+                published = true
+                return candidate
             // Taken: the next number.
             case 412: continue
             // The upload is gone: an earlier try of this MOVE went through and its answer was lost.
-            case 404 where try files(in: folder).contains { $0.name == candidate }: return candidate
+            case 404 where try files(in: folder).contains { $0.name == candidate }:
+                published = true
+                return candidate
             default:
                 throw client.fault(.init(status: status, headers: [:], body: Data()), url(folder, candidate))
             }

@@ -196,21 +196,30 @@ public final class WebDAVServer: @unchecked Sendable {
     public static func waitUntilListening(_ port: Int, what: String) throws {
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
-            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            address.sin_port = UInt16(port).bigEndian
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-                }
+            if let descriptor = connectToLoopback(port) {
+                close(descriptor)
+                return
             }
-            close(descriptor)
-            if connected { return }
             usleep(50_000)
         }
         throw ServerError.failed("\(what) did not listen on 127.0.0.1:\(port) within 10 s")
+    }
+
+    /// A socket connected to 127.0.0.1:`port`, or nil when nothing accepts there.
+    static func connectToLoopback(_ port: Int) -> Int32? {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+        if connected { return descriptor }
+        close(descriptor)
+        return nil
     }
 
     static func runTool(_ path: String, _ arguments: [String], in directory: String? = nil) throws {
@@ -379,18 +388,10 @@ public final class FaultProxy: @unchecked Sendable {  // @unchecked: immutable a
 
     private func control(_ method: String, _ path: String, body: Data? = nil) throws -> Data {
         // A plain socket exchange: the test's own HTTP client is the thing under test.
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
+        guard let descriptor = WebDAVServer.connectToLoopback(port) else {
+            throw WebDAVServer.ServerError.failed("cannot reach the fault proxy")
         }
-        guard connected else { throw WebDAVServer.ServerError.failed("cannot reach the fault proxy") }
+        defer { close(descriptor) }
         let payload = body ?? Data()
         let request =
             Data(

@@ -11,18 +11,7 @@ struct EncryptionWorkload {
     func run(in scratch: URL) throws -> [Report.Row] {
         let path = { (name: String) in scratch.appendingPathComponent(name).path }
         Output.progress("encryption: building a store with \(changes) changes")
-        let (store, _) = try Store.initialize(
-            path("source.sqlite"), setup: Store.Setup(replicaName: "source", schema: ("bench", Fixtures.schema)))
-        let key = try KeyFile.load(path("source.sqlite.key"))
-        let fill = """
-            WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < \(changes - 1))
-            INSERT INTO items(id, title, qty, price, payload) SELECT printf('k%08d', i), 'Item ' || i, i, i * 0.25, randomblob(32) FROM n
-            """
-        _ = try store.execute(sql: fill)
-        // An empty receiver that trusts the source, copied afresh for every import.
-        let (receiver, _) = try Store.initialize(
-            path("empty.sqlite"), setup: Store.Setup(replicaName: "target", schema: ("bench", Fixtures.schema)))
-        try receiver.addPeer(name: "source", publicKeyBase64: Data(store.publicKey).base64EncodedString())
+        let (store, key, receiver) = try Fixtures.sourceAndEmptyTarget(changes: changes, in: scratch)
         try store.addPeer(name: "target", publicKeyBase64: Data(receiver.publicKey).base64EncodedString())
 
         var samples: [Bool: (export: [Double], import: [Double])] = [true: ([], []), false: ([], [])]

@@ -1,8 +1,28 @@
 import Foundation
 import GRDB
+import Tidemark
 
 /// The table, its rows and the files both sides write to.
 enum Fixtures {
+    /// A store named "source" holding `changes` inserts (one transaction), its key, and an empty
+    /// replica "target" (at `empty.sqlite`) that trusts it, to copy for every import; in `scratch`.
+    static func sourceAndEmptyTarget(changes: Int, in scratch: URL) throws -> (
+        source: Store, key: KeyFile, target: Store
+    ) {
+        let path = { (name: String) in scratch.appendingPathComponent(name).path }
+        let (source, _) = try Store.initialize(
+            path("source.sqlite"), setup: Store.Setup(replicaName: "source", schema: ("bench", schema)))
+        let fill = """
+            WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < \(changes - 1))
+            INSERT INTO items(id, title, qty, price, payload) SELECT printf('k%08d', i), 'Item ' || i, i, i * 0.25, randomblob(32) FROM n
+            """
+        _ = try source.execute(sql: fill)
+        let (target, _) = try Store.initialize(
+            path("empty.sqlite"), setup: Store.Setup(replicaName: "target", schema: ("bench", schema)))
+        try target.addPeer(name: "source", publicKeyBase64: Data(source.publicKey).base64EncodedString())
+        return (source, try KeyFile.load(path("source.sqlite.key")), target)
+    }
+
     /// The one table of every benchmark database, tracked or not.
     static let schema =
         "CREATE TABLE items(id TEXT PRIMARY KEY, title TEXT NOT NULL, qty INTEGER NOT NULL, price REAL, payload BLOB)"

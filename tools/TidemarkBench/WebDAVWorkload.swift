@@ -17,17 +17,7 @@ struct WebDAVWorkload {
         let server = try WebDAVServer(.apache)
         let settings = ExchangeSettings(netrcPath: server.netrc)
         Output.progress("webdav: building a store with \(changes) changes")
-        let (store, _) = try Store.initialize(
-            path("source.sqlite"), setup: Store.Setup(replicaName: "source", schema: ("bench", Fixtures.schema)))
-        let key = try KeyFile.load(path("source.sqlite.key"))
-        let fill = """
-            WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < \(changes - 1))
-            INSERT INTO items(id, title, qty, price, payload) SELECT printf('k%08d', i), 'Item ' || i, i, i * 0.25, randomblob(32) FROM n
-            """
-        _ = try store.execute(sql: fill)
-        let (receiver, _) = try Store.initialize(
-            path("empty.sqlite"), setup: Store.Setup(replicaName: "target", schema: ("bench", Fixtures.schema)))
-        try receiver.addPeer(name: "source", publicKeyBase64: Data(store.publicKey).base64EncodedString())
+        let (store, key, _) = try Fixtures.sourceAndEmptyTarget(changes: changes, in: scratch)
 
         var samples: [Bool: (push: [Double], pull: [Double])] = [true: ([], []), false: ([], [])]
         var downloaded: [Double] = []

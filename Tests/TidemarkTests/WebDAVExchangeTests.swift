@@ -197,6 +197,8 @@ struct WebDAVExchangeTests {
         let again = try group.b.store.pull(from: group.url, key: group.b.key, settings: group.settings)
         #expect(again.imported.isEmpty && again.warnings.isEmpty)
         #expect(again.bytesDownloaded == 0)
+        // And the pull after that: what a pull skipped stays remembered.
+        _ = try group.b.store.pull(from: group.url, key: group.b.key, settings: group.settings)
         let requests = try group.proxy.forwarded()
         #expect(!requests.contains { $0.method == "GET" }, "\(requests)")
         try group.converge()

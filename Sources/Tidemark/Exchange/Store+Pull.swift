@@ -101,6 +101,9 @@ extension Store {
         }
         var listed = Set(sources.order)
         for replica in try exchange.replicaFolders(except: self.replica.id) {
+            if try exchange.contains(ExchangeFolder.snapshotName, of: replica) {
+                listed.insert(exchange.address(of: .init(replica: replica, name: ExchangeFolder.snapshotName)))
+            }
             guard let entry = try exchange.entry(ExchangeFolder.watermarkName, of: replica) else { continue }
             let file = ExchangeFolder.File(replica: replica, name: entry.name)
             let address = exchange.address(of: file)
@@ -119,9 +122,6 @@ extension Store {
                 }
             } catch let error as ExchangeError {
                 failures[address] = error.naming(local, as: address).description
-            }
-            if try exchange.contains(ExchangeFolder.snapshotName, of: replica) {
-                listed.insert(exchange.address(of: .init(replica: replica, name: ExchangeFolder.snapshotName)))
             }
         }
         try mappingErrors {

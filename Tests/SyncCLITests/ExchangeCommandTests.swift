@@ -490,6 +490,37 @@ import TidemarkTestSupport
         #expect(try b.tables()["items"]?.rows.map { $0[0] } == [.text("a-1"), .text("a-2"), .text("c-1")])
     }
 
+    /// A sync tool's conflict copy in a replica's folder: peers warn once, its owner removes it.
+    @Test func aConflictCopyIsReportedOnceAndRemovedByItsOwner() async throws {
+        let a = try await CLIStore(replica: "a")
+        let b = try await CLIStore(replica: "b")
+        try await CLIStore.trustEachOther([(a, "a"), (b, "b")])
+        let exchange = try TemporaryDirectory("tidemark-cli-exchange")
+        try await a.exec("INSERT INTO items(id) VALUES ('a-1')")
+        _ = try await a.sync("push", "--to", exchange.path)
+        let aFolder = exchange.path + "/" + (try await a.id()).description
+        let copy = aFolder + "/0000000001 (1).tmb"
+        try FileManager.default.copyItem(atPath: aFolder + "/0000000001.tmb", toPath: copy)
+
+        let pulled = try await b.sync("pull", "--from", exchange.path, "--no-prune")
+        #expect(pulled.exitCode == 0, "\(pulled)")
+        #expect(
+            pulled.stderrLines == [
+                "warning: skipped \(copy): not a Tidemark exchange file; its replica removes it unless it needs it "
+                    + "(said once while the file is unchanged)"
+            ], "\(pulled)")
+        let again = try await b.sync("pull", "--from", exchange.path, "--no-prune")
+        #expect(again.exitCode == 0 && again.stderr.isEmpty, "\(again)")
+
+        let pushed = try await a.sync("push", "--to", exchange.path)
+        #expect(pushed.exitCode == 0 && pushed.stderr.isEmpty, "\(pushed)")
+        #expect(
+            pushed.stdoutLines == [
+                "removed \(copy): a copy of what this replica's store holds", "nothing new to push",
+            ], "\(pushed)")
+        #expect(!FileManager.default.fileExists(atPath: copy))
+    }
+
     @Test func aPullLeavesAWatermarkThatInspectDecodes() async throws {
         let a = try await CLIStore(replica: "a")
         let b = try await CLIStore(replica: "b")

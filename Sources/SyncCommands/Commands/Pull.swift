@@ -22,6 +22,7 @@ struct Pull: ParsableCommand {
         let summary = try opened.pull(
             from: from, key: try key.load(forStore: try store.path), prune: !noPrune, settings: exchange.settings)
         for warning in summary.warnings { Output.error("warning: \(warning)") }
+        for removed in summary.removed { Output.line("removed \(removed)") }
         for snapshot in summary.imported where snapshot.header.kind == .snapshot {
             Output.line("caught up from \(snapshot.sender)'s snapshot: \(snapshot.appliedChanges) rows")
         }

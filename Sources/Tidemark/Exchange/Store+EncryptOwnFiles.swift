@@ -11,12 +11,14 @@ extension Store {
     /// older copy must never replace a newer one another process wrote meanwhile. A file that
     /// cannot be encrypted now stays as it is until the next push. Returns how many were replaced.
     @discardableResult
-    func encryptOwnClearFiles(in exchange: ExchangeFolder, key: KeyFile) throws -> Int {
+    func encryptOwnClearFiles(in exchange: ExchangeFolder, recorded: String, key: KeyFile) throws -> Int {
         guard let recipients = try envelopeRecipients() else { return 0 }
         let mine = replica.id
         var count = 0
         for bundle in try exchange.bundles(of: mine) where exchange.isClear(bundle.file) {
-            if (try? encryptInPlace(bundle.file, for: recipients, in: exchange)) != nil { count += 1 }
+            if (try? encryptInPlace(bundle.file, for: recipients, in: exchange, recorded: recorded)) != nil {
+                count += 1
+            }
         }
         let watermark = ExchangeFolder.File(replica: mine, name: ExchangeFolder.watermarkName)
         if try exchange.contains(watermark.name, of: mine), exchange.isClear(watermark) {
@@ -26,9 +28,10 @@ extension Store {
         if try exchange.contains(snapshot.name, of: mine), exchange.isClear(snapshot) {
             let temporary = exchange.transport.temporaryFile(for: mine.description)
             defer { try? FileManager.default.removeItem(atPath: temporary) }
-            if (try? exportSnapshot(to: temporary, key: key)) != nil,
+            if (try? exportSnapshot(to: temporary, key: key)) != nil, case let size = Self.fileSize(temporary),
                 (try? exchange.transport.replace(snapshot.name, in: mine.description, with: temporary)) != nil
             {
+                try noteWritten(recorded, mine.description, snapshot.name, size: size)
                 count += 1
             }
         }
@@ -37,7 +40,8 @@ extension Store {
 
     /// Replaces `file` by its content encrypted for `recipients`.
     private func encryptInPlace(
-        _ file: ExchangeFolder.File, for recipients: [Curve25519.KeyAgreement.PublicKey], in exchange: ExchangeFolder
+        _ file: ExchangeFolder.File, for recipients: [Curve25519.KeyAgreement.PublicKey], in exchange: ExchangeFolder,
+        recorded: String
     ) throws {
         var source = try FileSource(path: try exchange.localPath(of: file))
         defer { source.close() }
@@ -51,7 +55,9 @@ extension Store {
                 try sink.write(bytes)
             }
             try sink.close()
+            let size = Self.fileSize(temporary)
             try exchange.transport.replace(file.name, in: file.replica.description, with: temporary)
+            try noteWritten(recorded, file.replica.description, file.name, size: size)
         } catch {
             try? FileManager.default.removeItem(atPath: temporary)
             throw error

@@ -7,7 +7,8 @@ extension Store {
     public struct PullSummary: Sendable {
         /// Bundles applied, in order (snapshots included).
         public var imported: [ImportSummary]
-        /// Files skipped with the reason; they are retried on the next pull.
+        /// Files skipped with the reason. Most are retried on the next pull; junk (a damaged file,
+        /// or one that is not an exchange file) is reported once while it is unchanged.
         public var warnings: [String]
         /// The watermark file written.
         public var watermark: String
@@ -18,14 +19,18 @@ extension Store {
         public var waiting: [SchemaWait] = []
         /// Bytes fetched from the server of a WebDAV exchange folder (none from a local folder).
         public var bytesDownloaded: Int64 = 0
+        /// Files removed from this replica's own subfolder, each as `address: why`: abandoned
+        /// temporaries, and copies of its files that a sync tool made.
+        public var removed: [String] = []
         /// The user tables whose rows the pull changed (every import's `changedTables`).
         public var changedTables: Set<String> { imported.reduce(into: []) { $0.formUnion($1.changedTables) } }
     }
 
     /// Applies every bundle in the peers' subfolders of `location` (a folder, or a WebDAV
     /// collection's URL) that this store lacks, in an order that satisfies their prerequisites. A
-    /// damaged, partial, untrusted or unreachable file is reported in `warnings` and retried next
-    /// time; it does not stop the others. When bundles this store needs were pruned away, it
+    /// partial, untrusted or unreachable file is reported in `warnings` and retried next time; a
+    /// damaged one, or one that is not an exchange file, is reported once while it is unchanged.
+    /// Neither stops the others. When bundles this store needs were pruned away, it
     /// catches up from a peer's snapshot. Then it writes this replica's signed watermark into its
     /// own subfolder and, unless `prune` is false, prunes.
     public func pull(
@@ -34,19 +39,24 @@ extension Store {
         let (exchange, recorded) = try openExchange(location, settings: settings)
         defer { exchange.transport.close() }
         var sources = PullSources(exchange: exchange, recorded: recorded)
-        var failures: [String: String] = [:]
+        var failures = PullFailures()
         for replica in try exchange.replicaFolders(except: self.replica.id) {
+            for entry in try exchange.transport.files(in: replica.description) { sources.list(entry, of: replica) }
             for bundle in try exchange.bundleEntries(of: replica) {
                 sources.add(bundle.file, validator: bundle.validator)
             }
             for (file, abandoned) in try exchange.strayFiles(of: replica) {
                 let address = exchange.address(of: file)
-                failures[address] =
-                    !file.name.hasPrefix(ExchangeFolder.temporaryPrefix)
-                    ? "\(address): not a Tidemark exchange file"
-                    : abandoned
-                        ? "\(address): left by an interrupted write of its sender, which removes it on its next push or pull"
-                        : "\(address): still being written by its sender"
+                if !file.name.hasPrefix(ExchangeFolder.temporaryPrefix) {
+                    failures.recordJunk(
+                        "\(address): not a Tidemark exchange file; its replica removes it unless it needs it", at: address)
+                } else if abandoned {
+                    failures.recordJunk(
+                        "\(address): left by an interrupted write of its sender, which removes it on its next push or pull",
+                        at: address)
+                } else {
+                    failures[address] = "\(address): still being written by its sender"
+                }
             }
         }
         // Bundles held for a schema version: they go with the folder's, and apply once the store has it.
@@ -73,7 +83,7 @@ extension Store {
                 if !summary.alreadyApplied { imported.append(summary) }
                 failures[address] = nil
             } catch let error as ExchangeError {
-                failures[address] = error.naming(local, as: address).description
+                failures.record(error, reading: local, as: address)
             }
         }
         // A bundle that builds on held changes (directly, or through other such bundles) waits for
@@ -121,29 +131,79 @@ extension Store {
                     try rememberRemote(recorded, address, validator: validator, through: token)
                 }
             } catch let error as ExchangeError {
-                failures[address] = error.naming(local, as: address).description
+                failures.record(error, reading: local, as: address)
             }
         }
         try mappingErrors {
             try database.write { db in try RemoteFiles.keepOnly(db, location: recorded, files: listed) }
         }
         try rejoinIfRetired()
-        let warnings = failures.keys.sorted().map { "skipped \(failures[$0]!) (will retry on the next pull)" }
+        let warnings = try warnings(for: failures, sources: sources)
+        try exchange.transport.createFolder(self.replica.id.description)
+        let tidy = try tidyOwnFolder(exchange, recorded: recorded, key: key, checkPublished: false)
         let watermark = try writeWatermark(in: exchange, key: key)
         let report = autoPrune ? try prune(key: key, settings: settings) : nil
         return PullSummary(
-            imported: imported, warnings: warnings, watermark: watermark, prune: report, waiting: try schemaWaits(),
-            bytesDownloaded: exchange.transport.bytesDownloaded)
+            imported: imported, warnings: tidy.kept + warnings, watermark: watermark, prune: report,
+            waiting: try schemaWaits(), bytesDownloaded: exchange.transport.bytesDownloaded, removed: tidy.removed)
+    }
+
+    /// The warnings of a pull: every failure but junk already reported while the file was as it
+    /// is now. Remembers the junk reported, and forgets what it remembered of files no longer listed.
+    private func warnings(for failures: PullFailures, sources: PullSources) throws -> [String] {
+        try mappingErrors {
+            try database.write { db in
+                var warnings: [String] = []
+                for address in failures.messages.keys.sorted() {
+                    let message = failures.messages[address]!
+                    guard failures.junk.contains(address) else {
+                        warnings.append("skipped \(message) (will retry on the next pull)")
+                        continue
+                    }
+                    guard let (file, fingerprint) = sources.listed[address], let fingerprint else {
+                        warnings.append("skipped \(message)")
+                        continue
+                    }
+                    let folder = file.replica.description
+                    if try CheckedFiles.verdict(
+                        db, location: sources.recorded, folder: folder, name: file.name, fingerprint: fingerprint)
+                        == message
+                    {
+                        continue
+                    }
+                    try CheckedFiles.remember(
+                        db, location: sources.recorded, folder: folder, name: file.name, fingerprint: fingerprint,
+                        verdict: message)
+                    warnings.append("skipped \(message) (said once while the file is unchanged)")
+                }
+                var folders = Set([replica.id.description])
+                for (file, _) in sources.listed.values { folders.insert(file.replica.description) }
+                try CheckedFiles.keepOnlyFolders(db, location: sources.recorded, folders: folders)
+                for folder in folders where folder != replica.id.description {
+                    let names = Set(sources.listed.values.filter { $0.file.replica.description == folder }.map(\.file.name))
+                    try CheckedFiles.keepOnly(db, location: sources.recorded, folder: folder, names: names)
+                }
+                return warnings
+            }
+        }
     }
 
     /// Applies what it can of `addresses`, repeating while progress is made; returns the bundles
     /// that still miss prerequisites.
     private func applyBundles(
         _ addresses: [String], from sources: PullSources, imported: inout [ImportSummary],
-        failures: inout [String: String], held: HeldCopies, key: KeyFile
+        failures: inout PullFailures, held: HeldCopies, key: KeyFile
     ) throws -> [String] {
         var pending = addresses
         var progress = true
+        // Junk reported before and unchanged since: it cannot have become usable.
+        for address in addresses {
+            guard let (file, fingerprint) = sources.listed[address], let fingerprint,
+                let verdict = try checkedVerdict(sources.recorded, file.replica.description, file.name, fingerprint)
+            else { continue }
+            failures.recordJunk(verdict, at: address)
+            pending.removeAll { $0 == address }
+        }
         while progress && !pending.isEmpty {
             progress = false
             var waiting: [String] = []
@@ -191,7 +251,7 @@ extension Store {
                     failures[address] = nil
                 } catch let error as ExchangeError {
                     if case .missingPrerequisites = error { waiting.append(address) }
-                    failures[address] = error.naming(local, as: address).description
+                    failures.record(error, reading: local, as: address)
                 }
             }
             pending = waiting
@@ -253,52 +313,11 @@ extension Store {
     func writeWatermark(in exchange: ExchangeFolder, key: KeyFile) throws -> String {
         let mine = replica.id.description
         try exchange.transport.createFolder(mine)
-        exchange.removeAbandonedTemporaries(of: replica.id)
         let temporary = exchange.transport.temporaryFile(for: mine)
         defer { try? FileManager.default.removeItem(atPath: temporary) }
         let token = try currentToken()
         _ = try exportBundle(since: token, to: temporary, key: key, kind: .watermark)
         try exchange.transport.replace(ExchangeFolder.watermarkName, in: mine, with: temporary)
         return exchange.transport.address(of: ExchangeFolder.watermarkName, in: mine)
-    }
-}
-
-/// The bundles a pull reads: files of the exchange folder, by address, beside held copies, which
-/// are local files named by their path.
-private struct PullSources {
-    let exchange: ExchangeFolder
-    /// The exchange folder as this replica records it.
-    let recorded: String
-    private var files: [String: ExchangeFolder.File] = [:]
-    private var validators: [String: String] = [:]
-    /// The exchange folder's bundles, in the order listed.
-    private(set) var order: [String] = []
-
-    init(exchange: ExchangeFolder, recorded: String) {
-        self.exchange = exchange
-        self.recorded = recorded
-    }
-
-    mutating func add(_ file: ExchangeFolder.File, validator: String?) {
-        let address = exchange.address(of: file)
-        files[address] = file
-        validators[address] = validator
-        order.append(address)
-    }
-
-    /// What tells whether a file on a server changed since it was read; nil for local files.
-    func validator(of address: String) -> String? { validators[address] }
-
-    func header(of address: String, identity: Curve25519.KeyAgreement.PrivateKey?) throws -> (
-        sender: Replica.ID, header: BundleHeader, encrypted: Bool
-    ) {
-        if let file = files[address] { return try exchange.header(of: file, identity: identity) }
-        return try ExchangeFolder.header(of: address, identity: identity)
-    }
-
-    /// A local file with all of the bundle's bytes.
-    func localPath(of address: String) throws -> String {
-        if let file = files[address] { return try exchange.localPath(of: file) }
-        return address
     }
 }

@@ -8,6 +8,13 @@ extension Store {
         public var path: String?
         /// Its contents.
         public var export: ExportSummary?
+        /// Files removed from this replica's own subfolder, each as `address: why`: abandoned
+        /// temporaries, copies a sync tool made, and damaged bundles (whose transactions the new
+        /// bundle carries again).
+        public var removed: [String] = []
+        /// Files of this replica's subfolder kept although they are not its exchange files, each
+        /// as `address: why`; each is said once while it is unchanged.
+        public var warnings: [String] = []
     }
 
     /// Writes the transactions this replica holds beyond its previous push into a new numbered
@@ -20,26 +27,29 @@ extension Store {
         try rejoinIfRetired()
         let mine = replica.id.description
         try exchange.transport.createFolder(mine)
-        exchange.removeAbandonedTemporaries(of: replica.id)
+        let tidy = try tidyOwnFolder(exchange, recorded: recorded, key: key, checkPublished: true)
         // What this replica wrote in clear before it learned that the group encrypts.
-        try encryptOwnClearFiles(in: exchange, key: key)
+        try encryptOwnClearFiles(in: exchange, recorded: recorded, key: key)
         let existing = try exchange.bundles(of: replica.id)
         let current = try currentToken()
         var (since, carried) = try pushStart(
-            in: exchange, recorded: recorded, existing: existing, current: current, key: key)
-        if since.covers(current) { return PushSummary(path: nil, export: nil) }
+            in: exchange, recorded: recorded, existing: existing, current: current, key: key,
+            republish: tidy.removedBundle)
+        if since.covers(current) { return PushSummary(path: nil, export: nil, removed: tidy.removed, warnings: tidy.kept) }
         let temporary = exchange.transport.temporaryFile(for: mine)
         defer { try? FileManager.default.removeItem(atPath: temporary) }
         let summary = try exportBundle(since: since, to: temporary, key: key)
         let first = max(existing.last?.number ?? 0, try lastPushedNumber(recorded)) + 1
+        let size = Self.fileSize(temporary)
         let name = try exchange.transport.publish(temporary, in: mine) { ExchangeFolder.bundleName(first + $0) }
+        try noteWritten(recorded, mine, name, size: size)
         let number = ExchangeFolder.bundleNumber(name)!
         // What this replica's bundles here now carry: the ranges this one added.
         for (origin, last) in summary.through.sequences where since[origin] < last { carried[origin] = last }
         try setPushedThrough(recorded, carried, number: number)
         var export = summary
         export.path = exchange.transport.address(of: name, in: mine)
-        return PushSummary(path: export.path, export: export)
+        return PushSummary(path: export.path, export: export, removed: tidy.removed, warnings: tidy.kept)
     }
 
     /// Where a push to `exchange` starts (Protocol/exchange.md §3.1): `since`, the token the new
@@ -47,7 +57,7 @@ extension Store {
     /// each origin (what the push records once it publishes).
     private func pushStart(
         in exchange: ExchangeFolder, recorded: String, existing: [(number: Int, file: ExchangeFolder.File)],
-        current: History.Token, key: KeyFile
+        current: History.Token, key: KeyFile, republish: Bool
     ) throws -> (since: History.Token, carried: History.Token) {
         // Continue from what this replica's bundles here carry: readers that applied them can apply
         // the next. (Pruning removes only bundles every active member applied, so that holds after
@@ -65,15 +75,18 @@ extension Store {
         // Each transaction crosses the folder once (Protocol/exchange.md §3.1): another origin's
         // travel in its own files here, and are relayed only where none of them provides them.
         let provided = try providedSequences(in: exchange, key: key)
-        // Unless files this replica's bundles here depend on are gone (lost, not pruned): those
-        // bundles can then no longer be applied by a replica that lacks them, so this one depends
-        // on nothing but this replica's pruned history, and carries everything else again.
+        // Unless files this replica's bundles here depend on are gone (lost, not pruned), or one
+        // of its own bundles was removed as damaged: those bundles can then no longer be applied
+        // by a replica that lacks them, so this one depends on nothing but this replica's pruned
+        // history, and carries everything else again.
         let required = existing.compactMap {
             try? exchange.header(of: $0.file, identity: key.envelopeIdentity).header.since
         }.reduce(History.Token.zero) { $0.merged(with: $1) }
-        let lost = required.sequences.contains { origin, needed in
-            origin != replica.id && needed > max(carried[origin], provided[origin] ?? 0, pruned[origin])
-        }
+        let lost =
+            republish
+            || required.sequences.contains { origin, needed in
+                origin != replica.id && needed > max(carried[origin], provided[origin] ?? 0, pruned[origin])
+            }
         if lost {
             carried = .zero
             since = pruned

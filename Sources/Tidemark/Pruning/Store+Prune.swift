@@ -91,7 +91,9 @@ extension Store {
                 let temporary = transport.temporaryFile(for: mine)
                 defer { try? FileManager.default.removeItem(atPath: temporary) }
                 _ = try exportSnapshot(to: temporary, key: key)
+                let size = Self.fileSize(temporary)
                 try transport.replace(ExchangeFolder.snapshotName, in: mine, with: temporary)
+                try noteWritten(location, mine, ExchangeFolder.snapshotName, size: size)
                 snapshots.append(transport.address(of: ExchangeFolder.snapshotName, in: mine))
                 for bundle in done { try? transport.remove(bundle.file.name, in: mine) }
             }

@@ -130,6 +130,7 @@ enum Bookkeeping {
         try createAuthorship(db)
         try createSchemas(db)
         try createRemoteFiles(db)
+        try createCheckedFiles(db)
     }
 
     /// The registrations of tracked tables (`TrackedTable`), untracked ones included.
@@ -158,6 +159,7 @@ enum Bookkeeping {
     static func upgrade(_ db: Database) throws {
         try createAuthorship(db)
         try createRemoteFiles(db)
+        try createCheckedFiles(db)
         if try !hasSlots(db) {
             // The registrations gain slots, and an untracked table's name may be tracked again.
             try addSharedClockWidth(db)
@@ -191,6 +193,7 @@ enum Bookkeeping {
         try !db.tableExists("tidemark_authorship") || !db.tableExists("tidemark_schemas")
             || !db.tableExists("tidemark_held")
             || !hasSlots(db) || !db.tableExists(settingsTable) || !db.tableExists("tidemark_remote_files")
+            || !db.tableExists("tidemark_checked_files")
             || !db.columns(in: "tidemark_held").contains { $0.name == "encrypted" }
     }
 
@@ -244,6 +247,21 @@ enum Bookkeeping {
                     validator TEXT NOT NULL,          -- what the listing said of it when it was read
                     through TEXT NOT NULL,            -- its header's through token
                     PRIMARY KEY (location, file)
+                ) WITHOUT ROWID
+                """)
+    }
+
+    /// What this replica concluded about files of exchange folders (`CheckedFiles`).
+    static func createCheckedFiles(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE IF NOT EXISTS tidemark_checked_files(
+                    location TEXT NOT NULL,           -- the exchange folder, as tidemark_folders records it
+                    folder TEXT NOT NULL,             -- the replica folder holding the file
+                    name TEXT NOT NULL,
+                    fingerprint TEXT NOT NULL,        -- the state of the file the verdict holds for
+                    verdict TEXT NOT NULL,            -- 'sound', or the warning given about it
+                    PRIMARY KEY (location, folder, name)
                 ) WITHOUT ROWID
                 """)
     }

@@ -55,7 +55,7 @@ struct ExchangeEntry: Sendable, Equatable {
     var name: String
     /// Its size in bytes, when the listing says.
     var size: Int64? = nil
-    /// When it was last written, when the listing says (a local folder says it for temporaries only).
+    /// When it was last written, when the listing says.
     var modified: Date? = nil
     /// For a file on a server, what tells whether it changed since it was read: its ETag, or its
     /// size and time. Nil for a local folder, whose files are read again at no cost.

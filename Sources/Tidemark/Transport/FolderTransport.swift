@@ -56,9 +56,8 @@ final class FolderTransport: ExchangeTransport {
         let directory = path(folder)
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         return names.sorted().map { name in
-            // Only a temporary's age is ever asked for: the others are not looked at here.
-            guard name.hasPrefix(ExchangeFolder.temporaryPrefix),
-                let attributes = try? FileManager.default.attributesOfItem(atPath: directory + "/" + name),
+            // Size and time tell a temporary's age, and whether a file changed since it was checked.
+            guard let attributes = try? FileManager.default.attributesOfItem(atPath: directory + "/" + name),
                 attributes[.type] as? FileAttributeType == .typeRegular
             else { return ExchangeEntry(name: name) }
             return ExchangeEntry(

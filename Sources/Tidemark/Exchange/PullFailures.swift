@@ -1,0 +1,35 @@
+import Foundation
+
+/// The files a pull could not use, by address, with why. Junk — a damaged file, or one that is
+/// not an exchange file — is told apart: it cannot become usable without changing, so a pull
+/// reports it once while it is unchanged (Protocol/exchange.md §6.5), where other failures (a
+/// missing prerequisite, an untrusted sender, an unreachable server) are reported on every pull
+/// until they clear.
+struct PullFailures {
+    private(set) var messages: [String: String] = [:]
+    private(set) var junk: Set<String> = []
+
+    /// Why the file at `address` could not be used; setting it (or nil, once it was used) makes
+    /// it a failure that is not junk.
+    subscript(address: String) -> String? {
+        get { messages[address] }
+        set {
+            messages[address] = newValue
+            junk.remove(address)
+        }
+    }
+
+    /// Records `error`, met reading the local copy `local` of the file at `address`.
+    mutating func record(_ error: ExchangeError, reading local: String, as address: String) {
+        self[address] = error.naming(local, as: address).description
+        if error.isDamage { junk.insert(address) }
+    }
+
+    /// Records that the file at `address` is junk, for `message`.
+    mutating func recordJunk(_ message: String, at address: String) {
+        messages[address] = message
+        junk.insert(address)
+    }
+
+    var isEmpty: Bool { messages.isEmpty }
+}

@@ -229,6 +229,31 @@ struct WebDAVExchangeTests {
         #expect(try group.b.tables()["items"]?.rows.contains { $0[0] == .text("a-1") } == true)
     }
 
+    /// A bundle cut short on the server (Protocol/exchange.md §6.5): reported once, not downloaded
+    /// again while its ETag is unchanged; its owner's next push removes it and carries what it held.
+    @Test func aDamagedBundleOnTheServerIsReportedOnceAndReplacedByItsOwner() throws {
+        let group = try Faulty()
+        for _ in 0..<3 { try group.write(group.a) }
+        let pushed = try group.a.store.push(to: group.url, key: group.a.key, settings: group.settings)
+        let name = (pushed.path! as NSString).lastPathComponent
+        let onServer = group.server.root + "/\(group.a.id)/\(name)"
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: onServer))
+        try bytes.prefix(bytes.count / 2).write(to: URL(fileURLWithPath: onServer))
+
+        let first = try group.b.store.pull(from: group.url, key: group.b.key, prune: false, settings: group.settings)
+        #expect(first.warnings.count == 1 && first.warnings[0].contains(name), "\(first.warnings)")
+        try group.proxy.clearLog()
+        let second = try group.b.store.pull(from: group.url, key: group.b.key, prune: false, settings: group.settings)
+        #expect(second.warnings.isEmpty, "reported once: \(second.warnings)")
+        let gets = try group.proxy.forwarded().filter { $0.method == "GET" && $0.path.hasSuffix(name) }
+        #expect(gets.isEmpty, "the unchanged damaged file is not read again: \(gets)")
+
+        let republished = try group.a.store.push(to: group.url, key: group.a.key, settings: group.settings)
+        #expect(republished.removed.count == 1 && republished.removed[0].contains(name), "\(republished.removed)")
+        #expect(republished.path != nil)
+        try group.converge()
+    }
+
     @Test func aSlowServerAnUnauthorizedAnswerAndADownServerAreOneClearError() throws {
         let group = try Faulty()
         try group.write(group.a)

@@ -125,7 +125,8 @@ import TidemarkTestSupport
 
         let firstPush = try group.push(a)
         #expect(firstPush.removed.isEmpty, "\(firstPush.removed)")
-        #expect(firstPush.warnings.count == 1 && firstPush.warnings[0].hasPrefix(kept + ": kept"), "\(firstPush.warnings)")
+        #expect(
+            firstPush.warnings.count == 1 && firstPush.warnings[0].hasPrefix(kept + ": kept"), "\(firstPush.warnings)")
         #expect(FileManager.default.fileExists(atPath: kept))
         let secondPush = try group.push(a)
         #expect(secondPush.warnings.isEmpty, "said once: \(secondPush.warnings)")

@@ -33,6 +33,8 @@ struct Summary {
     var failures: [Failure] = []
     /// Pull warnings that named a temporary file as still being written (retryable, not failures).
     var temporaryWarnings = 0
+    /// Pull warnings that named a temporary abandoned by a killed writer (reported once per peer).
+    var abandonedTemporaryWarnings = 0
     /// Temporary files left in the exchange folder at the end.
     var temporariesLeft: [String] = []
     /// Rounds of push and pull the replicas needed to converge at the end (nil if they did not).
@@ -62,6 +64,7 @@ struct Summary {
                     format: "%6d  %18d  %18d  %20d", total.trials, total.killedMidCommand, total.killedAfterEffect,
                     total.finishedBeforeKill))
         out.append("  pull warnings about temporaries still being written: \(temporaryWarnings)")
+        out.append("  pull warnings about abandoned temporaries: \(abandonedTemporaryWarnings)")
         out.append("  temporary files left in the exchange folder at the end: \(temporariesLeft.count)")
         out.append(
             "  convergence: "

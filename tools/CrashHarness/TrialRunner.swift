@@ -352,14 +352,16 @@ struct TrialRunner {
         }
     }
 
-    /// Requires a completed run to exit 0 with nothing on standard error but pull's retryable
-    /// warnings about temporaries; never a busy or locked error.
+    /// Requires a completed run to exit 0 with nothing on standard error but pull's warnings about
+    /// temporaries (still being written, or abandoned by a killed writer); never a busy or locked error.
     private mutating func expectClean(_ result: ChildProcess.Result, _ what: String) {
         var problems: [String] = []
         if !result.succeeded { problems.append("ended with \(result.ending)") }
         for line in result.stderrLines {
             if Self.isTemporaryWarning(line) {
                 summary.temporaryWarnings += 1
+            } else if Self.isAbandonedTemporaryWarning(line) {
+                summary.abandonedTemporaryWarnings += 1
             } else {
                 problems.append("stderr: \(line)")
             }
@@ -371,6 +373,13 @@ struct TrialRunner {
     static func isTemporaryWarning(_ line: String) -> Bool {
         line.hasPrefix("warning: skipped ") && line.contains("/.tmp-")
             && line.hasSuffix(": still being written by its sender (will retry on the next pull)")
+    }
+
+    /// `warning: skipped DIR/ID/.tmp-…: left by an interrupted write of its sender, …`: a temporary
+    /// of a killed writer, unwritten for 10 minutes (runs that long), reported once by each peer.
+    static func isAbandonedTemporaryWarning(_ line: String) -> Bool {
+        line.hasPrefix("warning: skipped ") && line.contains("/.tmp-")
+            && line.contains(": left by an interrupted write of its sender, which removes it on its next push or pull")
     }
 
     /// Runs a command that is not killed; records a failure and returns nil unless it ran clean.

@@ -20,6 +20,10 @@ enum WorkloadName: String, CaseIterable, ExpressibleByArgument {
     case encryption
     /// Push and pull of --changes changes through a WebDAV server (Apache, loopback) against a folder.
     case webdav
+    /// Groups of --fanout replicas syncing through one folder: bytes per unique byte, time per replica.
+    case fanout
+    /// A new replica catching up on --rows rows from a snapshot, against `sqlite3changeset_apply`.
+    case join
 }
 
 /// The command-line settings, resolved against `--quick` (explicit values win).
@@ -33,7 +37,9 @@ struct BenchOptions: ParsableArguments {
 
     @Option(
         name: .customLong("rows"),
-        help: "Capture: rows inserted, updated and deleted, N (default 1000000; 5000 with --quick).")
+        help:
+            "Capture: rows inserted, updated and deleted, N; schema and join: rows in the table (default 1000000; 5000 with --quick)."
+    )
     var rowsArgument: Int?
 
     @Option(
@@ -69,6 +75,15 @@ struct BenchOptions: ParsableArguments {
         help: "History: one-row transactions in the large store (default 1000000; 5000 with --quick).")
     var transactionsArgument: Int?
 
+    @Option(
+        name: .customLong("fanout"),
+        help: "Fanout: group sizes (repeatable; default 4, 8, 16 and 32; 3 and 4 with --quick).")
+    var fanoutArguments: [Int] = []
+
+    @Option(
+        name: .customLong("fanout-rows"), help: "Fanout: rows each replica inserts (default 500; 50 with --quick).")
+    var fanoutRowsArgument: Int?
+
     @Option(help: "Folder: the seed of the random operations.")
     var seed: UInt64 = 20_261_122
 
@@ -87,13 +102,14 @@ struct BenchOptions: ParsableArguments {
         for (name, value) in [
             ("--rows", rowsArgument), ("--repetitions", repetitionsArgument), ("--changes", changesArgument),
             ("--replicas", replicasArgument), ("--operations", operationsArgument),
-            ("--transactions", transactionsArgument),
+            ("--transactions", transactionsArgument), ("--fanout-rows", fanoutRowsArgument),
         ] {
             if let value, value < 1 { throw ValidationError("\(name) must be at least 1.") }
         }
         if batchArgument < 1 { throw ValidationError("--batch must be at least 1.") }
         if changes < 4 { throw ValidationError("--changes must be at least 4.") }
         if replicas < 2 { throw ValidationError("--replicas must be at least 2.") }
+        if fanoutArguments.contains(where: { $0 < 2 }) { throw ValidationError("--fanout must be at least 2.") }
         if memoryChangesArguments.contains(where: { $0 < 1 }) {
             throw ValidationError("--memory-changes must be at least 1.")
         }
@@ -111,6 +127,8 @@ struct BenchOptions: ParsableArguments {
     var replicas: Int { replicasArgument ?? (quick ? 3 : 20) }
     var operations: Int { operationsArgument ?? (quick ? 300 : 10_000) }
     var transactions: Int { transactionsArgument ?? (quick ? 5_000 : 1_000_000) }
+    var fanout: [Int] { fanoutArguments.isEmpty ? (quick ? [3, 4] : [4, 8, 16, 32]) : fanoutArguments }
+    var fanoutRows: Int { fanoutRowsArgument ?? (quick ? 50 : 500) }
     /// R: measured repetitions.
     var repetitions: Int { repetitionsArgument ?? (quick ? 2 : 5) }
 }

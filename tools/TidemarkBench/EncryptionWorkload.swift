@@ -30,20 +30,16 @@ struct EncryptionWorkload {
                         found: encrypted ? 0 : 1)
                 }
                 let target = path("target-\(round)-\(encrypted).sqlite")
-                for suffix in ["", "-wal", ".key"]
-                where FileManager.default.fileExists(atPath: path("empty.sqlite") + suffix) {
-                    try FileManager.default.copyItem(atPath: path("empty.sqlite") + suffix, toPath: target + suffix)
-                }
-                let opened = try Store.open(target)
-                let targetKey = try KeyFile.load(target + ".key")
-                let imported = try timed { try opened.importBundle(at: bundle, key: targetKey) }
+                let imported = try {
+                    let (opened, targetKey) = try Fixtures.copyOfEmptyTarget(in: scratch, to: target)
+                    return try timed { try opened.importBundle(at: bundle, key: targetKey) }
+                }()
+                Fixtures.removeStore(target)
                 guard imported.value.appliedChanges >= changes else {
                     throw BenchError.unexpectedState(
                         metric: "encryption.import", side: .tracked, what: "changes imported", expected: Int64(changes),
                         found: Int64(imported.value.appliedChanges))
                 }
-                try? FileManager.default.removeItem(atPath: target)
-                try? FileManager.default.removeItem(atPath: target + "-wal")
                 if round > 0 {
                     samples[encrypted]!.export.append(exported.seconds)
                     samples[encrypted]!.import.append(imported.seconds)

@@ -12,15 +12,34 @@ enum Fixtures {
         let path = { (name: String) in scratch.appendingPathComponent(name).path }
         let (source, _) = try Store.initialize(
             path("source.sqlite"), setup: Store.Setup(replicaName: "source", schema: ("bench", schema)))
-        let fill = """
-            WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < \(changes - 1))
-            INSERT INTO items(id, title, qty, price, payload) SELECT printf('k%08d', i), 'Item ' || i, i, i * 0.25, randomblob(32) FROM n
-            """
-        _ = try source.execute(sql: fill)
+        _ = try source.execute(sql: fillSQL(rows: changes))
         let (target, _) = try Store.initialize(
             path("empty.sqlite"), setup: Store.Setup(replicaName: "target", schema: ("bench", schema)))
         try target.addPeer(name: "source", publicKeyBase64: Data(source.publicKey).base64EncodedString())
         return (source, try KeyFile.load(path("source.sqlite.key")), target)
+    }
+
+    /// Inserts `rows` rows into `items` in one statement.
+    static func fillSQL(rows: Int) -> String {
+        """
+        WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < \(rows - 1))
+        INSERT INTO items(id, title, qty, price, payload) SELECT printf('k%08d', i), 'Item ' || i, i, i * 0.25, randomblob(32) FROM n
+        """
+    }
+
+    /// A fresh copy, at `target`, of the empty replica `sourceAndEmptyTarget` left in `scratch`,
+    /// opened, with its key.
+    static func copyOfEmptyTarget(in scratch: URL, to target: String) throws -> (store: Store, key: KeyFile) {
+        let empty = scratch.appendingPathComponent("empty.sqlite").path
+        for suffix in ["", "-wal", ".key"] where FileManager.default.fileExists(atPath: empty + suffix) {
+            try FileManager.default.copyItem(atPath: empty + suffix, toPath: target + suffix)
+        }
+        return (try Store.open(target), try KeyFile.load(target + ".key"))
+    }
+
+    /// Removes a store made by `copyOfEmptyTarget` (once it is closed).
+    static func removeStore(_ path: String) {
+        for suffix in ["", "-wal", "-shm", ".key"] { try? FileManager.default.removeItem(atPath: path + suffix) }
     }
 
     /// The one table of every benchmark database, tracked or not.

@@ -39,6 +39,10 @@ struct RunInfo {
                 case .appwriter: "appwriter \(options.operations) tx"
                 case .encryption: "encryption \(options.changes) changes"
                 case .webdav: "webdav \(options.changes) changes"
+                case .fanout:
+                    "fanout " + options.fanout.map(String.init).joined(separator: "/")
+                        + " replicas × \(options.fanoutRows) rows"
+                case .join: "join \(options.rows) rows"
                 }
             }.joined(separator: ", "))
     }

@@ -42,12 +42,7 @@ struct WebDAVWorkload {
                         metric: "webdav.push", side: .tracked, what: "transactions pushed", expected: 1, found: 0)
                 }
                 let target = path("target-\(round)-\(remote).sqlite")
-                for suffix in ["", "-wal", ".key"]
-                where FileManager.default.fileExists(atPath: path("empty.sqlite") + suffix) {
-                    try FileManager.default.copyItem(atPath: path("empty.sqlite") + suffix, toPath: target + suffix)
-                }
-                let opened = try Store.open(target)
-                let targetKey = try KeyFile.load(target + ".key")
+                let (opened, targetKey) = try Fixtures.copyOfEmptyTarget(in: scratch, to: target)
                 let pulled = try timed {
                     try opened.pull(from: location, key: targetKey, prune: false, settings: settings)
                 }
@@ -64,7 +59,7 @@ struct WebDAVWorkload {
                     let again = try opened.pull(from: location, key: targetKey, prune: false, settings: settings)
                     idle.append(Double(again.bytesDownloaded))
                 }
-                for suffix in ["", "-wal", ".key"] { try? FileManager.default.removeItem(atPath: target + suffix) }
+                Fixtures.removeStore(target)
                 if round > 0 {
                     samples[remote]!.push.append(pushed.seconds)
                     samples[remote]!.pull.append(pulled.seconds)

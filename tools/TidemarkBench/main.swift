@@ -63,6 +63,12 @@ struct BenchCommand: ParsableCommand {
                         .run(in: scratch)
                     report.rows += result.rows
                     report.figures += result.figures
+                case .fanout:
+                    report.figures += try FanoutWorkload(sizes: options.fanout, rowsPerReplica: options.fanoutRows)
+                        .run(in: scratch)
+                case .join:
+                    report.rows += try JoinWorkload(rows: options.rows, repetitions: options.repetitions).run(
+                        in: scratch)
                 case .appwriter:
                     report.rows += try AppWriterWorkload(
                         transactions: options.operations, repetitions: options.repetitions

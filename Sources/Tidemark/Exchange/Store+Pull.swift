@@ -49,7 +49,8 @@ extension Store {
                 let address = exchange.address(of: file)
                 if !file.name.hasPrefix(ExchangeFolder.temporaryPrefix) {
                     failures.recordJunk(
-                        "\(address): not a Tidemark exchange file; its replica removes it unless it needs it", at: address)
+                        "\(address): not a Tidemark exchange file; its replica removes it unless it needs it",
+                        at: address)
                 } else if abandoned {
                     failures.recordJunk(
                         "\(address): left by an interrupted write of its sender, which removes it on its next push or pull",
@@ -180,7 +181,8 @@ extension Store {
                 for (file, _) in sources.listed.values { folders.insert(file.replica.description) }
                 try CheckedFiles.keepOnlyFolders(db, location: sources.recorded, folders: folders)
                 for folder in folders where folder != replica.id.description {
-                    let names = Set(sources.listed.values.filter { $0.file.replica.description == folder }.map(\.file.name))
+                    let names = Set(
+                        sources.listed.values.filter { $0.file.replica.description == folder }.map(\.file.name))
                     try CheckedFiles.keepOnly(db, location: sources.recorded, folder: folder, names: names)
                 }
                 return warnings

@@ -35,7 +35,9 @@ extension Store {
         var (since, carried) = try pushStart(
             in: exchange, recorded: recorded, existing: existing, current: current, key: key,
             republish: tidy.removedBundle)
-        if since.covers(current) { return PushSummary(path: nil, export: nil, removed: tidy.removed, warnings: tidy.kept) }
+        if since.covers(current) {
+            return PushSummary(path: nil, export: nil, removed: tidy.removed, warnings: tidy.kept)
+        }
         let temporary = exchange.transport.temporaryFile(for: mine)
         defer { try? FileManager.default.removeItem(atPath: temporary) }
         let summary = try exportBundle(since: since, to: temporary, key: key)

@@ -30,6 +30,10 @@ struct FanoutWorkload {
                     goal: .atMost(1.1)),
                 .init(metric: prefix + ".seconds_per_replica.data_round", value: result.busy, unit: "s", goal: nil),
                 .init(metric: prefix + ".seconds_per_replica.quiet_round", value: result.quiet, unit: "s", goal: nil),
+                // Each replica applies the rows of N - 1 others: the time per row it applied.
+                .init(
+                    metric: prefix + ".microseconds_per_row_applied",
+                    value: result.busy * 1e6 / Double((size - 1) * rowsPerReplica), unit: "µs", goal: nil),
             ]
         }
         if let smallest = sizes.min(), let largest = sizes.max(), smallest < largest,

@@ -3,7 +3,8 @@ import Testing
 import TidemarkCore
 
 /// The change-bundle vectors of `Protocol/vectors/` (Protocol/bundle.md §10): every valid vector
-/// decodes to exactly its expected JSON, every invalid one is refused with a `BundleError`.
+/// decodes to exactly its expected JSON, every invalid one is refused with a `BundleError` whose
+/// rule is the one its manifest entry names.
 ///
 /// Each vector runs in a child process (an exit test), so a decoder that crashes on one fails that
 /// vector alone and the rest still report; a decoder that hangs trips the time limit.
@@ -136,7 +137,10 @@ enum Vectors {
         do {
             decoded = try DecodedBundle(decoding: file)
         } catch let error as BundleError {
-            return test.result == "valid" ? "a valid vector was refused: \(error)" : nil
+            if test.result == "valid" { return "a valid vector was refused: \(error)" }
+            // Refused, and for the rule the manifest names (bundle.md §7), not just any.
+            return error.rule.rawValue == test.error
+                ? nil : "refused under \(error.rule), not \(test.error ?? "?") as the manifest says: \(error)"
         } catch {
             return "the decoder threw a \(type(of: error)), not a BundleError: \(error)"
         }

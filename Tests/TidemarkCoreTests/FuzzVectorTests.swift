@@ -79,6 +79,9 @@ enum FuzzVectors {
             _ = try DecodedBundle(decoding: file)
             return "a fuzz vector (\(test.error)) was accepted"
         } catch let error as BundleError {
+            guard error.rule.rawValue == test.error else {
+                return "refused under \(error.rule), not \(test.error) as the manifest says: \(error)"
+            }
             outcome = error.description
         } catch {
             return "the decoder threw a \(type(of: error)), not a BundleError: \(error)"

@@ -263,7 +263,7 @@ import TidemarkTestSupport
         cases.append(
             (
                 "name length past the header", bytes,
-                { if case .framing(.badHeader("ends early"), _) = $0 { true } else { false } }
+                { if case .framing(.badHeader("ends early", .badHeader), _) = $0 { true } else { false } }
             ))
 
         // The declared inflated length of the transactions chunk is larger than what inflates.
@@ -381,7 +381,10 @@ import TidemarkTestSupport
         header.bytes[nameByte] = 0xFF
         try header.resign(with: pair.a.key)
         cases.append(
-            ("sender name", header, { if case .framing(.badHeader("invalid UTF-8"), _) = $0 { true } else { false } }))
+            (
+                "sender name", header,
+                { if case .framing(.badHeader("invalid UTF-8", .invalidUTF8), _) = $0 { true } else { false } }
+            ))
 
         // In a record: a text value (a lone continuation byte and an overlong encoding).
         for (label, replacement) in [

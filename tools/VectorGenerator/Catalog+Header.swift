@@ -13,11 +13,9 @@ extension Catalog {
         invalid("kind-zero", "Bundle kind 0", flags: flags, error: "unsupported-kind", d)
         d.kind = 2
         invalid(
-            "reserved-kind-snapshot",
-            "Bundle kind 2 (snapshot, reserved by §4.4) with a range and transactions: a reader without "
-                + "snapshot support refuses the kind, one with it refuses ranges outside a changes bundle",
-            flags: flags,
-            error: "unsupported-kind", d)
+            "snapshot-with-ranges",
+            "A snapshot (kind 2) that carries a range and transactions: only kind 1 has ranges", flags: flags,
+            error: "bad-header", d)
         d = base
         d.kind = 3
         invalid(

@@ -46,6 +46,8 @@ enum Report {
                     line = "ACCEPT  \(v.name) [\(error)]: the decoder accepted it"
                 } else if verdict.hasPrefix("invalid NOT-A-BUNDLE-ERROR") {
                     line = "OTHER   \(v.name) [\(error)]: \(verdict)"
+                } else if !verdict.hasPrefix("invalid \(error) ") {
+                    line = "RULE    \(v.name) [\(error)]: refused under another rule: \(verdict)"
                 } else {
                     line = "ok      \(v.name) [\(error)] \(verdict.dropFirst("invalid ".count))"
                 }

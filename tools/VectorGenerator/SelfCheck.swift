@@ -6,7 +6,7 @@ import TidemarkCore
 /// (`tidemark-vectors check FILE`) so that a decoder crash is reported, not fatal.
 enum SelfCheck {
     /// Decodes and verifies `bytes`; prints `valid`, the decoded JSON and the re-encoding result,
-    /// or `invalid <error>`.
+    /// or `invalid <rule> <layer>: <error>`, the rule being bundle.md §7's name.
     static func run(_ bytes: [UInt8], keys: [Identity], reencode shouldReencode: Bool) {
         do {
             let decoder = try BundleDecoder(BufferSource(bytes))
@@ -30,7 +30,7 @@ enum SelfCheck {
                     .rendered())
             print("reencoded: " + (shouldReencode ? reencode(bytes, verified, decoded, keys: keys) : "not asked"))
         } catch let error as BundleError {
-            print("invalid \(layer(error)): \(error)")
+            print("invalid \(error.rule.rawValue) \(layer(error)): \(error)")
         } catch {
             print("invalid NOT-A-BUNDLE-ERROR: \(error)")
         }

@@ -100,7 +100,7 @@ public final class BundleDecoder {
         consumedBefore += chunk.count
         let frame = try frames.next()
         if frame.type == .transactions && frame.payload.isEmpty {
-            throw BundleError.framing(.badHeader("an empty transactions frame"), offset: frame.offset)
+            throw BundleError.framing(.emptyFrame, offset: frame.offset)
         }
         guard frame.type == .transactions else {
             pending = frame
@@ -364,7 +364,9 @@ public final class BundleDecoder {
         txHasher = hasher
         hasherReady = true
         let seq = try varint()
-        guard seq <= UInt64(Int64.max) else { throw BundleError.record(.badVarint, offset: start) }
+        guard seq <= UInt64(Int64.max) else {
+            throw BundleError.record(.numberOutOfRange("sequence number"), offset: start)
+        }
         let sequence = Int64(seq)
         guard sequence <= chain.last else {
             throw BundleError.verification(.transactionOutsideRanges(origin: origin.description, sequence: sequence))
@@ -386,7 +388,7 @@ public final class BundleDecoder {
         case 0: break
         case 1:
             let v = try varint()
-            guard v <= UInt64(UInt32.max) else { throw fail(.badVarint) }
+            guard v <= UInt64(UInt32.max) else { throw fail(.numberOutOfRange("process id")) }
             pid = Int32(bitPattern: UInt32(v))
         case let b: throw fail(.badPresenceByte(b))
         }
@@ -507,13 +509,20 @@ public final class BundleDecoder {
                 throw fail(.columnsNotCanonical("transactions follow where the records should have ended"))
             }
         }
+        // Every frame's place is checked through the SIGNATURE frame before any attestation (R9, then R10).
         var frame = pending!
+        var attestationFrames: [FrameReader.Frame] = []
+        while frame.type == .attestation && attestationFrames.count < header.ranges.count {
+            attestationFrames.append(frame)
+            frame = try frames.next()
+        }
+        guard frame.type == .signature, attestationFrames.count == header.ranges.count else {
+            throw BundleError.framing(.unexpectedFrame(frame.type.rawValue), offset: frame.offset)
+        }
+        guard frame.payload.count == 64 else { throw BundleError.framing(.badSignatureFrame, offset: frame.offset) }
         var attestations: [Attestation] = []
-        for range in header.ranges {
-            guard frame.type == .attestation else {
-                throw BundleError.framing(.unexpectedFrame(frame.type.rawValue), offset: frame.offset)
-            }
-            let attestation = try Attestation.decode(frame.payload, frameOffset: frame.offset)
+        for (range, attestationFrame) in zip(header.ranges, attestationFrames) {
+            let attestation = try Attestation.decode(attestationFrame.payload, frameOffset: attestationFrame.offset)
             let chain = chains[range.origin]!
             guard attestation.origin == range.origin, attestation.sequence == range.last else {
                 throw BundleError.verification(.badAttestation(origin: range.origin.description))
@@ -528,13 +537,6 @@ public final class BundleDecoder {
                 throw BundleError.verification(.badAttestation(origin: range.origin.description))
             }
             attestations.append(attestation)
-            frame = try frames.next()
-        }
-        guard frame.type == .signature else {
-            throw BundleError.framing(.unexpectedFrame(frame.type.rawValue), offset: frame.offset)
-        }
-        guard frame.payload.count == 64 else {
-            throw BundleError.framing(.badHeader("signature must be 64 bytes"), offset: frame.offset)
         }
         let digest = Array(frames.fileHash.finalize())
         guard try frames.atEnd() else { throw BundleError.framing(.trailingBytes, offset: frames.offset) }

@@ -21,13 +21,21 @@ public enum BundleError: Error, Sendable, Equatable, CustomStringConvertible {
         case unexpectedFrame(UInt8)
         case missingHeader
         case trailingBytes
-        case badHeader(String)
+        /// A TRANSACTIONS frame whose payload is empty (R8).
+        case emptyFrame
+        /// A SIGNATURE frame that is compressed or not 64 bytes (R10).
+        case badSignatureFrame
+        /// The header breaks `rule` (R13 `bad-header` unless a more specific rule applies, such as
+        /// R14 for a token or R16 for a limit), for the reason given.
+        case badHeader(String, rule: BundleRule = .badHeader)
     }
 
     /// Record defects (§4).
     public enum Record: Sendable, Equatable {
         case truncated
         case badVarint
+        /// A sequence number above 2^63 − 1 or a process id above 2^32 − 1 (R18).
+        case numberOutOfRange(String)
         case unknownValueTag(UInt8)
         case invalidUTF8
         case lengthTooLarge(Int)
@@ -58,6 +66,55 @@ public enum BundleError: Error, Sendable, Equatable, CustomStringConvertible {
         case clockNotIncreasing(origin: String, sequence: Int64)
     }
 
+    /// The rule of Protocol/bundle.md §7 that the bundle broke.
+    public var rule: BundleRule {
+        switch self {
+        case .framing(let f, _):
+            switch f {
+            case .notABundle: .badMagic
+            case .unsupportedVersion: .unsupportedVersion
+            case .reservedFlags: .reservedFlags
+            case .truncated: .truncated
+            case .unknownFrameType: .unknownFrameType
+            case .frameTooLong: .frameTooLong
+            case .badCompression: .badCompression
+            case .unexpectedFrame, .missingHeader: .frameOrder
+            case .trailingBytes: .trailingBytes
+            case .emptyFrame: .emptyFrame
+            case .badSignatureFrame: .badSignatureFrame
+            case .badHeader(_, let rule): rule
+            }
+        case .record(let r, _):
+            switch r {
+            case .truncated: .recordTruncated
+            case .badVarint: .badVarint
+            case .numberOutOfRange: .numberOutOfRange
+            case .unknownValueTag: .unknownValueTag
+            case .invalidUTF8: .invalidUTF8
+            case .lengthTooLarge: .limitExceeded
+            case .unknownChangeType: .unknownChangeType
+            case .badGeneration: .badGeneration
+            case .tooManyColumns: .badColumnCount
+            case .columnsNotCanonical: .columnsNotCanonical
+            case .unknownAttribute: .unknownAttribute
+            case .badPresenceByte: .badPresenceByte
+            case .emptyName: .emptyName
+            case .recordTooLarge: .recordTooLarge
+            case .schemaVersionMismatch: .schemaMismatch
+            }
+        case .verification(let v):
+            switch v {
+            case .badSignature: .badSignature
+            case .badAttestation: .badAttestation
+            case .chainMismatch: .chainMismatch
+            case .transactionOutsideRanges: .outsideRanges
+            case .sequenceGap: .sequenceGap
+            case .rangeIncomplete: .rangeIncomplete
+            case .clockNotIncreasing: .clockNotIncreasing
+            }
+        }
+    }
+
     public var description: String {
         switch self {
         case .framing(let f, let offset):
@@ -74,7 +131,9 @@ public enum BundleError: Error, Sendable, Equatable, CustomStringConvertible {
             case .unexpectedFrame(let t): what = "frame type 0x\(String(t, radix: 16)) is out of order"
             case .missingHeader: what = "the header frame is missing"
             case .trailingBytes: what = "bytes follow the signature frame"
-            case .badHeader(let why): what = "bad header: \(why)"
+            case .emptyFrame: what = "an empty transactions frame"
+            case .badSignatureFrame: what = "the signature frame must be 64 bytes, uncompressed"
+            case .badHeader(let why, _): what = "bad header: \(why)"
             }
             return "\(what) at byte \(offset)"
         case .record(let r, let offset):
@@ -82,6 +141,7 @@ public enum BundleError: Error, Sendable, Equatable, CustomStringConvertible {
             switch r {
             case .truncated: what = "a transaction record is cut short"
             case .badVarint: what = "a varint is malformed or not minimal"
+            case .numberOutOfRange(let what_): what = "\(what_) is out of range"
             case .unknownValueTag(let t): what = "unknown value tag 0x\(String(t, radix: 16))"
             case .invalidUTF8: what = "text is not valid UTF-8"
             case .lengthTooLarge(let n): what = "a length of \(n) bytes exceeds the limit"

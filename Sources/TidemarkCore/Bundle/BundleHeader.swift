@@ -161,31 +161,35 @@ public struct BundleHeader: Sendable, Hashable {
 
     static func decode(_ payload: [UInt8], frameOffset: Int, payloadOffset: Int? = nil) throws -> BundleHeader {
         var r = PayloadReader(payload, base: payloadOffset ?? frameOffset)
-        func bad(_ why: String) -> BundleError {
-            .framing(.badHeader(why), offset: payloadOffset.map { $0 + r.position } ?? frameOffset)
+        func bad(_ why: String, _ rule: BundleRule = .badHeader) -> BundleError {
+            .framing(.badHeader(why, rule: rule), offset: payloadOffset.map { $0 + r.position } ?? frameOffset)
         }
-        guard let kind = BundleFormat.Kind(rawValue: try r.byte()) else { throw bad("unknown bundle kind") }
+        guard let kind = BundleFormat.Kind(rawValue: try r.byte()) else {
+            throw bad("unknown bundle kind", .unsupportedKind)
+        }
         let name = try r.string()
-        guard !name.isEmpty else { throw bad("empty sender name") }
+        guard !name.isEmpty else { throw bad("empty sender name", .emptyName) }
         let created = HLCTimestamp(packed: Int64(bitPattern: try r.varint()))
         let since = try r.token()
         let through = try r.token()
         let tableCount = try r.varint()
-        guard tableCount <= UInt64(BundleFormat.maxHeaderEntries) else { throw bad("too many tables") }
+        guard tableCount <= UInt64(BundleFormat.maxHeaderEntries) else { throw bad("too many tables", .limitExceeded) }
         var tables: [TableSchema] = []
         for _ in 0..<tableCount {
             let table = try r.string()
             let keyCount = try r.varint()
             guard (1...UInt64(BundleFormat.maxColumns)).contains(keyCount) else {
-                throw bad("table \(table): bad key column count")
+                throw bad("table \(table): bad key column count", .badColumnCount)
             }
             let keys = try (0..<keyCount).map { _ in try r.string() }
             let columnCount = try r.varint()
-            guard columnCount <= UInt64(BundleFormat.maxColumns) else { throw bad("table \(table): too many columns") }
+            guard columnCount <= UInt64(BundleFormat.maxColumns) else {
+                throw bad("table \(table): too many columns", .badColumnCount)
+            }
             let columns = try (0..<columnCount).map { _ in try r.string() }
-            guard !table.isEmpty, !keys.contains(""), !columns.contains("") else { throw bad("empty name") }
+            guard !table.isEmpty, !keys.contains(""), !columns.contains("") else { throw bad("empty name", .emptyName) }
             guard zip(columns, columns.dropFirst()).allSatisfy({ $0.utf8.lexicographicallyPrecedes($1.utf8) }) else {
-                throw bad("table \(table): columns not sorted")
+                throw bad("table \(table): columns not sorted", .columnsNotCanonical)
             }
             let columnBytes = Set(columns.map { Array($0.utf8) })
             guard Set(keys.map { Array($0.utf8) }).count == keys.count,
@@ -199,20 +203,22 @@ public struct BundleHeader: Sendable, Hashable {
             tables.append(TableSchema(name: table, keyColumns: keys, columns: columns))
         }
         let rangeCount = try r.varint()
-        guard rangeCount <= UInt64(BundleFormat.maxHeaderEntries) else { throw bad("too many origin ranges") }
+        guard rangeCount <= UInt64(BundleFormat.maxHeaderEntries) else {
+            throw bad("too many origin ranges", .limitExceeded)
+        }
         var ranges: [OriginRange] = []
         for _ in 0..<rangeCount {
             let key = try r.take(32)
             let first = try r.varint()
             let last = try r.varint()
             let previous = try r.take(32)
-            guard first >= 1, last >= first, last <= UInt64(Int64.max) else { throw bad("bad origin range") }
+            guard first >= 1, last >= first, last <= UInt64(Int64.max) else { throw bad("bad origin range", .badRange) }
             let range = OriginRange(publicKey: key, first: Int64(first), last: Int64(last), previous: previous)
             if let prior = ranges.last, !(prior.origin < range.origin) {
-                throw bad("origin ranges not in ascending order")
+                throw bad("origin ranges not in ascending order", .badRange)
             }
             if first == 1 && previous != Chain.genesis(range.origin) {
-                throw bad("origin range starting at #1 must continue the genesis hash")
+                throw bad("origin range starting at #1 must continue the genesis hash", .badRange)
             }
             ranges.append(range)
         }
@@ -222,7 +228,7 @@ public struct BundleHeader: Sendable, Hashable {
         case 0: break
         case 1:
             let id = try r.varint()
-            guard id == Attribute.schemaLineage else { throw bad("unknown header attribute") }
+            guard id == Attribute.schemaLineage else { throw bad("unknown header attribute", .unknownAttribute) }
             let length = try r.varint()
             guard length <= UInt64(BundleFormat.maxFrameLength), length <= UInt64(r.bytes.count - r.position) else {
                 throw bad("ends early")
@@ -230,7 +236,7 @@ public struct BundleHeader: Sendable, Hashable {
             let end = r.position + Int(length)
             (lineage, runs) = try decodeLineage(&r, ranges: ranges, kind: kind)
             guard r.position == end else { throw bad("schema lineage: bytes left over") }
-        default: throw bad("unknown header attribute")
+        default: throw bad("unknown header attribute", .unknownAttribute)
         }
         guard r.atEnd else { throw bad("extra bytes after the header") }
         if kind != .changes && !ranges.isEmpty { throw bad("only a change bundle carries transactions") }
@@ -342,15 +348,15 @@ public struct Attestation: Sendable, Hashable {
         return out + head + signature
     }
 
+    /// Any malformation of the payload, its varint included, is R34 `bad-attestation`.
     static func decode(_ payload: [UInt8], frameOffset: Int) throws -> Attestation {
         var r = PayloadReader(payload, base: frameOffset + 6)
-        let origin = Replica.ID(bytes: try r.take(16))!
-        let sequence = try r.varint()
-        let head = try r.take(32)
-        let signature = try r.take(64)
-        guard r.atEnd, sequence >= 1, sequence <= UInt64(Int64.max) else {
-            throw BundleError.framing(.badHeader("malformed attestation"), offset: frameOffset)
-        }
+        let malformed = BundleError.framing(
+            .badHeader("malformed attestation", rule: .badAttestation), offset: frameOffset)
+        guard let origin = (try? r.take(16)).flatMap(Replica.ID.init(bytes:)), let sequence = try? r.varint(),
+            let head = try? r.take(32), let signature = try? r.take(64),
+            r.atEnd, sequence >= 1, sequence <= UInt64(Int64.max)
+        else { throw malformed }
         return Attestation(origin: origin, sequence: Int64(sequence), head: head, signature: signature)
     }
 }

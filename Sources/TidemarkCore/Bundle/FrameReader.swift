@@ -73,7 +73,9 @@ struct FrameReader {
         guard flags & BundleFormat.compressedFlag != 0 else {
             return Frame(type: type, payload: raw, offset: start, payloadOffset: start + 6)
         }
-        guard type != .signature, raw.count >= 4 else { throw BundleError.framing(.badCompression, offset: start) }
+        // A SIGNATURE frame is never compressed (R10); a compressed payload starts with its length (R7).
+        guard type != .signature else { throw BundleError.framing(.badSignatureFrame, offset: start) }
+        guard raw.count >= 4 else { throw BundleError.framing(.badCompression, offset: start) }
         let expected = Int(raw[0]) << 24 | Int(raw[1]) << 16 | Int(raw[2]) << 8 | Int(raw[3])
         guard expected > 0, expected <= BundleFormat.maxFrameLength,
             let inflated = Deflate.decompress(raw[4...], expectedCount: expected)

@@ -31,7 +31,11 @@ struct PayloadReader {
 
     mutating func varint() throws -> UInt64 {
         guard let (v, used) = Varint.read(bytes, at: position) else {
-            throw BundleError.framing(.badHeader("bad varint"), offset: base + position)
+            // A varint the payload cuts short is a payload that ends early (R13), not a bad varint.
+            if bytes[position...].allSatisfy({ $0 & 0x80 != 0 }) {
+                throw BundleError.framing(.badHeader("ends early"), offset: base + position)
+            }
+            throw BundleError.framing(.badHeader("bad varint", rule: .badVarint), offset: base + position)
         }
         position += used
         return v
@@ -40,11 +44,11 @@ struct PayloadReader {
     mutating func string() throws -> String {
         let n = try varint()
         guard n <= UInt64(BundleFormat.maxNameLength) else {
-            throw BundleError.framing(.badHeader("name too long"), offset: base + position)
+            throw BundleError.framing(.badHeader("name too long", rule: .limitExceeded), offset: base + position)
         }
         let raw = try take(Int(n))
         guard let s = String(validating: raw, as: UTF8.self) else {
-            throw BundleError.framing(.badHeader("invalid UTF-8"), offset: base + position)
+            throw BundleError.framing(.badHeader("invalid UTF-8", rule: .invalidUTF8), offset: base + position)
         }
         return s
     }
@@ -52,7 +56,7 @@ struct PayloadReader {
     mutating func token() throws -> History.Token {
         let count = try varint()
         guard count <= UInt64(BundleFormat.maxHeaderEntries) else {
-            throw BundleError.framing(.badHeader("token too long"), offset: base + position)
+            throw BundleError.framing(.badHeader("token too long", rule: .limitExceeded), offset: base + position)
         }
         var sequences: [Replica.ID: Int64] = [:]
         var previous: Replica.ID?
@@ -60,10 +64,11 @@ struct PayloadReader {
             let id = Replica.ID(bytes: try take(16))!
             let seq = try varint()
             guard seq > 0, seq <= UInt64(Int64.max) else {
-                throw BundleError.framing(.badHeader("bad token entry"), offset: base + position)
+                throw BundleError.framing(.badHeader("bad token entry", rule: .badToken), offset: base + position)
             }
             if let previous, !(previous < id) {
-                throw BundleError.framing(.badHeader("token entries out of order"), offset: base + position)
+                throw BundleError.framing(
+                    .badHeader("token entries out of order", rule: .badToken), offset: base + position)
             }
             previous = id
             sequences[id] = Int64(seq)

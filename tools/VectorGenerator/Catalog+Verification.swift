@@ -55,6 +55,7 @@ extension Catalog {
         invalid(
             "sender-key-replaced", "Signed by Alice but the preamble names Bob's key", flags: ["Signature"],
             error: "bad-signature", d)
+        addWeakKeys(base)
 
         // §5.2 sequence numbers and clocks, re-chained and re-attested by the origin.
         let flags = ["Chain", "Resigned"]
@@ -288,5 +289,57 @@ extension Catalog {
                 $0.ranges[0].publicKey = w.mallory.publicKey
                 $0.ranges[0].previous = Wire.genesis(w.mallory.id)
             })
+    }
+}
+
+/// §5.1, §5.2 and §9: keys a reader refuses although a lenient verifier accepts signatures under them.
+extension Catalog {
+    /// The encodings of the identity point (y = 1): the canonical one, one with y = p + 1, and one
+    /// with x = 0 and the sign bit set. Under any of them the signature R = identity, S = 0 verifies
+    /// for every message in a cofactorless verifier that does not refuse the key: anyone can forge it.
+    static let weakKeys: [(name: String, comment: String, key: [UInt8])] = [
+        ("small-order", "the identity point, of order 1", [1] + [UInt8](repeating: 0, count: 31)),
+        (
+            "non-canonical", "y = p + 1, a non-canonical encoding of the identity",
+            [0xee] + [UInt8](repeating: 0xff, count: 30) + [0x7f]
+        ),
+        (
+            "negative-zero", "y = 1 with the sign bit set, though x = 0",
+            [1] + [UInt8](repeating: 0, count: 30) + [0x80]
+        ),
+    ]
+
+    /// A signature anyone can make under a weak key: R = the identity's encoding, S = 0.
+    static let forgedSignature: [UInt8] = [1] + [UInt8](repeating: 0, count: 63)
+
+    mutating func addWeakKeys(_ base: Draft) {
+        for weak in Self.weakKeys {
+            var d = base
+            d.editPreamble = { $0.replaceSubrange(12..<44, with: weak.key) }
+            d.editFile = { $0.replaceSubrange(($0.count - 64)..., with: Self.forgedSignature) }
+            invalid(
+                "sender-key-\(weak.name)",
+                "The preamble's key is \(weak.comment); the file signature (R = identity, S = 0) verifies under "
+                    + "it for any message in a verifier that accepts the key",
+                flags: ["Signature", "WeakKey"], error: "bad-signature", d)
+        }
+        // A range whose origin key is the identity point: its chain is sound and its attestation forged.
+        var d = base
+        let weak = Self.weakKeys[0].key
+        let origin = Array(Wire.sha256(weak).prefix(16))
+        let real = d.ranges[0].origin
+        d.ranges[0].publicKey = weak
+        d.ranges[0].previous = Wire.genesis(origin)
+        d.editRecords = { records in
+            for i in records.indices where Array(records[i].prefix(16)) == real {
+                records[i].replaceSubrange(0..<16, with: origin)
+            }
+        }
+        d.editAttestations = { a in a[0].signature = Self.forgedSignature }
+        invalid(
+            "range-key-small-order",
+            "A range's origin key is the identity point; its attestation (R = identity, S = 0) verifies under it "
+                + "in a verifier that accepts the key",
+            flags: ["Attestation", "Resigned", "WeakKey"], error: "bad-attestation", d)
     }
 }

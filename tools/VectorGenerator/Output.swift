@@ -116,5 +116,10 @@ struct Output {
         ("Values", "Exercises every value encoding (§4.1)."),
         ("Version", "Exercises the version field (§6.1)."),
         ("Watermark", "A watermark bundle (kind 3)."),
+        (
+            "WeakKey",
+            "A key of small order or not canonically encoded, under which anyone can forge a signature that a lenient "
+                + "verifier accepts; readers MUST refuse the key (§5.1, §9)."
+        ),
     ]
 }

@@ -36,9 +36,13 @@ extension Store {
         }
         let key = Array(data)
         guard key != publicKey else { throw ExchangeError.invalidPeer("that is this replica's own key") }
-        // A small-order point signs nothing anyone could not forge, and nothing could be encrypted to it.
-        guard EnvelopeKeys.recipient(ofSigningKey: key) != nil else {
-            throw ExchangeError.invalidPeer("invalid public key: a small-order point, which no replica has")
+        // A small-order point signs nothing anyone could not forge, and nothing could be encrypted to
+        // it; a non-canonical encoding is refused in every bundle (Protocol/bundle.md §5.1).
+        guard SigningKeyCheck.isAcceptable(key) else {
+            throw ExchangeError.invalidPeer(
+                EnvelopeKeys.recipient(ofSigningKey: key) == nil
+                    ? "invalid public key: a small-order point, which no replica has"
+                    : "invalid public key: not the canonical encoding of an Ed25519 public key")
         }
         try mappingErrors {
             try database.write { db in

@@ -533,14 +533,15 @@ public final class BundleDecoder {
             guard attestation.head == chain.head else {
                 throw BundleError.verification(.chainMismatch(origin: range.origin.description))
             }
-            guard attestation.verifies(publicKey: range.publicKey) else {
+            guard SigningKeyCheck.isAcceptable(range.publicKey), attestation.verifies(publicKey: range.publicKey) else {
                 throw BundleError.verification(.badAttestation(origin: range.origin.description))
             }
             attestations.append(attestation)
         }
         let digest = Array(frames.fileHash.finalize())
         guard try frames.atEnd() else { throw BundleError.framing(.trailingBytes, offset: frames.offset) }
-        guard let key = try? Curve25519.Signing.PublicKey(rawRepresentation: senderKey),
+        guard SigningKeyCheck.isAcceptable(senderKey),
+            let key = try? Curve25519.Signing.PublicKey(rawRepresentation: senderKey),
             key.isValidSignature(frame.payload, for: BundleFormat.bundleSignaturePrefix + digest)
         else { throw BundleError.verification(.badSignature) }
         return VerifiedBundle(

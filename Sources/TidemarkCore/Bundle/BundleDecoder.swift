@@ -290,7 +290,7 @@ public final class BundleDecoder {
     /// Reads the next row state of a snapshot bundle (§4.4), or nil after the last.
     public func nextRowState() throws -> RowState? {
         if position == chunk.count { guard try refill() else { return nil } }
-        guard header.kind == .snapshot else { throw fail(.columnsNotCanonical("row states outside a snapshot bundle")) }
+        guard header.kind == .snapshot else { throw fail(.unexpectedRecord("a row state outside a snapshot")) }
         let table = try name()
         guard let lookup = tables.first(where: { $0.name.elementsEqual(table.utf8) }) else {
             throw fail(.columnsNotCanonical("table '\(table)' is not in the header"))
@@ -348,7 +348,7 @@ public final class BundleDecoder {
     public func nextTransaction() throws -> History.TransactionHeader? {
         precondition(open == nil || changesLeft == 0, "read every change before the next transaction")
         if position == chunk.count { guard try refill() else { return nil } }
-        guard header.kind == .changes else { throw fail(.columnsNotCanonical("transactions outside a change bundle")) }
+        guard header.kind == .changes else { throw fail(.unexpectedRecord("a transaction outside a change bundle")) }
         hashedFrom = position
         inRecord = true
         hasherReady = false
@@ -506,7 +506,7 @@ public final class BundleDecoder {
             guard position == chunk.count else { throw fail(.truncated) }
             _ = try refill()
             if pending == nil && position < chunk.count {
-                throw fail(.columnsNotCanonical("transactions follow where the records should have ended"))
+                throw fail(.unexpectedRecord("records follow where the reader stopped reading them"))
             }
         }
         // Every frame's place is checked through the SIGNATURE frame before any attestation (R9, then R10).

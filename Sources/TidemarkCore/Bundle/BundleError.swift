@@ -43,6 +43,9 @@ public enum BundleError: Error, Sendable, Equatable, CustomStringConvertible {
         case badGeneration(UInt64)
         case tooManyColumns(Int)
         case columnsNotCanonical(String)
+        /// A record where the bundle's kind allows none of its kind: any record in a watermark
+        /// (R26, §4.5), or records left after the reader asked to finish.
+        case unexpectedRecord(String)
         case unknownAttribute(UInt64)
         case badPresenceByte(UInt8)
         case emptyName
@@ -95,7 +98,7 @@ public enum BundleError: Error, Sendable, Equatable, CustomStringConvertible {
             case .unknownChangeType: .unknownChangeType
             case .badGeneration: .badGeneration
             case .tooManyColumns: .badColumnCount
-            case .columnsNotCanonical: .columnsNotCanonical
+            case .columnsNotCanonical, .unexpectedRecord: .columnsNotCanonical
             case .unknownAttribute: .unknownAttribute
             case .badPresenceByte: .badPresenceByte
             case .emptyName: .emptyName
@@ -150,6 +153,7 @@ public enum BundleError: Error, Sendable, Equatable, CustomStringConvertible {
                 what = "generation \(g) does not fit the change type (odd for inserts and updates, even for deletes)"
             case .tooManyColumns(let n): what = "\(n) columns exceed the limit of \(BundleFormat.maxColumns)"
             case .columnsNotCanonical(let why): what = "columns are not in canonical form: \(why)"
+            case .unexpectedRecord(let why): what = "unexpected record: \(why)"
             case .unknownAttribute(let id): what = "unknown attribute \(id)"
             case .badPresenceByte(let b): what = "presence byte must be 0 or 1, found \(b)"
             case .emptyName: what = "a name is empty"

@@ -104,10 +104,4 @@ extension Store {
             blockers: blockers,
             retired: retired, dryRun: dryRun)
     }
-
-    /// The exchange folders this replica has pushed to or pulled from: absolute paths, and the
-    /// URLs of WebDAV collections.
-    public func exchangeFolders() throws -> [String] {
-        try database.read { db in try String.fetchAll(db, sql: "SELECT path FROM tidemark_folders ORDER BY path") }
-    }
 }

@@ -281,6 +281,15 @@ public final class Store: Sendable {
         }
         return History.Token(sequences: sequences)
     }
+
+    // MARK: - Errors
+
+    /// Runs `body`, turning any database error into a `StoreError` that names this store's file.
+    func mappingErrors<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let error as StoreError { throw error } catch {
+            throw StoreConnection.mapped(error, path: path)
+        }
+    }
 }
 
 extension Statement {

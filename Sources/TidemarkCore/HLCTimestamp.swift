@@ -53,25 +53,3 @@ public struct HLCTimestamp: Hashable, Comparable, Sendable, CustomStringConverti
         return HLCTimestamp(milliseconds: last.milliseconds, counter: last.counter + 1)
     }
 }
-
-/// A source of wall-clock time, injected so tests can replay runs with a fixed or skewed clock.
-public protocol WallClock: Sendable {
-    /// Milliseconds since 1970-01-01T00:00:00Z.
-    func nowMilliseconds() -> Int64
-}
-
-/// The system's real-time clock.
-public struct SystemWallClock: WallClock {
-    /// Creates the system clock.
-    public init() {}
-    public func nowMilliseconds() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
-}
-
-/// A clock that always reads the same instant: replayable tests, and a model of a stuck clock.
-public struct FixedWallClock: WallClock {
-    /// The reading.
-    public let milliseconds: Int64
-    /// Creates a clock stuck at `milliseconds`.
-    public init(milliseconds: Int64) { self.milliseconds = milliseconds }
-    public func nowMilliseconds() -> Int64 { milliseconds }
-}

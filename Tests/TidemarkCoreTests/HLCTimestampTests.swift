@@ -3,7 +3,7 @@ import Testing
 import TidemarkCore
 
 /// `HLCTimestamp`: ordering, packing, and `next(after:now:)` with wall clocks that misbehave.
-@Suite struct HybridLogicalClockTests {
+@Suite struct HLCTimestampTests {
     @Test func followsTheWallClockWhenItIsAhead() {
         let last = HLCTimestamp(milliseconds: 1_000, counter: 7)
         #expect(HLCTimestamp.next(after: last, now: 1_001) == HLCTimestamp(milliseconds: 1_001, counter: 0))
@@ -51,7 +51,7 @@ import TidemarkCore
     /// before, and never earlier than the wall clock.
     @Test func randomWallClockStaysMonotonic() {
         let seed = UInt64.random(in: 1...UInt64.max)
-        print("HybridLogicalClockTests.randomWallClockStaysMonotonic seed: \(seed)")
+        print("HLCTimestampTests.randomWallClockStaysMonotonic seed: \(seed)")
         var rng = SplitMix64(seed: seed)
         var wall: Int64 = 1_700_000_000_000
         var last = HLCTimestamp.zero

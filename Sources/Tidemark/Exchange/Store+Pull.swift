@@ -40,6 +40,35 @@ extension Store {
         defer { exchange.transport.close() }
         var sources = PullSources(exchange: exchange, recorded: recorded)
         var failures = PullFailures()
+        try list(exchange, into: &sources, failures: &failures)
+        // Bundles held for a schema version: they go with the folder's, and apply once the store has it.
+        let held = try HeldCopies(store: self)
+        defer { held.remove() }
+        var imported: [ImportSummary] = []
+        let pending = try applyCatchingUp(
+            held.paths + sources.order, from: sources, imported: &imported, failures: &failures, held: held, key: key)
+        try clearWaitingOnHeld(pending, from: sources, failures: &failures, key: key)
+        var listed = Set(sources.order)
+        listed.formUnion(try readWatermarks(in: exchange, recorded: recorded, failures: &failures, key: key))
+        try mappingErrors {
+            try database.write { db in try RemoteFiles.keepOnly(db, location: recorded, files: listed) }
+        }
+        try rejoinIfRetired()
+        let warnings = try warnings(for: failures, sources: sources)
+        try exchange.transport.createFolder(self.replica.id.description)
+        let tidy = try tidyOwnFolder(exchange, recorded: recorded, key: key, checkPublished: false)
+        let watermark = try writeWatermark(in: exchange, key: key)
+        let report = autoPrune ? try prune(key: key, settings: settings) : nil
+        return PullSummary(
+            imported: imported, warnings: tidy.kept + warnings, watermark: watermark, prune: report,
+            waiting: try schemaWaits(), bytesDownloaded: exchange.transport.bytesDownloaded, removed: tidy.removed)
+    }
+
+    /// Lists every peer's folder: its bundles into `sources`, and its temporaries and anything that
+    /// is not an exchange file into `failures`.
+    private func list(_ exchange: ExchangeFolder, into sources: inout PullSources, failures: inout PullFailures)
+        throws
+    {
         for replica in try exchange.replicaFolders(except: self.replica.id) {
             for entry in try exchange.transport.files(in: replica.description) { sources.list(entry, of: replica) }
             for bundle in try exchange.bundleEntries(of: replica) {
@@ -60,21 +89,25 @@ extension Store {
                 }
             }
         }
-        // Bundles held for a schema version: they go with the folder's, and apply once the store has it.
-        let held = try HeldCopies(store: self)
-        defer { held.remove() }
-        var pending = held.paths + sources.order
-        var imported: [ImportSummary] = []
+    }
+
+    /// Applies `addresses` (`applyBundles`); when a peer's bundles cannot be followed (pruned away
+    /// before this store applied them), catches up from that peer's snapshot and applies again.
+    /// Returns the bundles that still miss prerequisites.
+    private func applyCatchingUp(
+        _ addresses: [String], from sources: PullSources, imported: inout [ImportSummary],
+        failures: inout PullFailures, held: HeldCopies, key: KeyFile
+    ) throws -> [String] {
+        let exchange = sources.exchange
+        var pending = addresses
         var usedSnapshots = Set<ExchangeFolder.File>()
         while true {
             pending = try applyBundles(
                 pending, from: sources, imported: &imported, failures: &failures, held: held, key: key)
-            // A peer whose bundles this store cannot follow (pruned away before it applied them):
-            // catch up from that peer's snapshot, then apply the bundles again.
             guard
                 let snapshot = try snapshotToCatchUp(
-                    in: exchange, recorded: recorded, excluding: usedSnapshots, key: key)
-            else { break }
+                    in: exchange, recorded: sources.recorded, excluding: usedSnapshots, key: key)
+            else { return pending }
             usedSnapshots.insert(snapshot)
             let address = exchange.address(of: snapshot)
             var local = address
@@ -87,30 +120,42 @@ extension Store {
                 failures.record(error, reading: local, as: address)
             }
         }
-        // A bundle that builds on held changes (directly, or through other such bundles) waits for
-        // the same migration as they do: that is what `waiting` reports, not a problem with it.
-        if !pending.isEmpty {
-            var reach = try mappingErrors {
-                try database.read { db in try HeldBundles.reach(from: Store.currentToken(db), db) }
-            }
-            var left = pending.compactMap { address in
-                (try? sources.header(of: address, identity: key.envelopeIdentity)).map { (address, $0.1) }
-            }
-            var progress = true
-            while progress {
-                progress = false
-                for (address, header) in left {
-                    var needed = header.since
-                    for range in header.ranges { needed[range.origin] = max(needed[range.origin], range.first - 1) }
-                    guard reach.covers(needed) else { continue }
-                    failures[address] = nil
-                    reach = reach.merged(with: header.through)
-                    left.removeAll { $0.0 == address }
-                    progress = true
-                }
+    }
+
+    /// A bundle that builds on held changes (directly, or through other such bundles) waits for
+    /// the same migration as they do: that is what `waiting` reports, not a problem with it.
+    private func clearWaitingOnHeld(
+        _ pending: [String], from sources: PullSources, failures: inout PullFailures, key: KeyFile
+    ) throws {
+        guard !pending.isEmpty else { return }
+        var reach = try mappingErrors {
+            try database.read { db in try HeldBundles.reach(from: Store.currentToken(db), db) }
+        }
+        var left = pending.compactMap { address in
+            (try? sources.header(of: address, identity: key.envelopeIdentity)).map { (address, $0.1) }
+        }
+        var progress = true
+        while progress {
+            progress = false
+            for (address, header) in left {
+                var needed = header.since
+                for range in header.ranges { needed[range.origin] = max(needed[range.origin], range.first - 1) }
+                guard reach.covers(needed) else { continue }
+                failures[address] = nil
+                reach = reach.merged(with: header.through)
+                left.removeAll { $0.0 == address }
+                progress = true
             }
         }
-        var listed = Set(sources.order)
+    }
+
+    /// Reads every peer's watermark not read before (on a server: unchanged since, by its
+    /// validator) and records what it says. Returns the addresses of the peers' watermarks and
+    /// snapshots, for the memory of what was read.
+    private func readWatermarks(
+        in exchange: ExchangeFolder, recorded: String, failures: inout PullFailures, key: KeyFile
+    ) throws -> Set<String> {
+        var listed: Set<String> = []
         for replica in try exchange.replicaFolders(except: self.replica.id) {
             if try exchange.contains(ExchangeFolder.snapshotName, of: replica) {
                 listed.insert(exchange.address(of: .init(replica: replica, name: ExchangeFolder.snapshotName)))
@@ -135,18 +180,7 @@ extension Store {
                 failures.record(error, reading: local, as: address)
             }
         }
-        try mappingErrors {
-            try database.write { db in try RemoteFiles.keepOnly(db, location: recorded, files: listed) }
-        }
-        try rejoinIfRetired()
-        let warnings = try warnings(for: failures, sources: sources)
-        try exchange.transport.createFolder(self.replica.id.description)
-        let tidy = try tidyOwnFolder(exchange, recorded: recorded, key: key, checkPublished: false)
-        let watermark = try writeWatermark(in: exchange, key: key)
-        let report = autoPrune ? try prune(key: key, settings: settings) : nil
-        return PullSummary(
-            imported: imported, warnings: tidy.kept + warnings, watermark: watermark, prune: report,
-            waiting: try schemaWaits(), bytesDownloaded: exchange.transport.bytesDownloaded, removed: tidy.removed)
+        return listed
     }
 
     /// The warnings of a pull: every failure but junk already reported while the file was as it
@@ -196,16 +230,8 @@ extension Store {
         _ addresses: [String], from sources: PullSources, imported: inout [ImportSummary],
         failures: inout PullFailures, held: HeldCopies, key: KeyFile
     ) throws -> [String] {
-        var pending = addresses
+        var pending = try withoutJudgedJunk(addresses, from: sources, failures: &failures)
         var progress = true
-        // Junk reported before and unchanged since: it cannot have become usable.
-        for address in addresses {
-            guard let (file, fingerprint) = sources.listed[address], let fingerprint,
-                let verdict = try checkedVerdict(sources.recorded, file.replica.description, file.name, fingerprint)
-            else { continue }
-            failures.recordJunk(verdict, at: address)
-            pending.removeAll { $0 == address }
-        }
         while progress && !pending.isEmpty {
             progress = false
             var waiting: [String] = []
@@ -259,6 +285,20 @@ extension Store {
             pending = waiting
         }
         return pending
+    }
+
+    /// `addresses` without the junk reported before and unchanged since (it cannot have become
+    /// usable), which is recorded again as failures without being read.
+    private func withoutJudgedJunk(
+        _ addresses: [String], from sources: PullSources, failures: inout PullFailures
+    ) throws -> [String] {
+        try addresses.filter { address in
+            guard let (file, fingerprint) = sources.listed[address], let fingerprint,
+                let verdict = try checkedVerdict(sources.recorded, file.replica.description, file.name, fingerprint)
+            else { return true }
+            failures.recordJunk(verdict, at: address)
+            return false
+        }
     }
 
     /// A peer's snapshot this store needs: one that holds something the store lacks, from a peer

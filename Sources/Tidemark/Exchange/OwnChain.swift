@@ -37,7 +37,7 @@ struct OwnChain {
         }
         let decoder = try ChangeDecoder(db, store: store)
         let changes = try db.makeStatement(
-            sql: "SELECT \(decoder.selectList) FROM tidemark_changes WHERE id BETWEEN ? AND ? ORDER BY id")
+            sql: HistoryQuery.changesOfTransaction(selecting: decoder.selectList))
         let rows = try Row.fetchAll(
             db,
             sql: """

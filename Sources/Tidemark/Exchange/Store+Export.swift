@@ -154,7 +154,7 @@ struct ExportPlan {
         through = try Store.currentToken(db)
         let own = store.replica.id
         let ownKey = store.publicKey
-        if since[own] > through[own] { throw StoreError.foreignToken(token: since.description) }
+        try HistoryQuery.checkUsable(since, own: own, db)
         // Only folded transactions carry their changes' generations. A write sealed after this
         // export's fold (another process, between the fold's transaction and this one) waits for
         // the next export.
@@ -173,9 +173,6 @@ struct ExportPlan {
                 heads[origin] = ([UInt8](head), [UInt8](signature))
             }
             guard maxSeq > since[origin] else { continue }
-            if since[origin] < pruned {
-                throw StoreError.historyTokenExpired(token: since.description, replica: origin, prunedThrough: pruned)
-            }
             let first = since[origin] + 1
             let previous = origin == own ? ownPrevious : try HeldChain.hash(db, origin: origin, after: first - 1)
             let key = origin == own ? ownKey : (row[3] as Data?).map { [UInt8]($0) }
@@ -208,15 +205,10 @@ struct ExportPlan {
     /// The WHERE clause and arguments that select the transactions the export carries.
     private func selection() -> (String, StatementArguments) {
         var conditions = "(replica <> ? OR seq <= ?)"
-        var arguments: [any DatabaseValueConvertible] = [Data(store.replica.id.bytes), ownLast]
-        if !since.sequences.isEmpty {
-            conditions +=
-                " AND CASE replica " + since.sequences.map { _ in "WHEN ? THEN seq > ?" }.joined(separator: " ")
-                + " ELSE 1 END"
-            for (id, seq) in since.sequences {
-                arguments.append(Data(id.bytes))
-                arguments.append(seq)
-            }
+        var arguments: [any DatabaseValueConvertible] = [store.replica.id, ownLast]
+        if let after = HistoryQuery.notCovered(by: since) {
+            conditions += " AND " + after.sql
+            arguments += after.arguments
         }
         return (conditions, StatementArguments(arguments))
     }
@@ -226,7 +218,7 @@ struct ExportPlan {
         let (conditions, arguments) = selection()
         let decoder = try ChangeDecoder(db, store: store, naming: naming)
         let changes = try RawStatement(
-            db, sql: "SELECT \(decoder.selectList) FROM tidemark_changes WHERE id BETWEEN ? AND ? ORDER BY id")
+            db, sql: HistoryQuery.changesOfTransaction(selecting: decoder.selectList))
         let transactions = try Row.fetchCursor(
             db,
             sql: """

@@ -39,16 +39,12 @@ struct HistoryReader {
     }
 
     func fetch(_ request: HistoryRequest) throws -> [History.Transaction] {
-        if let token = request.after { try checkUsable(token) }
+        if let token = request.after { try HistoryQuery.checkUsable(token, own: store.replica.id, db) }
         var conditions: [String] = []
         var arguments: [any DatabaseValueConvertible] = []
-        if let token = request.after, !token.sequences.isEmpty {
-            let cases = token.sequences.map { _ in "WHEN ? THEN seq > ?" }.joined(separator: " ")
-            conditions.append("CASE replica \(cases) ELSE 1 END")
-            for (id, seq) in token.sequences {
-                arguments.append(Data(id.bytes))
-                arguments.append(seq)
-            }
+        if let token = request.after, let after = HistoryQuery.notCovered(by: token) {
+            conditions.append(after.sql)
+            arguments += after.arguments
         }
         if let date = request.afterDate {
             let ms = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
@@ -76,8 +72,7 @@ struct HistoryReader {
 
         let tokens = try tokensAfter(from: headers[0].localID)
         let decoder = try ChangeDecoder(db, store: store)
-        let changes = try db.makeStatement(
-            sql: "SELECT \(decoder.selectList) FROM tidemark_changes WHERE id BETWEEN ? AND ? ORDER BY id")
+        let changes = try db.makeStatement(sql: HistoryQuery.changesOfTransaction(selecting: decoder.selectList))
         let versions = try SchemaLineage.fetch(db)
         var result: [History.Transaction] = []
         for header in headers {
@@ -122,25 +117,5 @@ struct HistoryReader {
             token[try row.decode(Replica.ID.self, atIndex: 1)] = (row[2] as Int64) - 1
         }
         return tokens
-    }
-
-    /// Refuses tokens into deleted history and tokens that claim more of this replica than it made.
-    func checkUsable(_ token: History.Token) throws {
-        let own = store.replica.id
-        for row in try Row.fetchAll(db, sql: "SELECT replica, max_seq, pruned_through FROM tidemark_replicas") {
-            let replica = try row.decode(Replica.ID.self, atIndex: 0)
-            let maxSeq: Int64 = row[1]
-            let pruned: Int64 = row[2]
-            if replica == own && token[replica] > maxSeq { throw StoreError.foreignToken(token: token.description) }
-            if token[replica] < pruned {
-                throw StoreError.historyTokenExpired(token: token.description, replica: replica, prunedThrough: pruned)
-            }
-        }
-        if token[own] > 0,
-            try Int.fetchOne(db, sql: "SELECT 1 FROM tidemark_replicas WHERE replica = ?", arguments: [Data(own.bytes)])
-                == nil
-        {
-            throw StoreError.foreignToken(token: token.description)
-        }
     }
 }

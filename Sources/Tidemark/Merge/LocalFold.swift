@@ -28,7 +28,7 @@ struct LocalFold {
         // Only the key values and the column mask matter here: which row, and which columns the
         // change wrote.
         let changes = try RawStatement(
-            db, sql: "SELECT \(layout.selectList), id FROM tidemark_changes WHERE id BETWEEN ? AND ? ORDER BY id")
+            db, sql: HistoryQuery.changesOfTransaction(selecting: layout.selectList + ", id"))
         let setGeneration = try RawStatement(db, sql: "UPDATE tidemark_changes SET gen = ? WHERE id = ?")
         for transaction in transactions {
             let clock = MergeClock(timestamp: HLCTimestamp(packed: transaction[1]), origin: store.replica.id)

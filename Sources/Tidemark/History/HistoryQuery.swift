@@ -1,0 +1,47 @@
+import Foundation
+import GRDB
+import TidemarkCore
+
+/// The history queries that fetching, exporting, folding and chaining share, written once: which
+/// tokens history can still serve, which transactions a token does not cover, and the changes of a
+/// transaction.
+enum HistoryQuery {
+    /// Refuses a token that points into deleted history (`historyTokenExpired`: some origin's
+    /// transactions after it were pruned), or that claims transactions of this replica, `own`, that
+    /// the store never made (`foreignToken`).
+    static func checkUsable(_ token: History.Token, own: Replica.ID, _ db: Database) throws {
+        var knowsOwn = false
+        for row in try Row.fetchAll(db, sql: "SELECT replica, max_seq, pruned_through FROM tidemark_replicas") {
+            let replica = try row.decode(Replica.ID.self, atIndex: 0)
+            let maxSeq: Int64 = row[1]
+            let pruned: Int64 = row[2]
+            if replica == own {
+                knowsOwn = true
+                if token[replica] > maxSeq { throw StoreError.foreignToken(token: token.description) }
+            }
+            if token[replica] < pruned {
+                throw StoreError.historyTokenExpired(token: token.description, replica: replica, prunedThrough: pruned)
+            }
+        }
+        if token[own] > 0 && !knowsOwn { throw StoreError.foreignToken(token: token.description) }
+    }
+
+    /// The condition on `tidemark_transactions` that selects the transactions `token` does not
+    /// cover, with its arguments; nil when it covers nothing (every transaction is selected).
+    static func notCovered(by token: History.Token) -> (sql: String, arguments: [any DatabaseValueConvertible])? {
+        guard !token.sequences.isEmpty else { return nil }
+        var arguments: [any DatabaseValueConvertible] = []
+        for (id, seq) in token.sequences {
+            arguments.append(id)
+            arguments.append(seq)
+        }
+        let cases = token.sequences.map { _ in "WHEN ? THEN seq > ?" }.joined(separator: " ")
+        return ("CASE replica \(cases) ELSE 1 END", arguments)
+    }
+
+    /// The statement that reads the changes of one transaction, in order: its arguments are the
+    /// transaction's `first_change` and `last_change`; `columns` is what to select of each.
+    static func changesOfTransaction(selecting columns: String) -> String {
+        "SELECT \(columns) FROM tidemark_changes WHERE id BETWEEN ? AND ? ORDER BY id"
+    }
+}

@@ -27,18 +27,6 @@ enum Sealer {
     }
 
     /// The bookkeeping state row.
-    struct State {
-        var clock: HLCTimestamp
-        var sequence: Int64
-        var sealedThrough: Int64
-
-        static func fetch(_ db: Database) throws -> State {
-            let row = try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT clock, sequence, sealed_through FROM tidemark_state WHERE id = 1"))!
-            return State(clock: HLCTimestamp(packed: row[0]), sequence: row[1], sealedThrough: row[2])
-        }
-    }
-
     /// The id of the last captured change, sealed or not.
     static func lastChangeID(_ db: Database) throws -> Int64 {
         try Int64.fetchOne(db.cachedStatement(sql: "SELECT max(id) FROM tidemark_changes")) ?? 0
@@ -46,7 +34,7 @@ enum Sealer {
 
     /// Whether changes are waiting to be sealed (cheap; safe in a read transaction).
     static func hasPending(_ db: Database) throws -> Bool {
-        try lastChangeID(db) > State.fetch(db).sealedThrough
+        try lastChangeID(db) > ReplicaState.fetch(db).sealedThrough
     }
 
     /// Seals every pending change into one transaction of `replica` with the given authorship,
@@ -54,7 +42,7 @@ enum Sealer {
     static func seal(_ db: Database, replica: Replica.ID, clock: any WallClock, as authorship: Authorship) throws
         -> Sealed?
     {
-        let state = try State.fetch(db)
+        let state = try ReplicaState.fetch(db)
         let last = try lastChangeID(db)
         guard last > state.sealedThrough else { return nil }
         try db.cachedStatement(sql: "DELETE FROM tidemark_authorship WHERE first_change <= ?").execute(arguments: [last]
@@ -66,7 +54,7 @@ enum Sealer {
     /// transaction with that authorship, and every run between them one transaction with none (the
     /// writes of other clients). Returns the transactions sealed, in order.
     static func sealPending(_ db: Database, replica: Replica.ID, clock: any WallClock) throws -> [Sealed] {
-        var state = try State.fetch(db)
+        var state = try ReplicaState.fetch(db)
         let last = try lastChangeID(db)
         guard last > state.sealedThrough else { return [] }
         var runs: [(through: Int64, Authorship)] = []
@@ -94,7 +82,9 @@ enum Sealer {
         var sealed: [Sealed] = []
         for (through, authorship) in runs {
             let transaction = try record(db, replica: replica, clock: clock, state: state, through: through, authorship)
-            state = State(clock: transaction.timestamp, sequence: transaction.sequence, sealedThrough: through)
+            state.clock = transaction.timestamp
+            state.sequence = transaction.sequence
+            state.sealedThrough = through
             sealed.append(transaction)
         }
         return sealed
@@ -102,7 +92,7 @@ enum Sealer {
 
     /// Records the changes after `state.sealedThrough` through `last` as the next transaction.
     private static func record(
-        _ db: Database, replica: Replica.ID, clock: any WallClock, state: State, through last: Int64,
+        _ db: Database, replica: Replica.ID, clock: any WallClock, state: ReplicaState, through last: Int64,
         _ authorship: Authorship
     ) throws -> Sealed {
         let timestamp = HLCTimestamp.next(after: state.clock, now: clock.nowMilliseconds())
@@ -118,10 +108,7 @@ enum Sealer {
             authorship.processID,
             state.sealedThrough + 1, last,
         ])
-        try db.cachedStatement(
-            sql: "UPDATE tidemark_state SET clock = ?, sequence = ?, sealed_through = ? WHERE id = 1"
-        )
-        .execute(arguments: [timestamp.packed, sequence, last])
+        try ReplicaState.sealed(clock: timestamp, sequence: sequence, through: last, db)
         try db.cachedStatement(
             sql: """
                 INSERT INTO tidemark_replicas(replica, max_seq) VALUES (?, ?)

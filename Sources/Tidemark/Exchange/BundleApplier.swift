@@ -54,7 +54,7 @@ struct BundleApplier {
         var applied = (transactions: 0, changes: 0)
         var skipped = 0
         var newestClock = HLCTimestamp.zero
-        let startClock = try Sealer.State.fetch(db).clock
+        let startClock = try ReplicaState.fetch(db).clock
         var engine = MergeEngine(db: db, store: store) { max(startClock, newestClock) }
         let verified = try decode(expecting: expected) { decoder in
             while let head = try decoder.nextTransaction() {
@@ -177,9 +177,7 @@ struct BundleApplier {
     /// `DatabaseRegionObservation`) told which tables changed. Returns those user tables.
     private func end(_ engine: inout MergeEngine, newestClock: HLCTimestamp, touched: Set<String>) throws -> Set<String>
     {
-        let state = try Sealer.State.fetch(db)
-        try db.execute(
-            sql: "UPDATE tidemark_state SET clock = ? WHERE id = 1", arguments: [max(state.clock, newestClock).packed])
+        try ReplicaState.advanceClock(to: newestClock, db)
         try engine.resolver.settleOrphans()
         try sealResolutions(engine.resolver.deletes)
         for table in store.replicatedTables { try CaptureTriggers.install(table, in: db) }
@@ -209,7 +207,7 @@ struct BundleApplier {
         try begin()
         var touched = Set<String>()
         var newestClock = HLCTimestamp.zero
-        let startClock = try Sealer.State.fetch(db).clock
+        let startClock = try ReplicaState.fetch(db).clock
         var engine = MergeEngine(db: db, store: store) { startClock }
         var rows = 0
         let verified = try decode(expecting: expected) { decoder in
@@ -280,8 +278,7 @@ struct BundleApplier {
     /// (their row metadata was written as they were made).
     private func sealResolutions(_ deletes: [History.Change]) throws {
         // Imported changes belong to their transactions already; what follows is this replica's own.
-        try db.execute(
-            sql: "UPDATE tidemark_state SET sealed_through = ? WHERE id = 1", arguments: [try Sealer.lastChangeID(db)])
+        try ReplicaState.setSealedThrough(try Sealer.lastChangeID(db), db)
         guard !deletes.isEmpty else { return }
         for change in deletes {
             _ = try record(
@@ -291,7 +288,7 @@ struct BundleApplier {
             db, replica: store.replica.id, clock: store.options.clock,
             as: .init(author: Self.systemAuthor, contextName: Self.systemContext, processID: store.options.processID))
         if let sealed {
-            try db.execute(sql: "UPDATE tidemark_state SET folded_seq = ? WHERE id = 1", arguments: [sealed.sequence])
+            try ReplicaState.setFolded(through: sealed.sequence, db)
         }
     }
 }

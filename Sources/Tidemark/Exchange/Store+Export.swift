@@ -150,7 +150,7 @@ struct ExportPlan {
         self.db = db
         self.store = store
         self.since = since
-        clock = try Sealer.State.fetch(db).clock
+        clock = try ReplicaState.fetch(db).clock
         through = try Store.currentToken(db)
         let own = store.replica.id
         let ownKey = store.publicKey
@@ -159,7 +159,7 @@ struct ExportPlan {
         // export's fold (another process, between the fold's transaction and this one) waits for
         // the next export.
         ownLast = min(
-            through[own], try Int64.fetchOne(db, sql: "SELECT folded_seq FROM tidemark_state WHERE id = 1") ?? 0)
+            through[own], try ReplicaState.fetch(db).foldedSequence)
         // The receiver ends with what it had and what the bundle carries (a token it was given may
         // already name own transactions past the fold).
         through[own] = max(ownLast, since[own])

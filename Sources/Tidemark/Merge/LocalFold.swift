@@ -14,7 +14,7 @@ struct LocalFold {
     func run() throws {
         try store.registrations.refresh(db)
         let own = Data(store.replica.id.bytes)
-        let folded = try Int64.fetchOne(db, sql: "SELECT folded_seq FROM tidemark_state WHERE id = 1") ?? 0
+        let folded = try ReplicaState.fetch(db).foldedSequence
         let transactions = try Row.fetchAll(
             db,
             sql:
@@ -67,6 +67,6 @@ struct LocalFold {
                 try setGeneration.execute()
             }
         }
-        try db.execute(sql: "UPDATE tidemark_state SET folded_seq = ? WHERE id = 1", arguments: [last[0] as Int64])
+        try ReplicaState.setFolded(through: last[0], db)
     }
 }

@@ -59,7 +59,7 @@ struct HistoryPruner {
     /// below `sealed_through` and never be sealed. If pruning removed the highest ids, a marker
     /// row holds the place.
     func keepChangeIDsIncreasing() throws {
-        let sealed = try Int64.fetchOne(db, sql: "SELECT sealed_through FROM tidemark_state") ?? 0
+        let sealed = try ReplicaState.fetch(db).sealedThrough
         let last = try Int64.fetchOne(db, sql: "SELECT max(id) FROM tidemark_changes") ?? 0
         if last < sealed {
             try db.execute(

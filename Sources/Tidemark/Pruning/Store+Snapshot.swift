@@ -64,10 +64,9 @@ extension Store {
     /// Whether every own transaction is folded and no foreign write is waiting to be sealed: the
     /// rows then are exactly what the store's history made.
     static func isSettled(_ db: Database) throws -> Bool {
-        let row = try Row.fetchOne(
-            db, sql: "SELECT folded_seq, sequence, sealed_through FROM tidemark_state WHERE id = 1")!
+        let state = try ReplicaState.fetch(db)
         let lastChange = try Sealer.lastChangeID(db)
-        return (row[0] as Int64) == (row[1] as Int64) && (row[2] as Int64) >= lastChange
+        return state.foldedSequence == state.sequence && state.sealedThrough >= lastChange
     }
 
     /// Encodes every row state into `sink` as a signed snapshot bundle.
@@ -78,7 +77,7 @@ extension Store {
     {
         try sink.encrypt(for: try envelopeRecipients(db, for: peer))
         let through = try Self.currentToken(db)
-        let clock = try Sealer.State.fetch(db).clock
+        let clock = try ReplicaState.fetch(db).clock
         let header = BundleHeader(
             kind: .snapshot, senderName: replica.name,
             created: HLCTimestamp.next(after: clock, now: options.clock.nowMilliseconds()),

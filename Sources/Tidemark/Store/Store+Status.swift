@@ -34,7 +34,7 @@ extension Store {
     public func status() throws -> Status {
         try mappingErrors {
             try database.read { db in
-                let state = try Sealer.State.fetch(db)
+                let state = try ReplicaState.fetch(db)
                 let counts = try Row.fetchOne(
                     db, sql: "SELECT count(*), min(hlc), max(hlc) FROM tidemark_transactions")!
                 let changes =

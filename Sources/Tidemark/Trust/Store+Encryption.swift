@@ -61,7 +61,7 @@ extension Store {
         guard try encryption().isOn != on else { return nil }
         return try write(author: "tidemark", contextName: "encryption") { db in
             // This write's transaction: the next of this replica's sequence numbers.
-            let sequence = try Sealer.State.fetch(db).sequence + 1
+            let sequence = try ReplicaState.fetch(db).sequence + 1
             let setting = EncryptionSetting(isOn: on, origin: replica.id, sequence: sequence)
             try db.execute(
                 sql:

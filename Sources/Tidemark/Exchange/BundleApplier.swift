@@ -70,12 +70,8 @@ struct BundleApplier {
                             }
                         } else {
                             // Caught up by snapshot: learn the chain hash where this store's history begins.
-                            try db.execute(
-                                sql: """
-                                    UPDATE tidemark_replicas SET pruned_head = ?
-                                    WHERE replica = ? AND pruned_through = ? AND pruned_head IS NULL
-                                    """,
-                                arguments: [Data(chain), Data(head.origin.bytes), known])
+                            try Chains(db: db, store: store).learnPrunedHead(
+                                chain, origin: head.origin, prunedThrough: known)
                         }
                     }
                     continue
@@ -118,23 +114,13 @@ struct BundleApplier {
         for range in verified.header.ranges where range.first - 1 == context.token[range.origin] && range.first > 1 {
             // After a snapshot this store lacks the chain hash where its copy of the origin's history
             // begins; the range's `previous` is that hash, vouched for by the origin's attestation.
-            try db.execute(
-                sql:
-                    "UPDATE tidemark_replicas SET pruned_head = ? WHERE replica = ? AND pruned_through = ? AND pruned_head IS NULL",
-                arguments: [Data(range.previous), Data(range.origin.bytes), range.first - 1])
+            try Chains(db: db, store: store).learnPrunedHead(
+                range.previous, origin: range.origin, prunedThrough: range.first - 1)
         }
         for (range, attestation) in zip(verified.header.ranges, verified.attestations)
         where range.last > context.token[range.origin] {
-            try db.execute(
-                sql: """
-                    INSERT INTO tidemark_replicas(replica, max_seq, public_key, head, head_signature) VALUES (?, ?, ?, ?, ?)
-                    ON CONFLICT(replica) DO UPDATE SET max_seq = excluded.max_seq, public_key = excluded.public_key,
-                        head = excluded.head, head_signature = excluded.head_signature
-                    """,
-                arguments: [
-                    Data(range.origin.bytes), range.last, Data(range.publicKey), Data(attestation.head),
-                    Data(attestation.signature),
-                ])
+            try Chains(db: db, store: store).recordAttestedHead(
+                origin: range.origin, last: range.last, publicKey: range.publicKey, attestation: attestation)
         }
         let changed = try end(&engine, newestClock: newestClock, touched: touched)
         return Store.ImportSummary(
@@ -193,8 +179,8 @@ struct BundleApplier {
         for range in header.ranges where range.first > 1 && range.first - 1 <= context.token[range.origin] {
             let held =
                 range.origin == store.replica.id
-                ? try OwnChain(db: db, store: store).hash(through: range.first - 1)
-                : try HeldChain.hash(db, origin: range.origin, after: range.first - 1)
+                ? try Chains(db: db, store: store).own(through: range.first - 1)
+                : try Chains(db: db, store: store).held(range.origin, after: range.first - 1)
             if let held, held != range.previous {
                 throw ExchangeError.historyFork(path: path, origin: range.origin.description, sequence: range.first - 1)
             }
@@ -231,10 +217,10 @@ struct BundleApplier {
             try db.execute(
                 sql: """
                     INSERT INTO tidemark_replicas(replica, max_seq, pruned_through) VALUES (?, ?, ?)
-                    ON CONFLICT(replica) DO UPDATE SET max_seq = excluded.max_seq, pruned_through = excluded.pruned_through,
-                        head = NULL, head_signature = NULL, pruned_head = NULL
+                    ON CONFLICT(replica) DO UPDATE SET max_seq = excluded.max_seq, pruned_through = excluded.pruned_through
                     """,
-                arguments: [Data(origin.bytes), sequence, sequence])
+                arguments: [origin, sequence, sequence])
+            try Chains(db: db, store: store).forgetHeads(of: origin)
         }
         try HistoryPruner(db: db, store: store).keepChangeIDsIncreasing()
         let changed = try end(&engine, newestClock: newestClock, touched: touched)

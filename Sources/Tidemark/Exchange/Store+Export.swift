@@ -61,7 +61,7 @@ extension Store {
             try database.write { db in
                 // Every own change needs its generation before it can be encoded.
                 try LocalFold(db: db, store: self).run()
-                return try OwnChain(db: db, store: self).hash(through: since[own])
+                return try Chains(db: db, store: self).own(through: since[own])
             }
         }
         let directory = (path as NSString).deletingLastPathComponent
@@ -110,16 +110,8 @@ extension Store {
         if let ownHead {
             try mappingErrors {
                 try database.write { db in
-                    let key = Data(own.bytes)
-                    try db.execute(
-                        sql: "UPDATE tidemark_transactions SET chain = ? WHERE replica = ? AND seq = ?",
-                        arguments: [Data(ownHead.attestation.head), key, ownHead.sequence])
-                    try db.execute(
-                        sql:
-                            "UPDATE tidemark_replicas SET head = ?, head_signature = ? WHERE replica = ? AND max_seq = ?",
-                        arguments: [
-                            Data(ownHead.attestation.head), Data(ownHead.attestation.signature), key, ownHead.sequence,
-                        ])
+                    try Chains(db: db, store: self).recordOwnAttestation(
+                        ownHead.attestation, sequence: ownHead.sequence)
                 }
             }
         }
@@ -174,7 +166,7 @@ struct ExportPlan {
             }
             guard maxSeq > since[origin] else { continue }
             let first = since[origin] + 1
-            let previous = origin == own ? ownPrevious : try HeldChain.hash(db, origin: origin, after: first - 1)
+            let previous = origin == own ? ownPrevious : try Chains(db: db, store: store).held(origin, after: first - 1)
             let key = origin == own ? ownKey : (row[3] as Data?).map { [UInt8]($0) }
             guard let previous, let key else {
                 throw StoreError.historyTokenExpired(token: since.description, replica: origin, prunedThrough: pruned)

@@ -12,7 +12,8 @@ struct HistoryPruner {
     /// metadata first: history is never deleted before merge state has what it needs.
     func delete(through token: History.Token) throws -> Int {
         try LocalFold(db: db, store: store).run()
-        _ = try OwnChain(db: db, store: store).hash(through: token[store.replica.id])
+        let chains = Chains(db: db, store: store)
+        _ = try chains.own(through: token[store.replica.id])
         var deleted = 0
         for (replica, bound) in token.sequences {
             let key = Data(replica.bytes)
@@ -25,11 +26,7 @@ struct HistoryPruner {
                 try Int64.fetchOne(
                     db, sql: "SELECT pruned_through FROM tidemark_replicas WHERE replica = ?", arguments: [key]) ?? 0
             guard through > pruned else { continue }
-            if let chain = try HeldChain.hash(db, origin: replica, after: through) {
-                try db.execute(
-                    sql: "UPDATE tidemark_replicas SET pruned_head = ? WHERE replica = ?",
-                    arguments: [Data(chain), key])
-            }
+            if let chain = try chains.held(replica, after: through) { try chains.setPrunedHead(chain, origin: replica) }
             deleted += try deleteTransactions(of: replica, through: through)
             try db.execute(
                 sql: "UPDATE tidemark_replicas SET pruned_through = max(pruned_through, ?) WHERE replica = ?",

@@ -37,12 +37,7 @@ public struct SyncCLI: AsyncParsableCommand {
 
     /// The store a parsed command works on, when it has a `--store` option (or `SYNC_STORE`).
     static func storePath(of command: any ParsableCommand) -> String? {
-        for child in Mirror(reflecting: command).children {
-            if let group = child.value as? OptionGroup<StoreOptions>, let path = try? group.wrappedValue.path {
-                return path
-            }
-        }
-        return nil
+        try? (command as? any StoreCommand)?.store.path
     }
 
     /// Prints `error` as one `error:` line and an optional `hint:` line; returns the exit code.

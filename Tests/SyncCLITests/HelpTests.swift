@@ -1,7 +1,8 @@
 import ArgumentParser
-import SyncCommands
 import Testing
 import TidemarkTestSupport
+
+@testable import SyncCommands
 
 /// `--help` for the root command and every subcommand, found from the command tree itself so a
 /// new subcommand is covered without a list to update.
@@ -45,6 +46,18 @@ import TidemarkTestSupport
         let viaFlag = try await SyncProcess.run([command, "--help"])
         #expect(viaHelp.exitCode == 0, "\(viaHelp)")
         #expect(viaHelp.stdout == viaFlag.stdout)
+    }
+
+    /// Errors name the store a command works on: every command with a `--store` option says so
+    /// by being a `StoreCommand`, which is how `SyncCLI` finds the path.
+    @Test func everyCommandWithAStoreOptionIsAStoreCommand() throws {
+        func walk(_ type: any ParsableCommand.Type) -> [any ParsableCommand.Type] {
+            [type] + type.configuration.subcommands.flatMap(walk)
+        }
+        for type in walk(SyncCLI.self) where type.configuration.subcommands.isEmpty {
+            let hasStore = type.helpMessage().contains("--store <")
+            #expect(hasStore == (type is any StoreCommand.Type), "\(type)")
+        }
     }
 
     @Test func anUnknownSubcommandIsOneErrorLine() async throws {

@@ -33,9 +33,7 @@ struct Export: ParsableCommand {
         var token = History.Token.zero
         var readers: Replica.ID?
         if let since {
-            do { token = try History.Token(parsing: since) } catch let error as History.TokenError {
-                throw StoreError.badToken(error)
-            }
+            token = try TokenArgument.parse(since)
         } else if let peer {
             token = try opened.knownToken(ofPeer: peer)
             readers = try opened.peers().first { $0.name == peer }?.id

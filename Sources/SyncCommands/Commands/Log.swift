@@ -24,11 +24,7 @@ struct Log: ParsableCommand {
     func run() throws {
         let opened = try store.open()
         var request = HistoryRequest()
-        if let since {
-            do { request.after = try History.Token(parsing: since) } catch let error as History.TokenError {
-                throw StoreError.badToken(error)
-            }
-        }
+        request.after = try since.map(TokenArgument.parse)
         if let author { request.authors = [author] }
         if let context { request.contextNames = [context] }
         if let table {

@@ -15,12 +15,7 @@ struct Watch: AsyncParsableCommand {
 
     func run() async throws {
         let opened = try store.open()
-        var start: History.Token?
-        if let since {
-            do { start = try History.Token(parsing: since) } catch let error as History.TokenError {
-                throw StoreError.badToken(error)
-            }
-        }
+        let start = try since.map(TokenArgument.parse)
         for try await transaction in opened.transactions(after: start) {
             Output.line(json ? HistoryFormatter.json(transaction) : HistoryFormatter.summary(transaction))
         }

@@ -47,6 +47,8 @@ struct BundleApplier {
             })
     }
 
+    /// Applies the bundle's transactions (each through the merge rules, and recorded in history),
+    /// then records what it says of each origin's chain, and closes the import.
     func apply(expected: VerifiedBundle) throws -> Store.ImportSummary {
         try begin()
         var touched = Set<String>()
@@ -58,75 +60,92 @@ struct BundleApplier {
         var engine = MergeEngine(db: db, store: store) { max(startClock, newestClock) }
         let verified = try decode(expecting: expected) { decoder in
             while let head = try decoder.nextTransaction() {
-                let known = context.token[head.origin]
-                if head.sequence <= known {
-                    while try decoder.nextChange() != nil {}
+                if head.sequence <= context.token[head.origin] {
+                    try skipHeld(head, decoder)
                     skipped += 1
-                    if head.sequence == known, let chain = decoder.lastCompleted?.chainHash {
-                        if let stored = context.heads[head.origin]?.1 {
-                            guard chain == stored else {
-                                throw ExchangeError.historyFork(
-                                    path: path, origin: head.origin.description, sequence: head.sequence)
-                            }
-                        } else {
-                            // Caught up by snapshot: learn the chain hash where this store's history begins.
-                            try Chains(db: db, store: store).learnPrunedHead(
-                                chain, origin: head.origin, prunedThrough: known)
-                        }
-                    }
                     continue
                 }
-                var first: Int64?
-                var last = try Int64.fetchOne(db, sql: "SELECT max(id) FROM tidemark_changes") ?? 0
-                let clock = MergeClock(timestamp: head.timestamp, origin: head.origin)
-                let isResolution = head.author == Self.systemAuthor && head.contextName == Self.systemContext
-                while let change = try decoder.nextChange() {
-                    // Named as the transaction's version names it; merged under today's names.
-                    let translation = try translations.translation(
-                        of: change.table, at: head.schemaPosition, path: path)
-                    if let current = try translation.current(change, path: path) {
-                        try engine.apply(current, clock: clock)
-                        touched.insert(current.table)
-                        if isResolution && current.type == .delete {
-                            try engine.resolver.record(
-                                current, kind: .remote, detail: "resolved by replica \(head.origin.short)",
-                                origin: head.origin)
-                        }
-                    }
-                    last = try record(change, as: translation)
-                    if first == nil { first = last }
-                    applied.changes += 1
-                }
-                try db.execute(
-                    sql: """
-                        INSERT INTO tidemark_transactions(replica, seq, hlc, author, context, pid, first_change, last_change, chain, schema)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                        """,
-                    arguments: [
-                        Data(head.origin.bytes), head.sequence, head.timestamp.packed, head.author, head.contextName,
-                        head.processID,
-                        first ?? last + 1, last, Data(decoder.lastCompleted!.chainHash), head.schemaPosition,
-                    ])
+                applied.changes += try applyTransaction(head, decoder, engine: &engine, touched: &touched)
                 newestClock = max(newestClock, head.timestamp)
                 applied.transactions += 1
             }
         }
-        for range in verified.header.ranges where range.first - 1 == context.token[range.origin] && range.first > 1 {
-            // After a snapshot this store lacks the chain hash where its copy of the origin's history
-            // begins; the range's `previous` is that hash, vouched for by the origin's attestation.
-            try Chains(db: db, store: store).learnPrunedHead(
-                range.previous, origin: range.origin, prunedThrough: range.first - 1)
-        }
-        for (range, attestation) in zip(verified.header.ranges, verified.attestations)
-        where range.last > context.token[range.origin] {
-            try Chains(db: db, store: store).recordAttestedHead(
-                origin: range.origin, last: range.last, publicKey: range.publicKey, attestation: attestation)
-        }
+        try recordChains(verified)
         let changed = try end(&engine, newestClock: newestClock, touched: touched)
         return Store.ImportSummary(
             path: path, sender: verified.header.senderName, appliedTransactions: applied.transactions,
             appliedChanges: applied.changes, skippedTransactions: skipped, header: verified.header,
             changedTables: changed)
+    }
+
+    /// Reads past a transaction this store holds. The last one it holds of an origin must chain
+    /// to the same hash as its own copy (or else history forked); after a snapshot, that hash is
+    /// where the store's history of the origin begins, and is learnt here.
+    private func skipHeld(_ head: History.TransactionHeader, _ decoder: BundleDecoder) throws {
+        while try decoder.nextChange() != nil {}
+        let known = context.token[head.origin]
+        guard head.sequence == known, let chain = decoder.lastCompleted?.chainHash else { return }
+        if let stored = context.heads[head.origin]?.1 {
+            guard chain == stored else {
+                throw ExchangeError.historyFork(path: path, origin: head.origin.description, sequence: head.sequence)
+            }
+        } else {
+            try Chains(db: db, store: store).learnPrunedHead(chain, origin: head.origin, prunedThrough: known)
+        }
+    }
+
+    /// Merges a transaction's changes (Protocol/merge.md §4) and records it in history; returns
+    /// how many changes it had.
+    private func applyTransaction(
+        _ head: History.TransactionHeader, _ decoder: BundleDecoder, engine: inout MergeEngine,
+        touched: inout Set<String>
+    ) throws -> Int {
+        var first: Int64?
+        var last = try Int64.fetchOne(db, sql: "SELECT max(id) FROM tidemark_changes") ?? 0
+        var count = 0
+        let clock = MergeClock(timestamp: head.timestamp, origin: head.origin)
+        let isResolution = head.author == Self.systemAuthor && head.contextName == Self.systemContext
+        while let change = try decoder.nextChange() {
+            // Named as the transaction's version names it; merged under today's names.
+            let translation = try translations.translation(of: change.table, at: head.schemaPosition, path: path)
+            if let current = try translation.current(change, path: path) {
+                try engine.apply(current, clock: clock)
+                touched.insert(current.table)
+                if isResolution && current.type == .delete {
+                    try engine.resolver.record(
+                        current, kind: .remote, detail: "resolved by replica \(head.origin.short)", origin: head.origin)
+                }
+            }
+            last = try record(change, as: translation)
+            if first == nil { first = last }
+            count += 1
+        }
+        try db.execute(
+            sql: """
+                INSERT INTO tidemark_transactions(replica, seq, hlc, author, context, pid, first_change, last_change, chain, schema)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                head.origin, head.sequence, head.timestamp.packed, head.author, head.contextName, head.processID,
+                first ?? last + 1, last, Data(decoder.lastCompleted!.chainHash), head.schemaPosition,
+            ])
+        return count
+    }
+
+    /// Records what the verified bundle says of each origin's chain: where this store's history of
+    /// it begins after a snapshot, and its attested head.
+    private func recordChains(_ verified: VerifiedBundle) throws {
+        let chains = Chains(db: db, store: store)
+        for range in verified.header.ranges where range.first - 1 == context.token[range.origin] && range.first > 1 {
+            // After a snapshot this store lacks the chain hash where its copy of the origin's history
+            // begins; the range's `previous` is that hash, vouched for by the origin's attestation.
+            try chains.learnPrunedHead(range.previous, origin: range.origin, prunedThrough: range.first - 1)
+        }
+        for (range, attestation) in zip(verified.header.ranges, verified.attestations)
+        where range.last > context.token[range.origin] {
+            try chains.recordAttestedHead(
+                origin: range.origin, last: range.last, publicKey: range.publicKey, attestation: attestation)
+        }
     }
 
     /// Opens an import: local writes join row metadata before anything merges against it, the

@@ -64,8 +64,14 @@ extension History {
 
     /// One recorded transaction.
     public struct Transaction: Sendable, Hashable {
-        /// The replica that made the transaction.
-        public var replica: Replica.ID
+        /// The origin: the replica that made the transaction (Protocol/README.md glossary).
+        public var origin: Replica.ID
+        /// The origin, by its former name.
+        @available(*, deprecated, renamed: "origin")
+        public var replica: Replica.ID {
+            get { origin }
+            set { origin = newValue }
+        }
         /// The transaction's position in its replica's history: 1, 2, 3… with no gaps.
         public var sequence: Int64
         /// When the replica committed it, on its hybrid logical clock.
@@ -87,11 +93,11 @@ extension History {
 
         /// Creates a transaction.
         public init(
-            replica: Replica.ID, sequence: Int64, timestamp: HLCTimestamp, author: String?, contextName: String?,
+            origin: Replica.ID, sequence: Int64, timestamp: HLCTimestamp, author: String?, contextName: String?,
             processID: Int32?, changes: [Change], token: Token, schemaVersion: Schema.Version? = nil
         ) {
             self.schemaVersion = schemaVersion
-            self.replica = replica
+            self.origin = origin
             self.sequence = sequence
             self.timestamp = timestamp
             self.author = author

@@ -90,7 +90,7 @@ public struct TransactionFacts: Hashable, Sendable, Comparable, CustomStringConv
     public var changes: [History.Change]
 
     public init(_ transaction: History.Transaction) {
-        origin = transaction.replica
+        origin = transaction.origin
         sequence = transaction.sequence
         timestamp = transaction.timestamp
         author = transaction.author

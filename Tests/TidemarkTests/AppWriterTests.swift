@@ -156,7 +156,7 @@ import TidemarkTestSupport
         let pull = try f.peer.store.pull(from: f.folder, key: f.peer.key, prune: false)
         #expect(pull.warnings.isEmpty, "\(pull.warnings)")
         let received = try f.peer.store.fetchHistory().filter {
-            $0.replica == f.app.replica.id && $0.contextName != "adopt"
+            $0.origin == f.app.replica.id && $0.contextName != "adopt"
         }
         #expect(received.map(\.author) == expected.map(\.0))
         #expect(received.map(\.contextName) == expected.map(\.1))

@@ -36,7 +36,7 @@ import TidemarkTestSupport
 
         let history = try store.fetchHistory()
         #expect(history.map(\.sequence) == [1, 2, 3])
-        #expect(history.allSatisfy { $0.replica == store.replica.id })
+        #expect(history.allSatisfy { $0.origin == store.replica.id })
         #expect(history.map(\.author) == ["alice", "bob", nil])
         #expect(history.map(\.contextName) == ["ui", nil, "cleanup"])
         #expect(history.allSatisfy { $0.processID == ProcessInfo.processInfo.processIdentifier })

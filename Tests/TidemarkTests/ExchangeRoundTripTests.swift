@@ -82,7 +82,7 @@ import TidemarkTestSupport
         #expect(try b.transactions() == (try a.transactions()))
         #expect(try b.store.currentToken() == (try a.store.currentToken()))
         // The receiver's own history is untouched: everything it holds came from a.
-        #expect(try b.store.fetchHistory().allSatisfy { $0.replica == a.id })
+        #expect(try b.store.fetchHistory().allSatisfy { $0.origin == a.id })
     }
 
     @Test func exportsSinceATokenCarryOnlyWhatTheReceiverLacks() async throws {

@@ -41,7 +41,7 @@ import TidemarkTestSupport
     /// The generation each change of `replica`'s own history gave the row `id`, in order.
     static func generations(_ cluster: ConvergenceCluster, _ replica: Int, _ id: String) throws -> [Int64] {
         let store = cluster.replicas[replica].store
-        return try store.fetchHistory().filter { $0.replica == store.replica.id }.flatMap(\.changes)
+        return try store.fetchHistory().filter { $0.origin == store.replica.id }.flatMap(\.changes)
             .filter { $0.key.first?.value == .text(id) }.map(\.generation)
     }
 
@@ -55,8 +55,8 @@ import TidemarkTestSupport
         try Self.send(cluster, 1, to: 0)
         try Self.write(cluster, 0, "UPDATE items SET name = 'after' WHERE id = 'x'")
         let history = try cluster.replicas[0].store.fetchHistory()
-        let imported = try #require(history.first { $0.replica == cluster.replicas[1].id })
-        let own = try #require(history.last { $0.replica == cluster.replicas[0].id })
+        let imported = try #require(history.first { $0.origin == cluster.replicas[1].id })
+        let own = try #require(history.last { $0.origin == cluster.replicas[0].id })
         #expect(own.timestamp > imported.timestamp, "\(own.timestamp) after \(imported.timestamp)")
         // And so the later write wins everywhere, although r0's wall clock is a minute behind.
         try Self.converge(cluster)

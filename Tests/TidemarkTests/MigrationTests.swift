@@ -76,7 +76,7 @@ import TidemarkTestSupport
         #expect(caught.warnings.isEmpty, "\(caught.warnings)")
         #expect(caught.waiting.isEmpty)
         #expect(try c.store.execute(sql: "SELECT color FROM items WHERE id = 'i3'").0[0].rows == [[.text("blue")]])
-        #expect(try c.store.fetchHistory().contains { $0.replica == a.store.replica.id && $0.schemaVersion == version })
+        #expect(try c.store.fetchHistory().contains { $0.origin == a.store.replica.id && $0.schemaVersion == version })
         // b migrates last, then everyone syncs.
         try b.store.migrate(Self.v2)
         for _ in 0..<2 { _ = try group.round(prune: false) }
@@ -141,7 +141,7 @@ import TidemarkTestSupport
         #expect(try a.store.execute(sql: "SELECT name FROM things WHERE id = 'i1'").0[0].rows == [[.text("uno")]])
         #expect(try a.store.execute(sql: "SELECT name FROM sqlite_master WHERE name = 'tags'").0[0].rows.isEmpty)
         // b's transaction keeps the dropped column and the untracked table in a's history, as written.
-        let written = try #require(try a.store.fetchHistory().last { $0.replica == b.store.replica.id })
+        let written = try #require(try a.store.fetchHistory().last { $0.origin == b.store.replica.id })
         #expect(written.changes.map(\.table).sorted() == ["items", "notes", "tags"])
         #expect(written.changes.first { $0.table == "notes" }?.values.map(\.name).sorted() == ["body", "pinned"])
 

@@ -218,7 +218,7 @@ import TidemarkTestSupport
         let report = try group.prune("a")
         #expect(report.horizon == bHolds)
         #expect(report.blockers == ["b"])
-        let lacking = history.filter { !bHolds.includes(replica: $0.replica, sequence: $0.sequence) }
+        let lacking = history.filter { !bHolds.includes(replica: $0.origin, sequence: $0.sequence) }
         #expect(!lacking.isEmpty)
         #expect(report.removedTransactions == history.count - lacking.count)
         #expect(try a.store.fetchHistory().map(\.sequence) == lacking.map(\.sequence))
@@ -353,7 +353,7 @@ import TidemarkTestSupport
             }
         }
         try group.expectConverged()
-        #expect(try a.store.fetchHistory().filter { $0.replica == a.id }.allSatisfy { $0.sequence > pruned[a.id] })
+        #expect(try a.store.fetchHistory().filter { $0.origin == a.id }.allSatisfy { $0.sequence > pruned[a.id] })
     }
 
     /// A pull prunes afterwards unless told not to.

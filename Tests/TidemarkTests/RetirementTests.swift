@@ -32,7 +32,7 @@ import TidemarkTestSupport
         let (group, cHolds) = try Self.cStopsSyncing()
         let (a, b) = (group["a"], group["b"])
         let history = try a.store.fetchHistory()
-        let lacking = history.filter { !cHolds.includes(replica: $0.replica, sequence: $0.sequence) }
+        let lacking = history.filter { !cHolds.includes(replica: $0.origin, sequence: $0.sequence) }
         #expect(lacking.count >= 3, "a holds what c lacks")
         let needed = try group.bundlesNeeded(by: ["c"])
         #expect(!needed.isEmpty)

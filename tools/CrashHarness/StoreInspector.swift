@@ -63,7 +63,7 @@ enum StoreInspector {
             let pruned = try store.prunedToken()
             let token = try store.currentToken()
             var sequences: [Replica.ID: [Int64]] = [:]
-            for transaction in history { sequences[transaction.replica, default: []].append(transaction.sequence) }
+            for transaction in history { sequences[transaction.origin, default: []].append(transaction.sequence) }
             for origin in Set(sequences.keys).union(token.sequences.keys) {
                 let held = sequences[origin] ?? []
                 let expected = pruned[origin] < token[origin] ? Array((pruned[origin] + 1)...token[origin]) : []
@@ -78,14 +78,14 @@ enum StoreInspector {
                 for change in transaction.changes where change.table == "items" && change.type == .insert {
                     guard case .text(let tag)? = change.values.first(where: { $0.name == "tag" })?.value else {
                         facts.problems.append(
-                            "\(transaction.replica.short) #\(transaction.sequence): an items insert without a text tag")
+                            "\(transaction.origin.short) #\(transaction.sequence): an items insert without a text tag")
                         continue
                     }
                     inserts[tag, default: 0] += 1
                 }
                 for (tag, count) in inserts {
                     facts.transactionsPerTag[tag, default: 0] += 1
-                    let name = "\(transaction.replica.short) #\(transaction.sequence)"
+                    let name = "\(transaction.origin.short) #\(transaction.sequence)"
                     guard let expected = ledger.rowCount(of: tag) else {
                         facts.problems.append("\(name) inserts rows of tag \(tag), which the harness never wrote")
                         continue

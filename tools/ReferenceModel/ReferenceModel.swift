@@ -160,7 +160,7 @@ public struct ReferenceModel: Sendable {
 
     /// Adds one transaction; a second copy only checks that its content is the same.
     public mutating func add(_ transaction: History.Transaction) {
-        let id = TransactionID(origin: transaction.replica, sequence: transaction.sequence)
+        let id = TransactionID(origin: transaction.origin, sequence: transaction.sequence)
         if let known = transactions[id] {
             if !Self.sameFacts(known, transaction) { mismatches.append(id) }
             return
@@ -181,14 +181,14 @@ public struct ReferenceModel: Sendable {
                 Write(
                     transaction: id,
                     order: WriteOrder(
-                        timestamp: transaction.timestamp, origin: transaction.replica.bytes, position: position),
+                        timestamp: transaction.timestamp, origin: transaction.origin.bytes, position: position),
                     type: change.type, generation: change.generation, values: values, isResolution: isResolution))
         }
     }
 
     /// Same origin, sequence, timestamp, metadata and changes (the token depends on the holder).
     static func sameFacts(_ a: History.Transaction, _ b: History.Transaction) -> Bool {
-        a.replica == b.replica && a.sequence == b.sequence && a.timestamp == b.timestamp && a.author == b.author
+        a.origin == b.origin && a.sequence == b.sequence && a.timestamp == b.timestamp && a.author == b.author
             && a.contextName == b.contextName && a.processID == b.processID && a.changes == b.changes
     }
 

@@ -27,7 +27,7 @@ struct Inspect: ParsableCommand {
             token[head.origin] = head.sequence
             transactions.append(
                 History.Transaction(
-                    replica: head.origin, sequence: head.sequence, timestamp: head.timestamp, author: head.author,
+                    origin: head.origin, sequence: head.sequence, timestamp: head.timestamp, author: head.author,
                     contextName: head.contextName, processID: head.processID, changes: changes, token: token))
         }
         let header = verified.header
@@ -35,7 +35,7 @@ struct Inspect: ParsableCommand {
         // Tokens after each transaction: the bundle's prerequisites plus what it has delivered so far.
         var running = header.since
         for i in transactions.indices {
-            running[transactions[i].replica] = transactions[i].sequence
+            running[transactions[i].origin] = transactions[i].sequence
             transactions[i].token = running
         }
         let senderKey = Data(verified.senderKey).base64EncodedString()

@@ -6,7 +6,7 @@ enum HistoryFormatter {
     /// One header line, then one indented line per change.
     static func text(_ transaction: History.Transaction, names: [Replica.ID: String] = [:]) -> String {
         var header =
-            "\(names[transaction.replica] ?? transaction.replica.short) #\(transaction.sequence)  \(transaction.timestamp.iso8601)"
+            "\(names[transaction.origin] ?? transaction.origin.short) #\(transaction.sequence)  \(transaction.timestamp.iso8601)"
         if let author = transaction.author { header += "  author=\(author)" }
         if let context = transaction.contextName { header += "  context=\(context)" }
         if transaction.processID == nil && transaction.contextName == nil && transaction.author == nil {
@@ -37,7 +37,7 @@ enum HistoryFormatter {
     static func summary(_ transaction: History.Transaction) -> String {
         let tables = Set(transaction.changes.map(\.table)).sorted().joined(separator: ",")
         var line =
-            "\(transaction.replica.short) #\(transaction.sequence) \(transaction.timestamp.iso8601) \(transaction.changes.count) change(s) [\(tables)]"
+            "\(transaction.origin.short) #\(transaction.sequence) \(transaction.timestamp.iso8601) \(transaction.changes.count) change(s) [\(tables)]"
         if let author = transaction.author { line += " author=\(author)" }
         if let context = transaction.contextName { line += " context=\(context)" }
         return line
@@ -47,7 +47,7 @@ enum HistoryFormatter {
     static func json(_ transaction: History.Transaction) -> String {
         func optional(_ s: String?) -> String { s.map(JSONText.quote) ?? "null" }
         let changes = transaction.changes.map(json).joined(separator: ",")
-        return "{\"token\":\(JSONText.quote(transaction.token.description)),\"replica\":\"\(transaction.replica)\""
+        return "{\"token\":\(JSONText.quote(transaction.token.description)),\"replica\":\"\(transaction.origin)\""
             + ",\"seq\":\(transaction.sequence),\"timestamp\":\"\(transaction.timestamp.iso8601)\""
             + ",\"hlc\":\(transaction.timestamp.packed)"
             + ",\"author\":\(optional(transaction.author)),\"context\":\(optional(transaction.contextName))"

@@ -86,7 +86,7 @@ struct HistoryReader {
             if request.filtersChanges && list.isEmpty { continue }
             result.append(
                 History.Transaction(
-                    replica: header.replica, sequence: header.sequence, timestamp: header.timestamp,
+                    origin: header.replica, sequence: header.sequence, timestamp: header.timestamp,
                     author: header.author,
                     contextName: header.contextName, processID: header.processID, changes: list,
                     token: tokens[header.localID] ?? .zero,

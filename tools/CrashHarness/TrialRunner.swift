@@ -12,18 +12,18 @@ struct TrialRunner {
     /// Prints progress lines.
     let say: (String) -> Void
 
-    private var random: SeededGenerator
-    private var ledger = TagLedger()
+    var random: SeededGenerator
+    var ledger = TagLedger()
     /// Per replica, the tags last seen with all their rows: rows are never deleted, so this only grows.
-    private var present: [Set<String>]
+    var present: [Set<String>]
     /// Per command, a running estimate of how long it takes when not killed.
-    private var usualDuration: [TrialCommand: Duration] = [:]
+    var usualDuration: [TrialCommand: Duration] = [:]
     /// The commands still to draw in the current round: every round runs each command once, in a
     /// random order, so every command gets an equal share of the trials.
-    private var deck: [TrialCommand] = []
+    var deck: [TrialCommand] = []
     /// The trial being run, for failure reports.
-    private var current: Summary.Failure?
-    private(set) var summary = Summary()
+    var current: Summary.Failure?
+    var summary = Summary()
 
     /// The author every harness write records.
     static let author = "crash-harness"
@@ -48,7 +48,7 @@ struct TrialRunner {
     }
 
     /// What a trial runs and what it expects after the rerun.
-    private struct Plan {
+    struct Plan {
         var arguments: [String]
         /// exec: the tag it writes.
         var tag: String?
@@ -58,7 +58,7 @@ struct TrialRunner {
         var sourceTags: Set<String> = []
     }
 
-    private mutating func runTrial(_ trial: Int) {
+    mutating func runTrial(_ trial: Int) {
         if deck.isEmpty { deck = TrialCommand.allCases.shuffled(using: &random) }
         let command = deck.removeLast()
         let count = cluster.members.count
@@ -145,7 +145,7 @@ struct TrialRunner {
 
     /// Builds the trial's command after running its preparation (writes, pushes, an export to
     /// `exportFile`); returns nil after a failed preparation.
-    private mutating func plan(command: TrialCommand, trial: Int, target: Int, other: Int, exportFile file: String)
+    mutating func plan(command: TrialCommand, trial: Int, target: Int, other: Int, exportFile file: String)
         -> Plan?
     {
         let members = cluster.members
@@ -221,7 +221,7 @@ struct TrialRunner {
 
     /// `sync exec` arguments for one transaction inserting 2–200 rows of `tag`, one statement per
     /// row (`INSERT OR IGNORE`, so rerunning it after a kill that landed after the commit is a no-op).
-    private mutating func writeArguments(tag: String, on replica: Int) -> [String] {
+    mutating func writeArguments(tag: String, on replica: Int) -> [String] {
         let rowCount =
             Int.random(in: 0..<10, using: &random) < 7
             ? Int.random(in: 2...20, using: &random) : Int.random(in: 50...200, using: &random)
@@ -242,182 +242,24 @@ struct TrialRunner {
     }
 
     /// Runs a write that is not killed; returns whether it succeeded.
-    private mutating func write(tag: String, on replica: Int) -> Bool {
+    mutating func write(tag: String, on replica: Int) -> Bool {
         let arguments = writeArguments(tag: tag, on: replica)
         guard mustRun(arguments, step: "write \(tag) on \(cluster.members[replica].name)") != nil else { return false }
         ledger.acknowledge(tag)
         return true
     }
 
-    // MARK: - Checks
-
-    /// Integrity, per-tag all-or-nothing, nothing lost, and history shape of one replica; returns
-    /// the tags it holds in full (nil if they could not be read).
-    @discardableResult
-    private mutating func checkReplica(_ index: Int, when: String) -> Set<String>? {
-        let member = cluster.members[index]
-        if let problem = StoreInspector.integrityProblem(of: member.store) {
-            fail("\(member.name) \(when): \(problem)")
-        }
-        let counts: [String: Int]
-        do { counts = try StoreInspector.tagCounts(of: member.store) } catch {
-            fail("\(member.name) \(when): cannot read its rows: \(error)")
-            return nil
-        }
-        var holds = Set<String>()
-        for (tag, count) in counts.sorted(by: { $0.key < $1.key }) {
-            guard let expected = ledger.rowCount(of: tag) else {
-                fail("\(member.name) \(when): holds \(count) rows of tag \(tag), which the harness never wrote")
-                continue
-            }
-            if count == expected {
-                holds.insert(tag)
-            } else {
-                fail("\(member.name) \(when): holds \(count) of the \(expected) rows of tag \(tag)")
-            }
-        }
-        let lost = present[index].subtracting(holds)
-        if !lost.isEmpty { fail("\(member.name) \(when): lost tags it held before: \(lost.sorted().prefix(8))") }
-        let unacknowledged = ledger.acknowledged(by: index).subtracting(holds)
-        if !unacknowledged.isEmpty {
-            fail("\(member.name) \(when): lacks its own acknowledged writes \(unacknowledged.sorted().prefix(8))")
-        }
-        for problem in StoreInspector.history(of: member.store, ledger: ledger).problems {
-            fail("\(member.name) \(when): \(problem)")
-        }
-        present[index] = present[index].union(holds)
-        return holds
-    }
-
-    /// Every final-name file in the exchange folder verifies.
-    private mutating func checkFolder(when: String) -> FolderInspector.Facts {
-        let facts = FolderInspector.inspect(cluster.shared)
-        for problem in facts.problems { fail("exchange folder \(when): \(problem)") }
-        return facts
-    }
-
-    /// Whether a killed command had already done what it is for.
-    private func effectComplete(
-        _ command: TrialCommand, plan: Plan, target holds: Set<String>?, before: FolderInspector.Facts,
-        after: FolderInspector.Facts
-    ) -> Bool {
-        switch command {
-        case .exec: return plan.tag.map { holds?.contains($0) ?? false } ?? false
-        case .import: return plan.newTags.isSubset(of: holds ?? [])
-        case .pull: return plan.sourceTags.isSubset(of: holds ?? [])
-        case .push:
-            return !Set(after.bundleTags.keys).subtracting(before.bundleTags.keys).filter { $0.hasSuffix(".tmb") }
-                .isEmpty
-        case .prune: return !Set(before.bundleTags.keys).subtracting(after.bundleTags.keys).isEmpty
-        }
-    }
-
-    /// After the rerun, the command's whole effect is there.
-    private mutating func checkCompletion(_ command: TrialCommand, plan: Plan, target: Int, holds: Set<String>) {
-        let member = cluster.members[target]
-        switch command {
-        case .exec:
-            guard let tag = plan.tag else { return }
-            if !holds.contains(tag) { fail("\(member.name) lacks tag \(tag) after rerunning its write") }
-            let facts = StoreInspector.history(of: member.store, ledger: ledger)
-            if facts.transactionsPerTag[tag] != 1 {
-                fail(
-                    "\(member.name): tag \(tag) is in \(facts.transactionsPerTag[tag] ?? 0) history transactions after the rerun, expected 1"
-                )
-            }
-        case .import:
-            if !plan.newTags.isSubset(of: holds) {
-                fail(
-                    "\(member.name) lacks \(plan.newTags.subtracting(holds).sorted().prefix(8)) after rerunning the import"
-                )
-            }
-        case .pull:
-            if !plan.sourceTags.isSubset(of: holds) {
-                fail(
-                    "\(member.name) lacks \(plan.sourceTags.subtracting(holds).sorted().prefix(8)) after rerunning the pull"
-                )
-            }
-        case .push:
-            if let again = mustRun(["push", "--store", member.store, "--to", cluster.shared], step: "push again"),
-                again.stdout.trimmingCharacters(in: .whitespacesAndNewlines) != "nothing new to push"
-            {
-                fail("a push right after the rerun still pushed: \(again.stdout)")
-            }
-        case .prune:
-            if let dry = mustRun(["prune", "--store", member.store, "--dry-run"], step: "prune --dry-run"),
-                !dry.stdout.contains("would remove 0 history transactions, 0 exchange files")
-            {
-                fail("a dry-run prune right after the rerun would still remove something: \(dry.stdout)")
-            }
-        }
-    }
-
-    /// Requires a completed run to exit 0 with nothing on standard error but pull's warnings about
-    /// temporaries (still being written, or abandoned by a killed writer); never a busy or locked error.
-    private mutating func expectClean(_ result: ChildProcess.Result, _ what: String) {
-        var problems: [String] = []
-        if !result.succeeded { problems.append("ended with \(result.ending)") }
-        for line in result.stderrLines {
-            if Self.isTemporaryWarning(line) {
-                summary.temporaryWarnings += 1
-            } else if Self.isAbandonedTemporaryWarning(line) {
-                summary.abandonedTemporaryWarnings += 1
-            } else {
-                problems.append("stderr: \(line)")
-            }
-        }
-        if !problems.isEmpty { fail("\(what) (\(result.commandLine)) " + problems.joined(separator: "; ")) }
-    }
-
-    /// `warning: skipped DIR/ID/.tmp-…: still being written by its sender (will retry on the next pull)`.
-    static func isTemporaryWarning(_ line: String) -> Bool {
-        line.hasPrefix("warning: skipped ") && line.contains("/.tmp-")
-            && line.hasSuffix(": still being written by its sender (will retry on the next pull)")
-    }
-
-    /// `warning: skipped DIR/ID/.tmp-…: left by an interrupted write of its sender, …`: a temporary
-    /// of a killed writer, unwritten for 10 minutes (runs that long), reported once by each peer.
-    static func isAbandonedTemporaryWarning(_ line: String) -> Bool {
-        line.hasPrefix("warning: skipped ") && line.contains("/.tmp-")
-            && line.contains(": left by an interrupted write of its sender, which removes it on its next push or pull")
-    }
-
-    /// Runs a command that is not killed; records a failure and returns nil unless it ran clean.
-    private mutating func mustRun(_ arguments: [String], step: String) -> ChildProcess.Result? {
-        do {
-            let result = try cluster.run(arguments)
-            let failuresBefore = summary.failures.count
-            expectClean(result, step)
-            return summary.failures.count == failuresBefore ? result : nil
-        } catch {
-            fail("\(step): \(error)")
-            return nil
-        }
-    }
-
-    private func tags(heldBy index: Int) throws -> Set<String> {
-        let counts = try StoreInspector.tagCounts(of: cluster.members[index].store)
-        return Set(counts.filter { ledger.rowCount(of: $0.key) == $0.value }.keys)
-    }
-
-    private mutating func fail(_ message: String) {
-        var failure = current ?? Summary.Failure(message: message)
-        failure.message = message
-        summary.failures.append(failure)
-        say("  FAIL \(message)")
-    }
-
     // MARK: - Kill timing
 
     /// A delay drawn uniformly from zero to 1.25 times the command's usual duration (or to the
     /// fixed bound), so that most kills land while it runs and some after it finished.
-    private mutating func drawDelay(for command: TrialCommand) -> Duration {
+    mutating func drawDelay(for command: TrialCommand) -> Duration {
         let bound = maxDelay ?? (usualDuration[command] ?? .milliseconds(80)) * 1.25
         let microseconds = max(Int64(Summary.seconds(bound) * 1_000_000), 1)
         return .microseconds(Int64.random(in: 0...microseconds, using: &random))
     }
 
-    private mutating func noteDuration(_ duration: Duration, of command: TrialCommand) {
+    mutating func noteDuration(_ duration: Duration, of command: TrialCommand) {
         usualDuration[command] = usualDuration[command].map { $0 * 0.7 + duration * 0.3 } ?? duration
     }
 
@@ -426,7 +268,7 @@ struct TrialRunner {
     /// Every replica pushes and pulls, in rounds, until all hold the same rows, including every
     /// write that was acknowledged or seen on any replica; then each store and the folder are
     /// checked once more.
-    private mutating func converge() {
+    mutating func converge() {
         current = nil
         let members = cluster.members
         let required = present.reduce(ledger.acknowledgedTags) { $0.union($1) }

@@ -1,0 +1,213 @@
+import Crypto
+
+/// Reading the record stream (§4): row states of a snapshot, transactions and their changes.
+extension BundleDecoder {
+    /// Reads the next row state of a snapshot bundle (§4.4), or nil after the last.
+    public func nextRowState() throws -> RowState? {
+        if position == chunk.count { guard try refill() else { return nil } }
+        guard header.kind == .snapshot else { throw fail(.unexpectedRecord("a row state outside a snapshot")) }
+        let table = try name()
+        guard let lookup = tables.first(where: { $0.name.elementsEqual(table.utf8) }) else {
+            throw fail(.columnsNotCanonical("table '\(table)' is not in the header"))
+        }
+        let generation = try varint()
+        guard generation >= 1, generation <= UInt64(Int64.max) else { throw fail(.badGeneration(generation)) }
+        let keyCount = try varint()
+        guard keyCount >= 1, keyCount <= UInt64(BundleFormat.maxColumns) else {
+            throw fail(.tooManyColumns(Int(min(keyCount, 1_000_000))))
+        }
+        recordValueBytes = 0
+        var key: [History.Column] = []
+        for _ in 0..<keyCount { key.append(History.Column(try name(), try value())) }
+        guard key.count == lookup.keys.count, zip(key, lookup.keys).allSatisfy({ $0.name.utf8.elementsEqual($1) })
+        else {
+            throw fail(.columnsNotCanonical("key columns of '\(table)' do not match its header entry"))
+        }
+        let cellCount = try varint()
+        guard cellCount <= UInt64(BundleFormat.maxColumns) else {
+            throw fail(.tooManyColumns(Int(min(cellCount, 1_000_000))))
+        }
+        guard generation % 2 == 1 || cellCount == 0 else {
+            throw fail(.columnsNotCanonical("a tombstone carries no columns"))
+        }
+        var cells: [RowState.Cell] = []
+        for _ in 0..<cellCount {
+            let cellName = try name()
+            let cellValue = try value()
+            var clock: MergeClock?
+            switch try byte() {
+            case 0: break
+            case 1:
+                let packed = try varint()
+                clock = MergeClock(
+                    timestamp: HLCTimestamp(packed: Int64(bitPattern: packed)),
+                    origin: Replica.ID(bytes: try bytes(16))!)
+            case let b: throw fail(.badPresenceByte(b))
+            }
+            if let previous = cells.last, !previous.name.utf8.lexicographicallyPrecedes(cellName.utf8) {
+                throw fail(.columnsNotCanonical("column names not strictly ascending"))
+            }
+            guard !TableLookup.contains(lookup.keys, cellName), TableLookup.contains(lookup.columns, cellName) else {
+                throw fail(
+                    .columnsNotCanonical("column '\(cellName)' of '\(table)' is a key column or not in the header"))
+            }
+            cells.append(RowState.Cell(name: cellName, value: cellValue, clock: clock))
+        }
+        try attributes()
+        changeCount += 1
+        return RowState(table: table, key: key, generation: Int64(generation), cells: cells)
+    }
+
+    /// Reads the next transaction's header, or nil after the last. The previous transaction's
+    /// changes must all have been read.
+    public func nextTransaction() throws -> History.TransactionHeader? {
+        precondition(open == nil || changesLeft == 0, "read every change before the next transaction")
+        if position == chunk.count { guard try refill() else { return nil } }
+        guard header.kind == .changes else { throw fail(.unexpectedRecord("a transaction outside a change bundle")) }
+        hashedFrom = position
+        inRecord = true
+        hasherReady = false
+        prefix = []
+        let start = consumedBefore + position
+        let origin = Replica.ID(bytes: try bytes(16))!
+        guard var chain = chains[origin] else {
+            throw BundleError.verification(.transactionOutsideRanges(origin: origin.description, sequence: 0))
+        }
+        var hasher = SHA256()
+        hasher.update(data: chain.head)
+        hasher.update(data: prefix)
+        txHasher = hasher
+        hasherReady = true
+        let seq = try varint()
+        guard seq <= UInt64(Int64.max) else {
+            throw BundleError.record(.numberOutOfRange("sequence number"), offset: start)
+        }
+        let sequence = Int64(seq)
+        guard sequence <= chain.last else {
+            throw BundleError.verification(.transactionOutsideRanges(origin: origin.description, sequence: sequence))
+        }
+        guard chain.done < chain.last, sequence == chain.done + 1 else {
+            throw BundleError.verification(
+                .sequenceGap(origin: origin.description, expected: chain.done &+ 1, found: sequence))
+        }
+        let timestamp = HLCTimestamp(packed: Int64(bitPattern: try varint()))
+        guard chain.timestamp < timestamp else {
+            throw BundleError.verification(.clockNotIncreasing(origin: origin.description, sequence: sequence))
+        }
+        chain.timestamp = timestamp
+        chains[origin] = chain
+        let author = try optionalName()
+        let context = try optionalName()
+        var pid: Int32?
+        switch try byte() {
+        case 0: break
+        case 1:
+            let v = try varint()
+            guard v <= UInt64(UInt32.max) else { throw fail(.numberOutOfRange("process id")) }
+            pid = Int32(bitPattern: UInt32(v))
+        case let b: throw fail(.badPresenceByte(b))
+        }
+        let count = try varint()
+        guard count <= UInt64(Int32.max) else { throw fail(.lengthTooLarge(Int(Int32.max))) }
+        let head = History.TransactionHeader(
+            origin: origin, sequence: sequence, timestamp: timestamp, author: author, contextName: context,
+            processID: pid,
+            changeCount: Int(count), schemaPosition: header.schemaPosition(of: origin, sequence: sequence))
+        open = head
+        changesLeft = Int(count)
+        if changesLeft == 0 { try closeTransaction() }
+        transactionCount += 1
+        return head
+    }
+
+    /// Reads the next change of the current transaction, or nil when it has no more.
+    public func nextChange() throws -> History.Change? {
+        guard open != nil, changesLeft > 0 else { return nil }
+        let op = try byte()
+        let type: History.ChangeType
+        switch op {
+        case 1: type = .insert
+        case 2: type = .update
+        case 3: type = .delete
+        default: throw fail(.unknownChangeType(op))
+        }
+        let generation = try varint()
+        // §4.3: inserts and updates belong to a living row (odd), deletes end one (even).
+        guard generation >= 1, generation <= UInt64(Int64.max), (generation % 2 == 0) == (type == .delete) else {
+            throw fail(.badGeneration(generation))
+        }
+        let table = try name()
+        guard let lookup = tables.first(where: { $0.name.elementsEqual(table.utf8) }) else {
+            throw fail(.columnsNotCanonical("table '\(table)' is not in the header"))
+        }
+        let keyCount = try varint()
+        guard keyCount >= 1, keyCount <= UInt64(BundleFormat.maxColumns) else {
+            throw fail(.tooManyColumns(Int(min(keyCount, 1_000_000))))
+        }
+        recordValueBytes = 0
+        var key: [History.Column] = []
+        key.reserveCapacity(Int(keyCount))
+        for _ in 0..<keyCount { key.append(History.Column(try name(), try value())) }
+        guard key.count == lookup.keys.count, zip(key, lookup.keys).allSatisfy({ $0.name.utf8.elementsEqual($1) })
+        else {
+            throw fail(.columnsNotCanonical("key columns of '\(table)' do not match its header entry"))
+        }
+        let columnCount = try varint()
+        guard columnCount <= UInt64(BundleFormat.maxColumns) else {
+            throw fail(.tooManyColumns(Int(min(columnCount, 1_000_000))))
+        }
+        var columns: [History.Column] = []
+        columns.reserveCapacity(Int(columnCount))
+        for _ in 0..<columnCount {
+            let column = History.Column(try name(), try value())
+            if let previous = columns.last, !previous.name.utf8.lexicographicallyPrecedes(column.name.utf8) {
+                throw fail(.columnsNotCanonical("column names not strictly ascending"))
+            }
+            guard !TableLookup.contains(lookup.keys, column.name), TableLookup.contains(lookup.columns, column.name)
+            else {
+                throw fail(
+                    .columnsNotCanonical("column '\(column.name)' of '\(table)' is a key column or not in the header"))
+            }
+            columns.append(column)
+        }
+        if type == .update && columns.isEmpty { throw fail(.columnsNotCanonical("an update changes no column")) }
+        try attributes()
+        changesLeft -= 1
+        changeCount += 1
+        if changesLeft == 0 { try closeTransaction() }
+        switch type {
+        case .insert:
+            return History.Change(
+                type: .insert, table: table, key: key, values: key + columns, generation: Int64(generation))
+        case .update:
+            return History.Change(type: .update, table: table, key: key, values: columns, generation: Int64(generation))
+        case .delete:
+            return History.Change(
+                type: .delete, table: table, key: key, values: [], tombstone: key + columns,
+                generation: Int64(generation))
+        }
+    }
+
+    func closeTransaction() throws {
+        let head = open!
+        try transactionAttributes(head)
+        txHasher.update(data: chunk[hashedFrom..<position])
+        let hash = Array(txHasher.finalize())
+        chains[head.origin]!.head = hash
+        chains[head.origin]!.done = head.sequence
+        lastCompleted = (head, hash)
+        open = nil
+        inRecord = false
+    }
+
+    /// Reads every remaining record, whatever the bundle's kind, so that `finish()` can verify.
+    public func skipRecords() throws {
+        if header.kind == .snapshot {
+            while try nextRowState() != nil {}
+        } else {
+            while try nextTransaction() != nil {
+                while try nextChange() != nil {}
+            }
+        }
+    }
+}

@@ -135,7 +135,8 @@ public enum Schema {
             }
         }
 
-        /// Decodes a change, rejecting anything not in canonical form.
+        /// Decodes a change, rejecting anything not in canonical form. Long by design: one case
+        /// per operation of Protocol/schema.md §3, read field by field in encoding order.
         static func decode(_ reader: inout PayloadReader) throws -> Change {
             func bad(_ why: String) -> BundleError {
                 .framing(.badHeader("schema lineage: \(why)"), offset: reader.base + reader.position)

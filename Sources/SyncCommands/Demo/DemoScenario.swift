@@ -27,7 +27,8 @@ struct DemoScenario {
         let key: KeyFile
     }
 
-    /// Runs the scenario; returns whether every replica ended with the same rows.
+    /// Runs the scenario; returns whether every replica ended with the same rows. Long by design:
+    /// it is the demo's script, step after step, as the README tells it.
     func run() throws -> Bool {
         let exchange = directory + "/exchange"
         try FileManager.default.createDirectory(atPath: exchange, withIntermediateDirectories: true)

@@ -79,7 +79,8 @@ enum CaptureTriggers {
     }
 
     /// The CREATE TRIGGER statements; `classChecked` holds the indexes of the columns that need
-    /// their storage class compared besides their value.
+    /// their storage class compared besides their value. Long by design: it is the text of the
+    /// three triggers, which reads best whole, beside each other.
     static func sql(for table: TrackedTable, classChecked: Set<Int>) -> [String] {
         let t = table.name.quotedDatabaseIdentifier
         let n = names(for: table).map(\.quotedDatabaseIdentifier)

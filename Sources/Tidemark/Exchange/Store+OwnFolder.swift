@@ -31,59 +31,12 @@ extension Store {
         tidy.removed = exchange.removeAbandonedTemporaries(of: replica.id).map {
             "\($0): left by an interrupted write"
         }
-        let entries = try exchange.transport.files(in: mine)
         let current = try currentToken()
-        for entry in entries where !entry.name.hasPrefix(".") && entry.name != ExchangeFolder.watermarkName {
-            let file = ExchangeFolder.File(replica: replica.id, name: entry.name)
-            let published = ExchangeFolder.bundleNumber(entry.name) != nil || entry.name == ExchangeFolder.snapshotName
-            if published && !checkPublished { continue }
-            let fingerprint =
-                published
-                ? entry.size.map(CheckedFiles.Fingerprint.written(size:)) : CheckedFiles.Fingerprint.listed(entry)
-            if let fingerprint, try checkedVerdict(recorded, mine, entry.name, fingerprint) != nil { continue }
-            let address = exchange.address(of: file)
-            let verified: VerifiedBundle
-            do {
-                let local = try exchange.localPath(of: file)
-                verified = try Self.inspectBundle(at: local, key: key, transactions: { _, _ in })
-            } catch let error as ExchangeError where error.isDamage {
-                guard (try? exchange.transport.remove(entry.name, in: mine)) != nil else { continue }
-                if entry.name == ExchangeFolder.snapshotName {
-                    tidy.removed.append("\(address): damaged (\(error)); the next prune writes a new snapshot")
-                } else if published {
-                    tidy.removedBundle = true
-                    tidy.removed.append("\(address): damaged (\(error)); the next push carries what it held")
-                } else {
-                    tidy.removed.append("\(address): not an exchange file of this replica")
-                }
-                continue
-            } catch {
-                continue  // Unreachable or unreadable now: checked on a later push or pull.
-            }
-            if published {
-                if verified.sender == replica.id {
-                    if let fingerprint { try remember(recorded, mine, entry.name, fingerprint, CheckedFiles.sound) }
-                    continue
-                }
-                tidy.removedBundle = tidy.removedBundle || entry.name != ExchangeFolder.snapshotName
-            }
-            let why: String? =
-                verified.sender != replica.id
-                ? "signed by another replica"
-                : verified.header.kind == .watermark
-                    ? "an older copy of this replica's watermark"
-                    : current.covers(verified.header.through) ? "a copy of what this replica's store holds" : nil
-            if let why {
-                if (try? exchange.transport.remove(entry.name, in: mine)) != nil {
-                    tidy.removed.append("\(address): \(why)")
-                }
-            } else if let fingerprint {
-                let warning =
-                    "\(address): kept: signed by this replica, it holds transactions its store lacks "
-                    + "(\(verified.header.through)); `sync import` it if they should be kept"
-                try remember(recorded, mine, entry.name, fingerprint, warning)
-                tidy.kept.append(warning)
-            }
+        for entry in try exchange.transport.files(in: mine)
+        where !entry.name.hasPrefix(".") && entry.name != ExchangeFolder.watermarkName {
+            try check(
+                entry, of: exchange, recorded: recorded, key: key, current: current, checkPublished: checkPublished,
+                into: &tidy)
         }
         let names = Set(try exchange.transport.files(in: mine).map(\.name))
         try mappingErrors {
@@ -92,6 +45,64 @@ extension Store {
             }
         }
         return tidy
+    }
+
+    /// Checks one file of this replica's own folder (`tidyOwnFolder`), unless it was checked
+    /// before as it is now, and removes it or keeps it.
+    private func check(
+        _ entry: ExchangeEntry, of exchange: ExchangeFolder, recorded: String, key: KeyFile, current: History.Token,
+        checkPublished: Bool, into tidy: inout OwnFolderTidy
+    ) throws {
+        let mine = replica.id.description
+        let file = ExchangeFolder.File(replica: replica.id, name: entry.name)
+        let published = ExchangeFolder.bundleNumber(entry.name) != nil || entry.name == ExchangeFolder.snapshotName
+        if published && !checkPublished { return }
+        let fingerprint =
+            published ? entry.size.map(CheckedFiles.Fingerprint.written(size:)) : CheckedFiles.Fingerprint.listed(entry)
+        if let fingerprint, try checkedVerdict(recorded, mine, entry.name, fingerprint) != nil { return }
+        let address = exchange.address(of: file)
+        let verified: VerifiedBundle
+        do {
+            let local = try exchange.localPath(of: file)
+            verified = try Self.inspectBundle(at: local, key: key, transactions: { _, _ in })
+        } catch let error as ExchangeError where error.isDamage {
+            guard (try? exchange.transport.remove(entry.name, in: mine)) != nil else { return }
+            if entry.name == ExchangeFolder.snapshotName {
+                tidy.removed.append("\(address): damaged (\(error)); the next prune writes a new snapshot")
+            } else if published {
+                tidy.removedBundle = true
+                tidy.removed.append("\(address): damaged (\(error)); the next push carries what it held")
+            } else {
+                tidy.removed.append("\(address): not an exchange file of this replica")
+            }
+            return
+        } catch {
+            return  // Unreachable or unreadable now: checked on a later push or pull.
+        }
+        if published {
+            if verified.sender == replica.id {
+                if let fingerprint { try remember(recorded, mine, entry.name, fingerprint, CheckedFiles.sound) }
+                return
+            }
+            tidy.removedBundle = tidy.removedBundle || entry.name != ExchangeFolder.snapshotName
+        }
+        let why: String? =
+            verified.sender != replica.id
+            ? "signed by another replica"
+            : verified.header.kind == .watermark
+                ? "an older copy of this replica's watermark"
+                : current.covers(verified.header.through) ? "a copy of what this replica's store holds" : nil
+        if let why {
+            if (try? exchange.transport.remove(entry.name, in: mine)) != nil {
+                tidy.removed.append("\(address): \(why)")
+            }
+        } else if let fingerprint {
+            let warning =
+                "\(address): kept: signed by this replica, it holds transactions its store lacks "
+                + "(\(verified.header.through)); `sync import` it if they should be kept"
+            try remember(recorded, mine, entry.name, fingerprint, warning)
+            tidy.kept.append(warning)
+        }
     }
 
     /// Records that this replica wrote `name`, of `size` bytes, in its folder `folder` of the

@@ -31,17 +31,7 @@ extension Store {
     public func prune(
         dryRun: Bool = false, maxLag: TimeInterval? = nil, key: KeyFile?, settings: ExchangeSettings = .init()
     ) throws -> PruneReport {
-        var retired: [String] = []
-        if let maxLag {
-            let now = HLCTimestamp(milliseconds: options.clock.nowMilliseconds(), counter: 0)
-            for member in try members() where !member.isSelf && !member.retired {
-                let last = member.signedAt?.milliseconds ?? 0
-                if Double(now.milliseconds - last) / 1000 > maxLag {
-                    if !dryRun { try retire(peer: member.name) }
-                    retired.append(member.name)
-                }
-            }
-        }
+        let retired = try maxLag.map { try retireLagging(by: $0, dryRun: dryRun) } ?? []
         let members = try members()
         let own = members.first(where: \.isSelf)!
         var horizon = own.watermark
@@ -55,24 +45,7 @@ extension Store {
         for folder in try exchangeFolders() {
             horizon[replica.id] = min(horizon[replica.id], try pushedThrough(folder)?[replica.id] ?? 0)
         }
-        var removed = 0
-        if dryRun {
-            removed = try mappingErrors {
-                try database.read { db in
-                    var count = 0
-                    for row in try Row.fetchAll(db, sql: "SELECT replica, pruned_through FROM tidemark_replicas") {
-                        let origin = try row.decode(Replica.ID.self, atIndex: 0)
-                        count +=
-                            try Int.fetchOne(
-                                db, sql: "SELECT count(*) FROM tidemark_transactions WHERE replica = ? AND seq <= ?",
-                                arguments: [row[0], horizon[origin]]) ?? 0
-                    }
-                    return count
-                }
-            }
-        } else {
-            removed = try deleteHistory(before: horizon)
-        }
+        let removed = dryRun ? try transactionCount(coveredBy: horizon) : try deleteHistory(before: horizon)
         var files: [String] = []
         var snapshots: [String] = []
         for location in try exchangeFolders() {
@@ -103,5 +76,37 @@ extension Store {
             horizon: horizon, removedTransactions: removed, removedFiles: files, snapshots: snapshots,
             blockers: blockers,
             retired: retired, dryRun: dryRun)
+    }
+
+    /// Retires the members whose last watermark is older than `maxLag` seconds (without changing
+    /// anything when `dryRun`); returns their names.
+    private func retireLagging(by maxLag: TimeInterval, dryRun: Bool) throws -> [String] {
+        var retired: [String] = []
+        let now = HLCTimestamp(milliseconds: options.clock.nowMilliseconds(), counter: 0)
+        for member in try members() where !member.isSelf && !member.retired {
+            let last = member.signedAt?.milliseconds ?? 0
+            if Double(now.milliseconds - last) / 1000 > maxLag {
+                if !dryRun { try retire(peer: member.name) }
+                retired.append(member.name)
+            }
+        }
+        return retired
+    }
+
+    /// How many history transactions `horizon` covers: what a prune to it would remove.
+    private func transactionCount(coveredBy horizon: History.Token) throws -> Int {
+        try mappingErrors {
+            try database.read { db in
+                var count = 0
+                for row in try Row.fetchAll(db, sql: "SELECT replica, pruned_through FROM tidemark_replicas") {
+                    let origin = try row.decode(Replica.ID.self, atIndex: 0)
+                    count +=
+                        try Int.fetchOne(
+                            db, sql: "SELECT count(*) FROM tidemark_transactions WHERE replica = ? AND seq <= ?",
+                            arguments: [row[0], horizon[origin]]) ?? 0
+                }
+                return count
+            }
+        }
     }
 }

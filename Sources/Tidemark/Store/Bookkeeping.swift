@@ -49,7 +49,8 @@ enum Bookkeeping {
         (db.columnLimit - 8) / 2
     }
 
-    /// Creates the bookkeeping tables in an empty store.
+    /// Creates the bookkeeping tables in an empty store. Long by design: the DDL of every table is
+    /// kept in one place, in one statement (STYLE: all bookkeeping DDL in one place).
     static func create(_ db: Database, valueColumns: Int) throws {
         let values = (0..<valueColumns).map { ", \(valueColumn($0))" }.joined()
         try db.execute(

@@ -120,7 +120,9 @@ extension BundleDecoder {
         return head
     }
 
-    /// Reads the next change of the current transaction, or nil when it has no more.
+    /// Reads the next change of the current transaction, or nil when it has no more. Long by
+    /// design: the fields of §4.3 in file order, each checked as it is read (§5.3), on the
+    /// per-change path where a call per field would cost.
     public func nextChange() throws -> History.Change? {
         guard open != nil, changesLeft > 0 else { return nil }
         let op = try byte()

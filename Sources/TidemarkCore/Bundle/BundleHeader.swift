@@ -159,6 +159,9 @@ public struct BundleHeader: Sendable, Hashable {
         return out
     }
 
+    /// Reads a header payload (Protocol/bundle.md §3.3). Long by design: it reads the fields in
+    /// file order with each check where the spec puts it, which fixes the rule a defect is
+    /// reported under (§5.3); split up, that order would be harder to see.
     static func decode(_ payload: [UInt8], frameOffset: Int, payloadOffset: Int? = nil) throws -> BundleHeader {
         var r = PayloadReader(payload, base: payloadOffset ?? frameOffset)
         func bad(_ why: String, _ rule: BundleRule = .badHeader) -> BundleError {

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import GRDB
 import TidemarkCore
@@ -70,34 +71,11 @@ extension Store {
         var summary: ExportSummary
         var ownHead: (sequence: Int64, attestation: Attestation)?
         do {
-            summary = try mappingErrors {
+            (summary, ownHead) = try mappingErrors {
                 try database.read { db in
-                    let plan = try ExportPlan(db: db, store: self, since: since, ownPrevious: ownPrevious)
-                    let header = BundleHeader(
-                        kind: kind, senderName: replica.name,
-                        created: HLCTimestamp.next(after: plan.clock, now: options.clock.nowMilliseconds()),
-                        since: since, through: plan.through, tables: plan.tables,
-                        ranges: kind == .watermark ? [] : plan.ranges,
-                        lineage: kind == .watermark ? [] : plan.lineage,
-                        schemaRuns: kind == .watermark ? [] : plan.schemaRuns)
-                    try sink.encrypt(for: try envelopeRecipients(db, for: peer))
-                    var encoder = try BundleEncoder(sink: sink, signingKey: key.privateKey, header: header)
-                    let counts = kind == .watermark ? (0, 0) : try plan.writeTransactions(into: &encoder)
-                    _ = try encoder.finish { origin, sequence, head in
-                        if origin == own {
-                            let attestation = try Attestation.sign(
-                                origin: key.privateKey, sequence: sequence, head: head)
-                            ownHead = (sequence, attestation)
-                            return attestation
-                        }
-                        guard let stored = plan.heads[origin], stored.head == head else {
-                            throw ExchangeError.historyFork(path: path, origin: origin.description, sequence: sequence)
-                        }
-                        return Attestation(origin: origin, sequence: sequence, head: head, signature: stored.signature)
-                    }
-                    return ExportSummary(
-                        path: path, since: since, through: plan.through, transactionCount: counts.0,
-                        changeCount: counts.1, bytes: 0)
+                    try write(
+                        ExportPlan(db: db, store: self, since: since, ownPrevious: ownPrevious), kind: kind,
+                        into: sink, key: key, encryptedFor: try envelopeRecipients(db, for: peer), path: path)
                 }
             }
             try sink.close()
@@ -116,6 +94,41 @@ extension Store {
             }
         }
         return summary
+    }
+}
+
+extension Store {
+    /// Encodes what `plan` holds into `sink`, encrypted for `recipients` when there are any;
+    /// returns the summary (without the size) and this replica's new attestation, if it made one.
+    fileprivate func write(
+        _ plan: ExportPlan, kind: BundleFormat.Kind, into sink: ExchangeSink, key: KeyFile,
+        encryptedFor recipients: [Curve25519.KeyAgreement.PublicKey]?, path: String
+    ) throws -> (ExportSummary, (sequence: Int64, attestation: Attestation)?) {
+        let header = BundleHeader(
+            kind: kind, senderName: replica.name,
+            created: HLCTimestamp.next(after: plan.clock, now: options.clock.nowMilliseconds()),
+            since: plan.since, through: plan.through, tables: plan.tables,
+            ranges: kind == .watermark ? [] : plan.ranges, lineage: kind == .watermark ? [] : plan.lineage,
+            schemaRuns: kind == .watermark ? [] : plan.schemaRuns)
+        try sink.encrypt(for: recipients)
+        var encoder = try BundleEncoder(sink: sink, signingKey: key.privateKey, header: header)
+        let counts = kind == .watermark ? (0, 0) : try plan.writeTransactions(into: &encoder)
+        var ownHead: (sequence: Int64, attestation: Attestation)?
+        _ = try encoder.finish { origin, sequence, head in
+            if origin == replica.id {
+                let attestation = try Attestation.sign(origin: key.privateKey, sequence: sequence, head: head)
+                ownHead = (sequence, attestation)
+                return attestation
+            }
+            guard let stored = plan.heads[origin], stored.head == head else {
+                throw ExchangeError.historyFork(path: path, origin: origin.description, sequence: sequence)
+            }
+            return Attestation(origin: origin, sequence: sequence, head: head, signature: stored.signature)
+        }
+        let summary = ExportSummary(
+            path: path, since: plan.since, through: plan.through, transactionCount: counts.0, changeCount: counts.1,
+            bytes: 0)
+        return (summary, ownHead)
     }
 }
 

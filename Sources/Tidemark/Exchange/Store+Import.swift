@@ -63,46 +63,8 @@ extension Store {
             try database.writeWithoutTransaction { db in
                 var summary: ImportSummary!
                 try db.inTransaction(.immediate) {
-                    _ = try sealForeign(db)
-                    // Recheck against the state under the write lock: another process may have imported,
-                    // or migrated, meanwhile.
-                    let current = try ImportContext(db: db, store: self)
-                    let plan = try current.schemaPlan(verified.header, path: path)
-                    if case .hold(let version) = plan {
-                        // Judged when it applies, on the setting it leaves then (encryption.md §5.2).
-                        let bytes = try bytes ?? heldBytes(path, verified, identity: identity)
-                        try HeldBundles.hold(
-                            db, digest: verified.digest, bytes: bytes, version: version,
-                            sender: verified.header.senderName, encrypted: encrypted)
-                        summary = ImportSummary(
-                            path: path, sender: verified.header.senderName, appliedTransactions: 0, appliedChanges: 0,
-                            skippedTransactions: 0, header: verified.header, waitingFor: version)
-                        return .commit
-                    }
-                    try HeldBundles.release(db, digest: verified.digest)
-                    // A bundle first found to need holding skipped these in `verify`.
-                    try current.checkSchema(verified.header, plan: plan, path: path)
-                    try current.checkPrerequisites(verified.header, path: path)
-                    if current.token.covers(verified.header.through) && current.holdsAll(verified.header) {
-                        try Self.checkNotDowngraded(db, header: verified.header, encrypted: encrypted, path: path)
-                        summary = ImportSummary(
-                            path: path, sender: verified.header.senderName, appliedTransactions: 0, appliedChanges: 0,
-                            skippedTransactions: verified.transactionCount, header: verified.header)
-                        return .commit
-                    }
-                    var adopted: [Schema.Version] = []
-                    var context = current
-                    if case .adopt(let versions, let registrations) = plan {
-                        adopted = try SchemaLineage.adopt(db, versions, registrations: registrations, store: self)
-                        context = try ImportContext(db: db, store: self)
-                    }
-                    let applier = BundleApplier(db: db, store: self, context: context, path: path, identity: identity)
-                    summary =
-                        verified.header.kind == .snapshot
-                        ? try applier.applySnapshot(expected: verified) : try applier.apply(expected: verified)
-                    // Judged on the setting the file leaves: a file in clear may be the one turning encryption off.
-                    try Self.checkNotDowngraded(db, header: verified.header, encrypted: encrypted, path: path)
-                    summary.adoptedVersions = adopted
+                    summary = try applyVerified(
+                        verified, from: path, bytes: bytes, encrypted: encrypted, identity: identity, db)
                     return .commit
                 }
                 return summary
@@ -113,6 +75,53 @@ extension Store {
         if verified.sender != replica.id {
             try noteWatermark(summary.header.through, of: verified.sender, signedAt: summary.header.created)
         }
+        return summary
+    }
+
+    /// Inside the import's write transaction: holds the verified bundle for a schema version this
+    /// store lacks, or applies it (adopting the versions its tables already satisfy), or notes that
+    /// it holds all of it already. Rechecked against the state under the write lock: another
+    /// process may have imported, or migrated, meanwhile.
+    private func applyVerified(
+        _ verified: VerifiedBundle, from path: String, bytes: [UInt8]?, encrypted: Bool,
+        identity: Curve25519.KeyAgreement.PrivateKey?, _ db: Database
+    ) throws -> ImportSummary {
+        _ = try sealForeign(db)
+        let current = try ImportContext(db: db, store: self)
+        let plan = try current.schemaPlan(verified.header, path: path)
+        if case .hold(let version) = plan {
+            // Judged when it applies, on the setting it leaves then (encryption.md §5.2).
+            let bytes = try bytes ?? heldBytes(path, verified, identity: identity)
+            try HeldBundles.hold(
+                db, digest: verified.digest, bytes: bytes, version: version, sender: verified.header.senderName,
+                encrypted: encrypted)
+            return ImportSummary(
+                path: path, sender: verified.header.senderName, appliedTransactions: 0, appliedChanges: 0,
+                skippedTransactions: 0, header: verified.header, waitingFor: version)
+        }
+        try HeldBundles.release(db, digest: verified.digest)
+        // A bundle first found to need holding skipped these in `verify`.
+        try current.checkSchema(verified.header, plan: plan, path: path)
+        try current.checkPrerequisites(verified.header, path: path)
+        if current.token.covers(verified.header.through) && current.holdsAll(verified.header) {
+            try Self.checkNotDowngraded(db, header: verified.header, encrypted: encrypted, path: path)
+            return ImportSummary(
+                path: path, sender: verified.header.senderName, appliedTransactions: 0, appliedChanges: 0,
+                skippedTransactions: verified.transactionCount, header: verified.header)
+        }
+        var adopted: [Schema.Version] = []
+        var context = current
+        if case .adopt(let versions, let registrations) = plan {
+            adopted = try SchemaLineage.adopt(db, versions, registrations: registrations, store: self)
+            context = try ImportContext(db: db, store: self)
+        }
+        let applier = BundleApplier(db: db, store: self, context: context, path: path, identity: identity)
+        var summary =
+            verified.header.kind == .snapshot
+            ? try applier.applySnapshot(expected: verified) : try applier.apply(expected: verified)
+        // Judged on the setting the file leaves: a file in clear may be the one turning encryption off.
+        try Self.checkNotDowngraded(db, header: verified.header, encrypted: encrypted, path: path)
+        summary.adoptedVersions = adopted
         return summary
     }
 

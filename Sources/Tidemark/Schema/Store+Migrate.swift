@@ -112,52 +112,18 @@ struct SchemaMigrator {
                 operations.append(.untrack(table: old.name, keyColumns: old.keyColumns, columns: old.columns))
                 continue
             }
-            // A table whose definition and triggers the SQL left alone needs no reading (without
-            // SQL, the change to adopt was made before: every table is read).
-            let untouched =
-                migration.sql != nil && !lifted.contains(old.id)
-                && ([old.name] + CaptureTriggers.names(for: old)).allSatisfy { schemaBefore[$0] == schemaAfter[$0] }
-            var table = untouched ? old : try followed(old, lifted: lifted.contains(old.id), at: position)
-            if let columns = preserve[table.name] ?? preserve[old.name] {
-                let described = try TrackedTable.describe(
-                    table.name, id: table.id, preserving: columns, in: db, allowReserved: table.isInternal)
-                let indexes = described.preservedIndexes.map { described.columns[$0] }.compactMap(table.index(of:))
-                    .sorted()
-                if indexes.map({ table.slots[$0] }) != old.preservedIndexes.map({ old.slots[$0] }) {
-                    summary.preserveChanged.append(table.name)
-                }
-                table.preservedIndexes = indexes
-            }
-            operations += note(old: old, new: table, in: &summary)
-            if table.slotCount > old.slotCount { try addRowMetadataColumns(old: old, new: &table) }
-            if table != old {
-                try table.update(db)
-                try CaptureTriggers.remove(old, in: db)
-            }
-            if table.name != old.name {
-                // The conflicts listed for the table follow it.
-                try db.execute(
-                    sql: "UPDATE tidemark_conflicts SET table_name = ? WHERE table_name = ?",
-                    arguments: [table.name, old.name])
-            }
-            if table != old || lifted.contains(old.id) {
-                try Bookkeeping.ensureChangeColumns(db, for: table)
-                try CaptureTriggers.install(table, in: db)
-            }
-            after.append(table)
+            after.append(
+                try carry(
+                    old, through: migration, lifted: lifted, schemas: (schemaBefore, schemaAfter), at: position,
+                    preserve: preserve, summary: &summary, operations: &operations))
         }
         var nextID = (registrations.map(\.id).max() ?? 0) + 1
         for name in migration.track
         where !after.contains(where: { $0.name == name }) && !summary.trackedTables.contains(name) {
-            let table = try TrackedTable.describe(name, id: nextID, preserving: preserve[name] ?? [], in: db)
+            after.append(try track(name, id: nextID, preserving: preserve[name] ?? []))
             nextID += 1
-            try table.insert(db)
-            try Bookkeeping.createRowMetadata(db, for: table)
-            try Bookkeeping.ensureChangeColumns(db, for: table)
-            try CaptureTriggers.install(table, in: db)
-            after.append(table)
             summary.trackedTables.append(name)
-            operations.append(.track(table: name, keyColumns: table.keyColumns, columns: table.columns))
+            operations.append(.track(table: name, keyColumns: after.last!.keyColumns, columns: after.last!.columns))
         }
         if !operations.isEmpty { summary.version = try SchemaLineage.append(db, Schema.Change(operations)) }
         try store.registrations.reload(db)
@@ -170,6 +136,60 @@ struct SchemaMigrator {
                 as: .init(author: nil, contextName: "adopt", processID: store.options.processID))
         }
         return summary
+    }
+
+    /// Carries a tracked table through the migration: reads it again unless the SQL left it and
+    /// its triggers alone, applies `--preserve`, notes what changed (`note`), grows its row
+    /// metadata, and reinstalls its triggers where needed. Returns the table as it is now.
+    private func carry(
+        _ old: TrackedTable, through migration: Store.Migration, lifted: Set<Int64>,
+        schemas: (before: [String: String], after: [String: String]), at position: Int, preserve: [String: [String]],
+        summary: inout Store.MigrationSummary, operations: inout [Schema.Operation]
+    ) throws -> TrackedTable {
+        // A table whose definition and triggers the SQL left alone needs no reading (without SQL,
+        // the change to adopt was made before: every table is read).
+        let untouched =
+            migration.sql != nil && !lifted.contains(old.id)
+            && ([old.name] + CaptureTriggers.names(for: old)).allSatisfy { schemas.before[$0] == schemas.after[$0] }
+        var table = untouched ? old : try followed(old, lifted: lifted.contains(old.id), at: position)
+        if let columns = preserve[table.name] ?? preserve[old.name] {
+            let described = try TrackedTable.describe(
+                table.name, id: table.id, preserving: columns, in: db, allowReserved: table.isInternal)
+            let indexes = described.preservedIndexes.map { described.columns[$0] }.compactMap(table.index(of:))
+                .sorted()
+            if indexes.map({ table.slots[$0] }) != old.preservedIndexes.map({ old.slots[$0] }) {
+                summary.preserveChanged.append(table.name)
+            }
+            table.preservedIndexes = indexes
+        }
+        operations += note(old: old, new: table, in: &summary)
+        if table.slotCount > old.slotCount { try addRowMetadataColumns(old: old, new: &table) }
+        if table != old {
+            try table.update(db)
+            try CaptureTriggers.remove(old, in: db)
+        }
+        if table.name != old.name {
+            // The conflicts listed for the table follow it.
+            try db.execute(
+                sql: "UPDATE tidemark_conflicts SET table_name = ? WHERE table_name = ?",
+                arguments: [table.name, old.name])
+        }
+        if table != old || lifted.contains(old.id) {
+            try Bookkeeping.ensureChangeColumns(db, for: table)
+            try CaptureTriggers.install(table, in: db)
+        }
+        return table
+    }
+
+    /// Starts tracking the table `name` (`--track`): registers it, creates its row metadata and
+    /// installs its capture triggers.
+    private func track(_ name: String, id: Int64, preserving columns: [String]) throws -> TrackedTable {
+        let table = try TrackedTable.describe(name, id: id, preserving: columns, in: db)
+        try table.insert(db)
+        try Bookkeeping.createRowMetadata(db, for: table)
+        try Bookkeeping.ensureChangeColumns(db, for: table)
+        try CaptureTriggers.install(table, in: db)
+        return table
     }
 
     /// Every table's and trigger's SQL, by name.

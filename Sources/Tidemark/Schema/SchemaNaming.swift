@@ -96,7 +96,9 @@ struct SchemaNaming {
     /// columns as the parent version does, except the names a version introduces (a tracked
     /// table, an added column, a rename's new name), and apply together. Returns false if the
     /// tables do not fit; with `synthesize`, a dropped column or untracked table the registrations
-    /// do not know is added to them instead.
+    /// do not know is added to them instead. Long by design: the passes over the version's
+    /// operations (additions and renames, then drops, then untracked tables) must run in this
+    /// order, since a version's operations apply together.
     private static func undo(
         _ version: Schema.Version, _ state: inout [Int64: Table], registrations: inout [TrackedTable], synthesize: Bool
     ) -> Bool {

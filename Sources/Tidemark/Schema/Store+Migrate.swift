@@ -264,6 +264,7 @@ struct SchemaMigrator {
     /// Where its triggers stayed, SQLite renamed the table and columns in them as it renamed them
     /// in the table: the insert trigger names every column in slot order. Where they were lifted,
     /// or the table was rebuilt (its triggers dropped with it), columns are matched by name.
+    /// Long by design: the refusals are checked in this order, each with the message it gives.
     private func followed(_ old: TrackedTable, lifted: Bool, at position: Int) throws -> TrackedTable {
         let trigger =
             lifted

@@ -104,6 +104,16 @@ public final class ConvergenceCluster {
         return (file, try replicas[receiver].store.importBundle(at: file))
     }
 
+    /// Sends `receiver` everything it lacks from `sender` (`exchange` since the receiver's token).
+    public func send(_ sender: Int, to receiver: Int) throws {
+        try exchange(from: sender, to: receiver, since: try replicas[receiver].store.currentToken())
+    }
+
+    /// Runs `sql` on `replica` through the store, as one transaction.
+    public func write(_ replica: Int, _ sql: String) throws {
+        _ = try replicas[replica].store.execute(sql: sql)
+    }
+
     /// Imports a bundle file into `receiver`; a refusal for missing prerequisites is returned, every
     /// other error thrown.
     public func replay(_ file: String, into receiver: Int) throws -> Result<Store.ImportSummary, Refusal> {

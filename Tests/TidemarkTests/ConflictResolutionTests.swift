@@ -21,20 +21,12 @@ import TidemarkTestSupport
             schema: schema, keySeeds: seeds, skews: [0, 0, 0], label: "tidemark-conflict-rules")
     }
 
-    static func write(_ cluster: ConvergenceCluster, _ replica: Int, _ sql: String) throws {
-        _ = try cluster.replicas[replica].store.execute(sql: sql)
-    }
-
-    static func send(_ cluster: ConvergenceCluster, _ sender: Int, to receiver: Int) throws {
-        try cluster.exchange(from: sender, to: receiver, since: try cluster.replicas[receiver].store.currentToken())
-    }
-
     /// r0 and r1 exchange both ways, twice (a resolution made on import travels back), and hold the
     /// same rows.
     static func converge(_ cluster: ConvergenceCluster, sourceLocation: SourceLocation = #_sourceLocation) throws {
         for _ in 0..<2 {
-            try send(cluster, 0, to: 1)
-            try send(cluster, 1, to: 0)
+            try cluster.send(0, to: 1)
+            try cluster.send(1, to: 0)
         }
         try ExchangeExpect.sameTables(
             Array(cluster.replicas.prefix(2)), "after merging", sourceLocation: sourceLocation)
@@ -48,9 +40,9 @@ import TidemarkTestSupport
     /// is system-deleted on every replica, and its values are listed.
     @Test func uniqueTheRowWrittenLaterLoses() throws {
         let cluster = try Self.cluster()
-        try Self.write(cluster, 0, "INSERT INTO users VALUES ('u1', 'same@example.com', 'first')")
+        try cluster.write(0, "INSERT INTO users VALUES ('u1', 'same@example.com', 'first')")
         cluster.time.advance(by: 10)
-        try Self.write(cluster, 1, "INSERT INTO users VALUES ('u2', 'same@example.com', 'second')")
+        try cluster.write(1, "INSERT INTO users VALUES ('u2', 'same@example.com', 'second')")
         try Self.converge(cluster)
         #expect(try Self.keys(cluster, 0, "users") == [.text("u1")])
         for replica in 0..<2 {
@@ -71,13 +63,13 @@ import TidemarkTestSupport
     /// application repairs by writing the row again.
     @Test func uniqueALaterRepairSyncsLikeAnyWrite() throws {
         let cluster = try Self.cluster()
-        try Self.write(cluster, 1, "INSERT INTO users VALUES ('u2', 'same@example.com', 'second')")
+        try cluster.write(1, "INSERT INTO users VALUES ('u2', 'same@example.com', 'second')")
         cluster.time.advance(by: 10)
-        try Self.write(cluster, 0, "INSERT INTO users VALUES ('u1', 'same@example.com', 'first')")
+        try cluster.write(0, "INSERT INTO users VALUES ('u1', 'same@example.com', 'first')")
         try Self.converge(cluster)
         #expect(try Self.keys(cluster, 1, "users") == [.text("u2")], "u1's value is the later one here")
         cluster.time.advance(by: 10)
-        try Self.write(cluster, 0, "INSERT INTO users VALUES ('u1', 'other@example.com', 'first')")
+        try cluster.write(0, "INSERT INTO users VALUES ('u1', 'other@example.com', 'first')")
         try Self.converge(cluster)
         #expect(try Self.keys(cluster, 1, "users") == [.text("u1"), .text("u2")])
     }
@@ -86,11 +78,11 @@ import TidemarkTestSupport
     /// system-deleted with its merged values.
     @Test func checkAMergedRowThatBreaksItIsDeletedWithItsMergedValues() throws {
         let cluster = try Self.cluster()
-        try Self.write(cluster, 0, "INSERT INTO spans VALUES ('s', 1, 10)")
-        try Self.send(cluster, 0, to: 1)
+        try cluster.write(0, "INSERT INTO spans VALUES ('s', 1, 10)")
+        try cluster.send(0, to: 1)
         cluster.time.advance(by: 10)
-        try Self.write(cluster, 0, "UPDATE spans SET lo = 5 WHERE id = 's'")
-        try Self.write(cluster, 1, "UPDATE spans SET hi = 3 WHERE id = 's'")
+        try cluster.write(0, "UPDATE spans SET lo = 5 WHERE id = 's'")
+        try cluster.write(1, "UPDATE spans SET hi = 3 WHERE id = 's'")
         try Self.converge(cluster)
         #expect(try Self.keys(cluster, 0, "spans") == [])
         let conflict = try #require(try cluster.replicas[0].store.conflicts().first { $0.table == "spans" })
@@ -102,11 +94,11 @@ import TidemarkTestSupport
     /// parent's delete everywhere, and is listed.
     @Test func foreignKeysAnOrphanFollowsItsParentsDelete() throws {
         let cluster = try Self.cluster()
-        try Self.write(cluster, 0, "INSERT INTO users VALUES ('u1', 'a@example.com', 'parent')")
-        try Self.send(cluster, 0, to: 1)
+        try cluster.write(0, "INSERT INTO users VALUES ('u1', 'a@example.com', 'parent')")
+        try cluster.send(0, to: 1)
         cluster.time.advance(by: 10)
-        try Self.write(cluster, 0, "DELETE FROM users WHERE id = 'u1'")
-        try Self.write(cluster, 1, "INSERT INTO posts VALUES ('p1', 'u1', 'orphaned')")
+        try cluster.write(0, "DELETE FROM users WHERE id = 'u1'")
+        try cluster.write(1, "INSERT INTO posts VALUES ('p1', 'u1', 'orphaned')")
         try Self.converge(cluster)
         #expect(try Self.keys(cluster, 0, "posts") == [])
         #expect(try Self.keys(cluster, 0, "users") == [])
@@ -122,16 +114,16 @@ import TidemarkTestSupport
     /// receiver that gets the orphan and its system delete in one import never holds the orphan.)
     @Test func aReceiverListsAnImportedSystemDeleteAsRemote() throws {
         let cluster = try Self.cluster()
-        try Self.write(cluster, 0, "INSERT INTO users VALUES ('u1', 'a@example.com', 'parent')")
-        try Self.send(cluster, 0, to: 1)
+        try cluster.write(0, "INSERT INTO users VALUES ('u1', 'a@example.com', 'parent')")
+        try cluster.send(0, to: 1)
         cluster.time.advance(by: 10)
-        try Self.write(cluster, 0, "DELETE FROM users WHERE id = 'u1'")
-        try Self.write(cluster, 1, "INSERT INTO posts VALUES ('p1', 'u1', 'orphaned')")
-        try Self.send(cluster, 1, to: 0)
+        try cluster.write(0, "DELETE FROM users WHERE id = 'u1'")
+        try cluster.write(1, "INSERT INTO posts VALUES ('p1', 'u1', 'orphaned')")
+        try cluster.send(1, to: 0)
         let resolver = try #require(try cluster.replicas[0].store.conflicts().first)
         #expect(resolver.kind == "foreign_key" && resolver.resolvedBy == cluster.replicas[0].id, "\(resolver)")
         // r2 gets r1's post and r0's resolution together from r0.
-        try Self.send(cluster, 0, to: 2)
+        try cluster.send(0, to: 2)
         #expect(try Self.keys(cluster, 2, "posts") == [])
         let listed = try cluster.replicas[2].store.conflicts()
         #expect(listed.count == 1, "\(listed)")

@@ -17,20 +17,11 @@ import TidemarkTestSupport
         return cluster
     }
 
-    /// Sends everything `receiver` lacks from `sender`.
-    static func send(_ cluster: ConvergenceCluster, _ sender: Int, to receiver: Int) throws {
-        try cluster.exchange(from: sender, to: receiver, since: try cluster.replicas[receiver].store.currentToken())
-    }
-
     /// Both directions, then both hold the same rows.
     static func converge(_ cluster: ConvergenceCluster, sourceLocation: SourceLocation = #_sourceLocation) throws {
-        try send(cluster, 0, to: 1)
-        try send(cluster, 1, to: 0)
+        try cluster.send(0, to: 1)
+        try cluster.send(1, to: 0)
         try ExchangeExpect.sameTables(cluster.replicas, "after merging", sourceLocation: sourceLocation)
-    }
-
-    static func write(_ cluster: ConvergenceCluster, _ replica: Int, _ sql: String) throws {
-        _ = try cluster.replicas[replica].store.execute(sql: sql)
     }
 
     /// The row `id` of `items` as (name, qty), or nil when there is none.
@@ -51,9 +42,9 @@ import TidemarkTestSupport
     /// when the sender's clock runs far ahead.
     @Test func importingAdvancesTheClockPastEveryImportedTimestamp() throws {
         let cluster = try Self.pair(skews: [0, 60_000])
-        try Self.write(cluster, 1, "INSERT INTO items(id, name) VALUES ('x', 'ahead')")
-        try Self.send(cluster, 1, to: 0)
-        try Self.write(cluster, 0, "UPDATE items SET name = 'after' WHERE id = 'x'")
+        try cluster.write(1, "INSERT INTO items(id, name) VALUES ('x', 'ahead')")
+        try cluster.send(1, to: 0)
+        try cluster.write(0, "UPDATE items SET name = 'after' WHERE id = 'x'")
         let history = try cluster.replicas[0].store.fetchHistory()
         let imported = try #require(history.first { $0.origin == cluster.replicas[1].id })
         let own = try #require(history.last { $0.origin == cluster.replicas[0].id })
@@ -66,8 +57,8 @@ import TidemarkTestSupport
     /// §1.3: writes with the same timestamp are ordered by origin id: the greater id's value wins.
     @Test func equalTimestampsAreOrderedByOriginID() throws {
         let cluster = try Self.pair()
-        try Self.write(cluster, 0, "INSERT INTO items(id, name) VALUES ('x', 'r0')")
-        try Self.write(cluster, 1, "INSERT INTO items(id, name) VALUES ('x', 'r1')")
+        try cluster.write(0, "INSERT INTO items(id, name) VALUES ('x', 'r0')")
+        try cluster.write(1, "INSERT INTO items(id, name) VALUES ('x', 'r1')")
         let stamps = try cluster.replicas.map { try #require($0.store.fetchHistory().last?.timestamp) }
         #expect(stamps[0] == stamps[1], "both sealed at the same simulated instant: \(stamps)")
         try Self.converge(cluster)
@@ -86,10 +77,10 @@ import TidemarkTestSupport
             "DELETE FROM items WHERE id = 'x'", "INSERT INTO items(id, name) VALUES ('x', 'two')",
         ] {
             cluster.time.advance(by: 1)
-            try Self.write(cluster, 0, sql)
+            try cluster.write(0, sql)
         }
         // Folded (lazily, §3) at the latest when exported: the receiver sees the same generations.
-        try Self.send(cluster, 0, to: 1)
+        try cluster.send(0, to: 1)
         let generations = try Self.generations(cluster, 0, "x")
         #expect(generations == [1, 1, 2, 3], "\(generations)")
         let received = try cluster.replicas[1].store.fetchHistory().flatMap(\.changes).map(\.generation)
@@ -102,12 +93,12 @@ import TidemarkTestSupport
     /// the life the delete ended.
     @Test func aStaleLifeNeverChangesTheRow() throws {
         let cluster = try Self.pair()
-        try Self.write(cluster, 0, "INSERT INTO items(id, name) VALUES ('x', 'one')")
-        try Self.send(cluster, 0, to: 1)
+        try cluster.write(0, "INSERT INTO items(id, name) VALUES ('x', 'one')")
+        try cluster.send(0, to: 1)
         cluster.time.advance(by: 10)
-        try Self.write(cluster, 0, "DELETE FROM items WHERE id = 'x'")
+        try cluster.write(0, "DELETE FROM items WHERE id = 'x'")
         cluster.time.advance(by: 10)
-        try Self.write(cluster, 1, "UPDATE items SET name = 'later, unseen delete' WHERE id = 'x'")
+        try cluster.write(1, "UPDATE items SET name = 'later, unseen delete' WHERE id = 'x'")
         try Self.converge(cluster)
         #expect(try Self.item(cluster, 0, "x") == nil)
     }
@@ -116,13 +107,13 @@ import TidemarkTestSupport
     /// the older life's writes, later or not, no longer count.
     @Test func aNewerLifeReplacesTheRowAndClearsItsClocks() throws {
         let cluster = try Self.pair()
-        try Self.write(cluster, 0, "INSERT INTO items(id, name, qty) VALUES ('x', 'one', 1)")
-        try Self.send(cluster, 0, to: 1)
+        try cluster.write(0, "INSERT INTO items(id, name, qty) VALUES ('x', 'one', 1)")
+        try cluster.send(0, to: 1)
         cluster.time.advance(by: 10)
-        try Self.write(cluster, 1, "DELETE FROM items WHERE id = 'x'")
-        try Self.write(cluster, 1, "INSERT INTO items(id, name) VALUES ('x', 'second life')")
+        try cluster.write(1, "DELETE FROM items WHERE id = 'x'")
+        try cluster.write(1, "INSERT INTO items(id, name) VALUES ('x', 'second life')")
         cluster.time.advance(by: 10)
-        try Self.write(cluster, 0, "UPDATE items SET qty = 5 WHERE id = 'x'")
+        try cluster.write(0, "UPDATE items SET qty = 5 WHERE id = 'x'")
         try Self.converge(cluster)
         #expect(try Self.item(cluster, 0, "x") == [.text("second life"), .null])
         #expect(try Self.generations(cluster, 1, "x") == [2, 3])
@@ -132,12 +123,12 @@ import TidemarkTestSupport
     /// side wrote keep that write.
     @Test func theSameLifeMergesColumnByColumnAndTheLaterWriteWins() throws {
         let cluster = try Self.pair()
-        try Self.write(cluster, 0, "INSERT INTO items(id, name, qty) VALUES ('x', 'one', 1)")
-        try Self.send(cluster, 0, to: 1)
+        try cluster.write(0, "INSERT INTO items(id, name, qty) VALUES ('x', 'one', 1)")
+        try cluster.send(0, to: 1)
         cluster.time.advance(by: 10)
-        try Self.write(cluster, 1, "UPDATE items SET name = 'r1, earlier', qty = 7 WHERE id = 'x'")
+        try cluster.write(1, "UPDATE items SET name = 'r1, earlier', qty = 7 WHERE id = 'x'")
         cluster.time.advance(by: 10)
-        try Self.write(cluster, 0, "UPDATE items SET name = 'r0, later' WHERE id = 'x'")
+        try cluster.write(0, "UPDATE items SET name = 'r0, later' WHERE id = 'x'")
         try Self.converge(cluster)
         #expect(try Self.item(cluster, 0, "x") == [.text("r0, later"), .integer(7)])
     }
@@ -145,9 +136,9 @@ import TidemarkTestSupport
     /// §4.3: concurrent inserts of one identity are one life and merge column by column.
     @Test func concurrentInsertsOfOneIdentityAreOneLife() throws {
         let cluster = try Self.pair()
-        try Self.write(cluster, 0, "INSERT INTO items(id, name, qty) VALUES ('x', 'r0', 1)")
+        try cluster.write(0, "INSERT INTO items(id, name, qty) VALUES ('x', 'r0', 1)")
         cluster.time.advance(by: 10)
-        try Self.write(cluster, 1, "INSERT INTO items(id, name, qty) VALUES ('x', 'r1', 2)")
+        try cluster.write(1, "INSERT INTO items(id, name, qty) VALUES ('x', 'r1', 2)")
         try Self.converge(cluster)
         #expect(try Self.item(cluster, 0, "x") == [.text("r1"), .integer(2)])
         #expect(try Self.generations(cluster, 0, "x") == [1])
@@ -157,8 +148,8 @@ import TidemarkTestSupport
     /// §4.3: a transaction that writes a column twice leaves its last value on every replica.
     @Test func aTransactionThatWritesAColumnTwiceLeavesItsLastValue() throws {
         let cluster = try Self.pair()
-        try Self.write(
-            cluster, 0,
+        try cluster.write(
+            0,
             "INSERT INTO items(id, name) VALUES ('x', 'first'); UPDATE items SET name = 'last' WHERE id = 'x'")
         try Self.converge(cluster)
         #expect(try Self.item(cluster, 1, "x")?[0] == .text("last"))
@@ -168,13 +159,13 @@ import TidemarkTestSupport
     /// seen the delete.
     @Test func aDeletedRowComesBackOnlyThroughAnInsertThatSawTheDelete() throws {
         let cluster = try Self.pair()
-        try Self.write(cluster, 0, "INSERT INTO items(id, name) VALUES ('x', 'one')")
+        try cluster.write(0, "INSERT INTO items(id, name) VALUES ('x', 'one')")
         try Self.converge(cluster)
         cluster.time.advance(by: 10)
-        try Self.write(cluster, 0, "DELETE FROM items WHERE id = 'x'")
+        try cluster.write(0, "DELETE FROM items WHERE id = 'x'")
         try Self.converge(cluster)
         cluster.time.advance(by: 10)
-        try Self.write(cluster, 1, "INSERT INTO items(id, name) VALUES ('x', 'back')")
+        try cluster.write(1, "INSERT INTO items(id, name) VALUES ('x', 'back')")
         try Self.converge(cluster)
         #expect(try Self.item(cluster, 0, "x")?[0] == .text("back"))
     }

@@ -36,6 +36,17 @@ import TidemarkTestSupport
         try cluster.replicas[replica].tables()[table]?.rows.map { $0[0] } ?? []
     }
 
+    /// r0's user u1, which r1 has; then r0 deletes it while r1 adds a post by it (not yet exchanged).
+    static func orphanedPost() throws -> ConvergenceCluster {
+        let cluster = try cluster()
+        try cluster.write(0, "INSERT INTO users VALUES ('u1', 'a@example.com', 'parent')")
+        try cluster.send(0, to: 1)
+        cluster.time.advance(by: 10)
+        try cluster.write(0, "DELETE FROM users WHERE id = 'u1'")
+        try cluster.write(1, "INSERT INTO posts VALUES ('p1', 'u1', 'orphaned')")
+        return cluster
+    }
+
     /// §5.1: two rows that end up with the same UNIQUE value: the one whose value was written later
     /// is system-deleted on every replica, and its values are listed.
     @Test func uniqueTheRowWrittenLaterLoses() throws {
@@ -93,12 +104,7 @@ import TidemarkTestSupport
     /// §5.3: a child added on one replica while its parent was deleted on another follows its
     /// parent's delete everywhere, and is listed.
     @Test func foreignKeysAnOrphanFollowsItsParentsDelete() throws {
-        let cluster = try Self.cluster()
-        try cluster.write(0, "INSERT INTO users VALUES ('u1', 'a@example.com', 'parent')")
-        try cluster.send(0, to: 1)
-        cluster.time.advance(by: 10)
-        try cluster.write(0, "DELETE FROM users WHERE id = 'u1'")
-        try cluster.write(1, "INSERT INTO posts VALUES ('p1', 'u1', 'orphaned')")
+        let cluster = try Self.orphanedPost()
         try Self.converge(cluster)
         #expect(try Self.keys(cluster, 0, "posts") == [])
         #expect(try Self.keys(cluster, 0, "users") == [])
@@ -113,12 +119,7 @@ import TidemarkTestSupport
     /// `remote`, with the values. (Foreign keys are checked at the end of an import, §5.3, so a
     /// receiver that gets the orphan and its system delete in one import never holds the orphan.)
     @Test func aReceiverListsAnImportedSystemDeleteAsRemote() throws {
-        let cluster = try Self.cluster()
-        try cluster.write(0, "INSERT INTO users VALUES ('u1', 'a@example.com', 'parent')")
-        try cluster.send(0, to: 1)
-        cluster.time.advance(by: 10)
-        try cluster.write(0, "DELETE FROM users WHERE id = 'u1'")
-        try cluster.write(1, "INSERT INTO posts VALUES ('p1', 'u1', 'orphaned')")
+        let cluster = try Self.orphanedPost()
         try cluster.send(1, to: 0)
         let resolver = try #require(try cluster.replicas[0].store.conflicts().first)
         #expect(resolver.kind == "foreign_key" && resolver.resolvedBy == cluster.replicas[0].id, "\(resolver)")

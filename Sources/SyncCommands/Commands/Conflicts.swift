@@ -15,12 +15,16 @@ struct Conflicts: ParsableCommand {
         let opened = try store.open()
         let conflicts = try opened.conflicts()
         if json {
-            let items = conflicts.map {
-                "{\"table\":\(JSONText.quote($0.table)),\"key\":\($0.key),\"generation\":\($0.generation),\"kind\":\"\($0.kind)\""
-                    + ",\"detail\":\(JSONText.quote($0.detail)),\"row\":\($0.row),\"detected\":\"\($0.detected.iso8601)\""
-                    + ",\"resolved_by\":\"\($0.resolvedBy)\"}"
-            }
-            Output.line(items.isEmpty ? "[]" : "[\n" + items.joined(separator: ",\n") + "\n]")
+            Output.line(
+                JSON.lines(
+                    conflicts.map {
+                        [
+                            "table": .string($0.table), "key": .written($0.key), "generation": .integer($0.generation),
+                            "kind": .string($0.kind), "detail": .string($0.detail), "row": .written($0.row),
+                            "detected": .date($0.detected), "resolved_by": .string($0.resolvedBy.description),
+                        ]
+                    }
+                ).text)
             return
         }
         for c in conflicts {

@@ -40,14 +40,22 @@ struct Inspect: ParsableCommand {
         }
         let senderKey = Data(verified.senderKey).base64EncodedString()
         if json {
-            let origins = header.ranges.map { "{\"id\":\"\($0.origin)\",\"first\":\($0.first),\"last\":\($0.last)}" }
-                .joined(separator: ",")
-            Output.line(
-                "{\"format\":\(BundleFormat.version),\"kind\":\"\(kind)\",\"sender\":{\"name\":\(JSONText.quote(header.senderName))"
-                    + ",\"id\":\"\(verified.sender)\",\"public_key\":\"\(senderKey)\"},\"signature\":\"valid\""
-                    + ",\"created\":\"\(header.created.iso8601)\",\"since\":\"\(header.since)\",\"through\":\"\(header.through)\""
-                    + ",\"origins\":[\(origins)],\"transaction_count\":\(verified.transactionCount),\"change_count\":\(verified.changeCount)"
-                    + ",\"transactions\":\(HistoryFormatter.jsonArray(transactions))}")
+            let origins = header.ranges.map {
+                ["id": .string($0.origin.description), "first": .integer($0.first), "last": .integer($0.last)] as JSON
+            }
+            let document: JSON = [
+                "format": .integer(BundleFormat.version), "kind": .string(kind),
+                "sender": [
+                    "name": .string(header.senderName), "id": .string(verified.sender.description),
+                    "public_key": .string(senderKey),
+                ],
+                "signature": "valid", "created": .date(header.created), "since": .string(header.since.description),
+                "through": .string(header.through.description), "origins": .array(origins),
+                "transaction_count": .integer(verified.transactionCount),
+                "change_count": .integer(verified.changeCount),
+                "transactions": .lines(transactions.map(HistoryFormatter.json)),
+            ]
+            Output.line(document.text)
             return
         }
         Output.line(

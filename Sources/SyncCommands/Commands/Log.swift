@@ -33,7 +33,7 @@ struct Log: ParsableCommand {
         }
         let transactions = try opened.fetchHistory(request)
         if json {
-            Output.line(HistoryFormatter.jsonArray(transactions))
+            Output.line(JSON.lines(transactions.map(HistoryFormatter.json)).text)
         } else {
             var names = [opened.replica.id: opened.replica.name]
             for peer in try opened.peers() { names[peer.id] = peer.name }

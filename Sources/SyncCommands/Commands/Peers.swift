@@ -28,10 +28,12 @@ struct Peers: ParsableCommand {
             let retired = Set(try opened.members().filter(\.retired).map(\.id))
             if json {
                 let items = peers.map {
-                    "{\"name\":\(JSONText.quote($0.name)),\"public_key\":\"\($0.publicKeyBase64)\",\"id\":\"\($0.id)\""
-                        + ",\"retired\":\(retired.contains($0.id))}"
+                    [
+                        "name": .string($0.name), "public_key": .string($0.publicKeyBase64),
+                        "id": .string($0.id.description), "retired": .bool(retired.contains($0.id)),
+                    ] as JSON
                 }
-                Output.line("[" + items.joined(separator: ",") + "]")
+                Output.line(JSON.array(items).text)
             } else {
                 for peer in peers {
                     Output.line("\(peer.name) \(peer.publicKeyBase64)\(retired.contains(peer.id) ? " (retired)" : "")")

@@ -17,23 +17,31 @@ struct Status: ParsableCommand {
         let encrypted = try opened.encryption().isOn
         if json {
             let list = members.map { m in
-                "{\"name\":\(JSONText.quote(m.name)),\"id\":\"\(m.id)\",\"self\":\(m.isSelf),\"retired\":\(m.retired)"
-                    + ",\"watermark\":\"\(m.watermark)\",\"signed_at\":\(m.signedAt.map { "\"\($0.iso8601)\"" } ?? "null")"
-                    + ",\"behind\":{\"transactions\":\(m.behindTransactions),\"changes\":\(m.behindChanges)"
-                    + ",\"since\":\(m.lackingSince.map { "\"\($0.iso8601)\"" } ?? "null")}}"
-            }.joined(separator: ",")
+                [
+                    "name": .string(m.name), "id": .string(m.id.description), "self": .bool(m.isSelf),
+                    "retired": .bool(m.retired), "watermark": .string(m.watermark.description),
+                    "signed_at": .date(m.signedAt),
+                    "behind": [
+                        "transactions": .integer(m.behindTransactions), "changes": .integer(m.behindChanges),
+                        "since": .date(m.lackingSince),
+                    ],
+                ] as JSON
+            }
             let tables = status.tables.map { t in
-                "{\"name\":\(JSONText.quote(t.name)),\"key\":[\(t.keyColumns.map(JSONText.quote).joined(separator: ","))]"
-                    + ",\"preserved\":[\(t.preservedColumns.map(JSONText.quote).joined(separator: ","))]}"
-            }.joined(separator: ",")
-            Output.line(
-                "{\"replica\":\(JSONText.quote(status.replica.name)),\"id\":\"\(status.replica.id)\""
-                    + ",\"token\":\(JSONText.quote(status.token.description)),\"tables\":[\(tables)]"
-                    + ",\"history\":{\"transactions\":\(status.transactionCount),\"changes\":\(status.changeCount)"
-                    + ",\"pending_changes\":\(status.pendingChangeCount),\"bytes\":\(status.historyBytes.map(String.init) ?? "null")"
-                    + ",\"oldest\":\(status.oldest.map { "\"\($0.iso8601)\"" } ?? "null")"
-                    + ",\"newest\":\(status.newest.map { "\"\($0.iso8601)\"" } ?? "null")},\"schema\":\(SchemaWording.json(status))"
-                    + ",\"encryption\":\(encrypted),\"members\":[\(list)]}")
+                ["name": .string(t.name), "key": .strings(t.keyColumns), "preserved": .strings(t.preservedColumns)]
+                    as JSON
+            }
+            let document: JSON = [
+                "replica": .string(status.replica.name), "id": .string(status.replica.id.description),
+                "token": .string(status.token.description), "tables": .array(tables),
+                "history": [
+                    "transactions": .integer(status.transactionCount), "changes": .integer(status.changeCount),
+                    "pending_changes": .integer(status.pendingChangeCount), "bytes": .integer(status.historyBytes),
+                    "oldest": .date(status.oldest), "newest": .date(status.newest),
+                ],
+                "schema": SchemaWording.json(status), "encryption": .bool(encrypted), "members": .array(list),
+            ]
+            Output.line(document.text)
             return
         }
         Output.line("replica  \(status.replica.name) \(status.replica.id)")

@@ -17,7 +17,7 @@ struct Watch: AsyncParsableCommand {
         let opened = try store.open()
         let start = try since.map(TokenArgument.parse)
         for try await transaction in opened.transactions(after: start) {
-            Output.line(json ? HistoryFormatter.json(transaction) : HistoryFormatter.summary(transaction))
+            Output.line(json ? HistoryFormatter.json(transaction).text : HistoryFormatter.summary(transaction))
         }
     }
 }

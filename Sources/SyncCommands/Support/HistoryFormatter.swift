@@ -44,33 +44,29 @@ enum HistoryFormatter {
     }
 
     /// The JSON object documented for `log --json`.
-    static func json(_ transaction: History.Transaction) -> String {
-        func optional(_ s: String?) -> String { s.map(JSONText.quote) ?? "null" }
-        let changes = transaction.changes.map(json).joined(separator: ",")
-        return "{\"token\":\(JSONText.quote(transaction.token.description)),\"replica\":\"\(transaction.origin)\""
-            + ",\"seq\":\(transaction.sequence),\"timestamp\":\"\(transaction.timestamp.iso8601)\""
-            + ",\"hlc\":\(transaction.timestamp.packed)"
-            + ",\"author\":\(optional(transaction.author)),\"context\":\(optional(transaction.contextName))"
-            + ",\"pid\":\(transaction.processID.map(String.init) ?? "null")"
-            + ",\"schema\":\(transaction.schemaVersion.map(SchemaWording.json) ?? "null"),\"changes\":[\(changes)]}"
+    static func json(_ transaction: History.Transaction) -> JSON {
+        [
+            "token": .string(transaction.token.description), "replica": .string(transaction.origin.description),
+            "seq": .integer(transaction.sequence), "timestamp": .date(transaction.timestamp),
+            "hlc": .integer(transaction.timestamp.packed), "author": .string(transaction.author),
+            "context": .string(transaction.contextName), "pid": .integer(transaction.processID),
+            "schema": transaction.schemaVersion.map(SchemaWording.json) ?? .null,
+            "changes": .array(transaction.changes.map(json)),
+        ]
     }
 
-    static func json(_ change: History.Change) -> String {
-        func object(_ columns: [History.Column]) -> String { JSONText.object(columns.map { ($0.name, $0.value) }) }
-        var out =
-            "{\"type\":\"\(change.type.rawValue)\",\"table\":\(JSONText.quote(change.table)),\"key\":\(object(change.key))"
+    /// One change: its values for an insert, its values and their column names for an update, its
+    /// tombstone for a delete.
+    static func json(_ change: History.Change) -> JSON {
+        var members: [(String, JSON)] = [
+            ("type", .string(change.type.rawValue)), ("table", .string(change.table)), ("key", .columns(change.key)),
+        ]
         switch change.type {
-        case .insert: out += ",\"values\":\(object(change.values))"
+        case .insert: members.append(("values", .columns(change.values)))
         case .update:
-            out +=
-                ",\"values\":\(object(change.values)),\"columns\":[\(change.values.map { JSONText.quote($0.name) }.joined(separator: ","))]"
-        case .delete: out += ",\"tombstone\":\(object(change.tombstone ?? []))"
+            members += [("values", .columns(change.values)), ("columns", .strings(change.values.map(\.name)))]
+        case .delete: members.append(("tombstone", .columns(change.tombstone ?? [])))
         }
-        return out + "}"
-    }
-
-    /// A JSON array of transactions, one per line.
-    static func jsonArray(_ transactions: [History.Transaction]) -> String {
-        transactions.isEmpty ? "[]" : "[\n" + transactions.map(json).joined(separator: ",\n") + "\n]"
+        return .object(members)
     }
 }

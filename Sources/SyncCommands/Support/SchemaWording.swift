@@ -16,17 +16,22 @@ enum SchemaWording {
     }
 
     /// One version as a JSON object.
-    static func json(_ version: Schema.Version) -> String {
-        "{\"position\":\(version.position),\"id\":\"\(version.hexID)\",\"change\":\(JSONText.quote(version.change.description))}"
+    static func json(_ version: Schema.Version) -> JSON {
+        [
+            "position": .integer(version.position), "id": .string(version.hexID),
+            "change": .string(version.change.description),
+        ]
     }
 
     /// The `"schema"` object of `status --json`: the current version (null for the initial
     /// schema), the lineage, and what held bundles wait for.
-    static func json(_ status: Store.Status) -> String {
+    static func json(_ status: Store.Status) -> JSON {
         let waiting = status.waiting.map { wait in
-            "{\"version\":\(json(wait.version)),\"bundles\":\(wait.bundleCount)}"
+            ["version": json(wait.version), "bundles": .integer(wait.bundleCount)] as JSON
         }
-        return "{\"version\":\(status.lineage.last.map(json) ?? "null"),\"position\":\(status.lineage.count)"
-            + ",\"lineage\":[\(status.lineage.map(json).joined(separator: ","))],\"waiting_for\":[\(waiting.joined(separator: ","))]}"
+        return [
+            "version": status.lineage.last.map(json) ?? .null, "position": .integer(status.lineage.count),
+            "lineage": .array(status.lineage.map(json)), "waiting_for": .array(waiting),
+        ]
     }
 }

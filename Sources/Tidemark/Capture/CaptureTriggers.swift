@@ -73,6 +73,16 @@ enum CaptureTriggers {
         return names
     }
 
+    /// Runs `body` with the triggers of `tables` lifted, so that what it writes is not captured as
+    /// this replica's own changes, and puts them back after it. Runs inside a transaction that
+    /// rolls back when `body` throws, which puts them back too.
+    static func suspended<T>(_ tables: [TrackedTable], in db: Database, _ body: () throws -> T) throws -> T {
+        for table in tables { try remove(table, in: db) }
+        let result = try body()
+        for table in tables { try install(table, in: db) }
+        return result
+    }
+
     /// Removes the triggers for `table`.
     static func remove(_ table: TrackedTable, in db: Database) throws {
         for name in names(for: table) { try db.execute(sql: "DROP TRIGGER IF EXISTS \(name.quotedDatabaseIdentifier)") }

@@ -97,18 +97,11 @@ enum Sealer {
     ) throws -> Sealed {
         let timestamp = HLCTimestamp.next(after: state.clock, now: clock.nowMilliseconds())
         let sequence = state.sequence + 1
-        // These run on every write through the API: prepared once per connection.
-        try db.cachedStatement(
-            sql: """
-                INSERT INTO tidemark_transactions(replica, seq, hlc, author, context, pid, first_change, last_change, schema)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(position), 0) FROM tidemark_schemas))
-                """
-        ).execute(arguments: [
-            Data(replica.bytes), sequence, timestamp.packed, authorship.author, authorship.contextName,
-            authorship.processID,
-            state.sealedThrough + 1, last,
-        ])
+        try HistoryWriter.recordTransaction(
+            db, origin: replica, sequence: sequence, timestamp: timestamp, authorship: authorship,
+            changes: state.sealedThrough + 1, through: last)
         try ReplicaState.sealed(clock: timestamp, sequence: sequence, through: last, db)
+        // Runs on every write through the API: prepared once per connection.
         try db.cachedStatement(
             sql: """
                 INSERT INTO tidemark_replicas(replica, max_seq) VALUES (?, ?)

@@ -13,10 +13,7 @@ struct BundleApplier {
     let path: String
     /// The key that opens the file, if it is encrypted.
     let identity: Curve25519.KeyAgreement.PrivateKey?
-    /// Per registration: the statement that records one of its changes in history, and its
-    /// number of mask words and slots.
-    private let recordSQL: [Int64: (sql: String, words: Int, slots: Int)]
-    private let statements: RawStatementCache
+    private let history: HistoryWriter
     private let translations: SchemaTranslations
 
     init(
@@ -27,24 +24,9 @@ struct BundleApplier {
         self.store = store
         self.context = context
         self.path = path
-        statements = RawStatementCache(db: db)
+        history = HistoryWriter(db: db, registrations: store.registrations.all)
         translations = SchemaTranslations(
             naming: context.naming, current: context.lineage.count, tables: store.replicatedTables)
-        recordSQL = Dictionary(
-            uniqueKeysWithValues: store.registrations.all.map { table in
-                let words = ColumnMask.wordCount(slots: table.slotCount)
-                let columns =
-                    ((0..<words).map(Bookkeeping.maskColumn) + (0..<table.slotCount).map(Bookkeeping.valueColumn))
-                    .joined(separator: ", ")
-                let placeholders = Array(repeating: "?", count: words + table.slotCount + 3).joined(separator: ", ")
-                return (
-                    table.id,
-                    (
-                        "INSERT INTO tidemark_changes(table_id, op, gen, \(columns)) VALUES (\(placeholders))", words,
-                        table.slotCount
-                    )
-                )
-            })
     }
 
     /// Applies the bundle's transactions (each through the merge rules, and recorded in history),
@@ -58,20 +40,22 @@ struct BundleApplier {
         var newestClock = HLCTimestamp.zero
         let startClock = try ReplicaState.fetch(db).clock
         var engine = MergeEngine(db: db, store: store) { max(startClock, newestClock) }
-        let verified = try decode(expecting: expected) { decoder in
-            while let head = try decoder.nextTransaction() {
-                if head.sequence <= context.token[head.origin] {
-                    try skipHeld(head, decoder)
-                    skipped += 1
-                    continue
+        let (verified, changed) = try CaptureTriggers.suspended(store.replicatedTables, in: db) {
+            let verified = try decode(expecting: expected) { decoder in
+                while let head = try decoder.nextTransaction() {
+                    if head.sequence <= context.token[head.origin] {
+                        try skipHeld(head, decoder)
+                        skipped += 1
+                        continue
+                    }
+                    applied.changes += try applyTransaction(head, decoder, engine: &engine, touched: &touched)
+                    newestClock = max(newestClock, head.timestamp)
+                    applied.transactions += 1
                 }
-                applied.changes += try applyTransaction(head, decoder, engine: &engine, touched: &touched)
-                newestClock = max(newestClock, head.timestamp)
-                applied.transactions += 1
             }
+            try recordChains(verified)
+            return (verified, try end(&engine, newestClock: newestClock, touched: touched))
         }
-        try recordChains(verified)
-        let changed = try end(&engine, newestClock: newestClock, touched: touched)
         return Store.ImportSummary(
             path: path, sender: verified.header.senderName, appliedTransactions: applied.transactions,
             appliedChanges: applied.changes, skippedTransactions: skipped, header: verified.header,
@@ -116,19 +100,15 @@ struct BundleApplier {
                         current, kind: .remote, detail: "resolved by replica \(head.origin.short)", origin: head.origin)
                 }
             }
-            last = try record(change, as: translation)
+            last = try history.record(change, as: translation)
             if first == nil { first = last }
             count += 1
         }
-        try db.execute(
-            sql: """
-                INSERT INTO tidemark_transactions(replica, seq, hlc, author, context, pid, first_change, last_change, chain, schema)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-            arguments: [
-                head.origin, head.sequence, head.timestamp.packed, head.author, head.contextName, head.processID,
-                first ?? last + 1, last, Data(decoder.lastCompleted!.chainHash), head.schemaPosition,
-            ])
+        try HistoryWriter.recordTransaction(
+            db, origin: head.origin, sequence: head.sequence, timestamp: head.timestamp,
+            authorship: .init(author: head.author, contextName: head.contextName, processID: head.processID),
+            changes: first ?? last + 1, through: last, chain: decoder.lastCompleted!.chainHash,
+            schemaPosition: head.schemaPosition)
         return count
     }
 
@@ -148,11 +128,10 @@ struct BundleApplier {
         }
     }
 
-    /// Opens an import: local writes join row metadata before anything merges against it, the
-    /// capture triggers are lifted, and foreign-key checks wait for the end.
+    /// Opens an import: local writes join row metadata before anything merges against it, and
+    /// foreign-key checks wait for the end. The merge then runs with the capture triggers lifted.
     private func begin() throws {
         try LocalFold(db: db, store: store).run()
-        for table in store.replicatedTables { try CaptureTriggers.remove(table, in: db) }
         try db.execute(sql: "PRAGMA defer_foreign_keys = ON")
     }
 
@@ -177,15 +156,13 @@ struct BundleApplier {
     }
 
     /// Closes an import: the hybrid logical clock moves past every imported timestamp (so later
-    /// local writes order after them), orphans are settled, resolutions sealed, triggers restored,
-    /// and the connection's transaction observers (GRDB's `ValueObservation` and
+    /// local writes order after them), orphans are settled, resolutions sealed, and the connection's transaction observers (GRDB's `ValueObservation` and
     /// `DatabaseRegionObservation`) told which tables changed. Returns those user tables.
     private func end(_ engine: inout MergeEngine, newestClock: HLCTimestamp, touched: Set<String>) throws -> Set<String>
     {
         try ReplicaState.advanceClock(to: newestClock, db)
         try engine.resolver.settleOrphans()
         try sealResolutions(engine.resolver.deletes)
-        for table in store.replicatedTables { try CaptureTriggers.install(table, in: db) }
         let changed = try ChangedTables.closing(touched.union(engine.resolver.deletes.map(\.table)), in: db)
         // Rows were written through raw statements, which GRDB's observation does not see.
         try ChangedTables.notify(changed, in: db)
@@ -215,21 +192,36 @@ struct BundleApplier {
         let startClock = try ReplicaState.fetch(db).clock
         var engine = MergeEngine(db: db, store: store) { startClock }
         var rows = 0
-        let verified = try decode(expecting: expected) { decoder in
-            let position = decoder.header.lineage.count
-            while let state = try decoder.nextRowState() {
-                // Row states are named as the sender's newest version names them.
-                guard let state = try translations.translation(of: state.table, at: position, path: path).current(state)
-                else { continue }
-                try engine.apply(state)
-                touched.insert(state.table)
-                for cell in state.cells {
-                    if let clock = cell.clock { newestClock = max(newestClock, clock.timestamp) }
+        let (verified, changed) = try CaptureTriggers.suspended(store.replicatedTables, in: db) {
+            let verified = try decode(expecting: expected) { decoder in
+                let position = decoder.header.lineage.count
+                while let state = try decoder.nextRowState() {
+                    // Row states are named as the sender's newest version names them.
+                    guard
+                        let state = try translations.translation(of: state.table, at: position, path: path).current(
+                            state)
+                    else { continue }
+                    try engine.apply(state)
+                    touched.insert(state.table)
+                    for cell in state.cells {
+                        if let clock = cell.clock { newestClock = max(newestClock, clock.timestamp) }
+                    }
+                    rows += 1
                 }
-                rows += 1
             }
+            try skipHistory(through: verified.header.through)
+            return (verified, try end(&engine, newestClock: newestClock, touched: touched))
         }
-        for (origin, sequence) in verified.header.through.sequences where sequence > context.token[origin] {
+        return Store.ImportSummary(
+            path: path, sender: verified.header.senderName, appliedTransactions: 0, appliedChanges: rows,
+            skippedTransactions: 0,
+            header: verified.header, changedTables: changed)
+    }
+
+    /// Moves this store's token to a snapshot's `through`, marking the history it skipped as
+    /// pruned (it is not available here).
+    private func skipHistory(through: History.Token) throws {
+        for (origin, sequence) in through.sequences where sequence > context.token[origin] {
             // What this store held of the origin's history up to there is now below its pruned
             // point, with the transactions after it missing: it goes, as a prune would remove it.
             _ = try HistoryPruner(db: db, store: store).deleteTransactions(of: origin, through: sequence)
@@ -242,37 +234,6 @@ struct BundleApplier {
             try Chains(db: db, store: store).forgetHeads(of: origin)
         }
         try HistoryPruner(db: db, store: store).keepChangeIDsIncreasing()
-        let changed = try end(&engine, newestClock: newestClock, touched: touched)
-        return Store.ImportSummary(
-            path: path, sender: verified.header.senderName, appliedTransactions: 0, appliedChanges: rows,
-            skippedTransactions: 0,
-            header: verified.header, changedTables: changed)
-    }
-
-    /// Records one change in history, in the slots `translation` gives its column names.
-    private func record(_ change: History.Change, as translation: SchemaTranslations.Translation) throws -> Int64 {
-        let (sql, words, slots) = recordSQL[translation.id]!
-        var values = [SQLValue](repeating: .null, count: slots)
-        var mask = ColumnMask()
-        let carried: [History.Column]
-        switch change.type {
-        case .insert, .update: carried = change.key + change.values
-        case .delete: carried = change.tombstone ?? change.key
-        }
-        for column in carried {
-            guard let slot = translation.slots[column.name] else { continue }
-            values[slot] = column.value
-            mask.insert(slot)
-        }
-        let op: Bookkeeping.Op = change.type == .insert ? .insert : change.type == .update ? .update : .delete
-        let statement = try statements.statement(sql)
-        try statement.bind(translation.id, at: 1)
-        try statement.bind(op.rawValue, at: 2)
-        try statement.bind(change.generation, at: 3)
-        for (i, word) in mask.words(count: words).enumerated() { try statement.bind(word, at: Int32(4 + i)) }
-        try statement.bind(values, from: Int32(4 + words))
-        try statement.execute()
-        return db.lastInsertedRowID
     }
 
     /// The author and context name of the transactions that record conflict resolutions.
@@ -286,7 +247,7 @@ struct BundleApplier {
         try ReplicaState.setSealedThrough(try Sealer.lastChangeID(db), db)
         guard !deletes.isEmpty else { return }
         for change in deletes {
-            _ = try record(
+            _ = try history.record(
                 change, as: try translations.translation(of: change.table, at: context.lineage.count, path: path))
         }
         let sealed = try Sealer.seal(

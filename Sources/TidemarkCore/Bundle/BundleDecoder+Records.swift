@@ -7,26 +7,11 @@ extension BundleDecoder {
         if position == chunk.count { guard try refill() else { return nil } }
         guard header.kind == .snapshot else { throw fail(.unexpectedRecord("a row state outside a snapshot")) }
         let table = try name()
-        guard let lookup = tables.first(where: { $0.name.elementsEqual(table.utf8) }) else {
-            throw fail(.columnsNotCanonical("table '\(table)' is not in the header"))
-        }
+        let lookup = try headerEntry(of: table)
         let generation = try varint()
         guard generation >= 1, generation <= UInt64(Int64.max) else { throw fail(.badGeneration(generation)) }
-        let keyCount = try varint()
-        guard keyCount >= 1, keyCount <= UInt64(BundleFormat.maxColumns) else {
-            throw fail(.tooManyColumns(Int(min(keyCount, 1_000_000))))
-        }
-        recordValueBytes = 0
-        var key: [History.Column] = []
-        for _ in 0..<keyCount { key.append(History.Column(try name(), try value())) }
-        guard key.count == lookup.keys.count, zip(key, lookup.keys).allSatisfy({ $0.name.utf8.elementsEqual($1) })
-        else {
-            throw fail(.columnsNotCanonical("key columns of '\(table)' do not match its header entry"))
-        }
-        let cellCount = try varint()
-        guard cellCount <= UInt64(BundleFormat.maxColumns) else {
-            throw fail(.tooManyColumns(Int(min(cellCount, 1_000_000))))
-        }
+        let key = try keyColumns(of: table, lookup)
+        let cellCount = try columnCount()
         guard generation % 2 == 1 || cellCount == 0 else {
             throw fail(.columnsNotCanonical("a tombstone carries no columns"))
         }
@@ -44,13 +29,7 @@ extension BundleDecoder {
                     origin: Replica.ID(bytes: try bytes(16))!)
             case let b: throw fail(.badPresenceByte(b))
             }
-            if let previous = cells.last, !previous.name.utf8.lexicographicallyPrecedes(cellName.utf8) {
-                throw fail(.columnsNotCanonical("column names not strictly ascending"))
-            }
-            guard !TableLookup.contains(lookup.keys, cellName), TableLookup.contains(lookup.columns, cellName) else {
-                throw fail(
-                    .columnsNotCanonical("column '\(cellName)' of '\(table)' is a key column or not in the header"))
-            }
+            try checkColumn(cellName, after: cells.last?.name, of: table, lookup)
             cells.append(RowState.Cell(name: cellName, value: cellValue, clock: clock))
         }
         try attributes()
@@ -139,37 +118,14 @@ extension BundleDecoder {
             throw fail(.badGeneration(generation))
         }
         let table = try name()
-        guard let lookup = tables.first(where: { $0.name.elementsEqual(table.utf8) }) else {
-            throw fail(.columnsNotCanonical("table '\(table)' is not in the header"))
-        }
-        let keyCount = try varint()
-        guard keyCount >= 1, keyCount <= UInt64(BundleFormat.maxColumns) else {
-            throw fail(.tooManyColumns(Int(min(keyCount, 1_000_000))))
-        }
-        recordValueBytes = 0
-        var key: [History.Column] = []
-        key.reserveCapacity(Int(keyCount))
-        for _ in 0..<keyCount { key.append(History.Column(try name(), try value())) }
-        guard key.count == lookup.keys.count, zip(key, lookup.keys).allSatisfy({ $0.name.utf8.elementsEqual($1) })
-        else {
-            throw fail(.columnsNotCanonical("key columns of '\(table)' do not match its header entry"))
-        }
-        let columnCount = try varint()
-        guard columnCount <= UInt64(BundleFormat.maxColumns) else {
-            throw fail(.tooManyColumns(Int(min(columnCount, 1_000_000))))
-        }
+        let lookup = try headerEntry(of: table)
+        let key = try keyColumns(of: table, lookup)
+        let columnCount = try columnCount()
         var columns: [History.Column] = []
         columns.reserveCapacity(Int(columnCount))
         for _ in 0..<columnCount {
             let column = History.Column(try name(), try value())
-            if let previous = columns.last, !previous.name.utf8.lexicographicallyPrecedes(column.name.utf8) {
-                throw fail(.columnsNotCanonical("column names not strictly ascending"))
-            }
-            guard !TableLookup.contains(lookup.keys, column.name), TableLookup.contains(lookup.columns, column.name)
-            else {
-                throw fail(
-                    .columnsNotCanonical("column '\(column.name)' of '\(table)' is a key column or not in the header"))
-            }
+            try checkColumn(column.name, after: columns.last?.name, of: table, lookup)
             columns.append(column)
         }
         if type == .update && columns.isEmpty { throw fail(.columnsNotCanonical("an update changes no column")) }
@@ -187,6 +143,52 @@ extension BundleDecoder {
             return History.Change(
                 type: .delete, table: table, key: key, values: [], tombstone: key + columns,
                 generation: Int64(generation))
+        }
+    }
+
+    /// The header's entry of a record's table (§4.3, §4.4).
+    private func headerEntry(of table: String) throws -> TableLookup {
+        guard let lookup = tables.first(where: { $0.name.elementsEqual(table.utf8) }) else {
+            throw fail(.columnsNotCanonical("table '\(table)' is not in the header"))
+        }
+        return lookup
+    }
+
+    /// Reads a record's key: its count, then each key column, which must be the table's key columns
+    /// as its header entry lists them. Starts the record's count of value bytes.
+    private func keyColumns(of table: String, _ lookup: TableLookup) throws -> [History.Column] {
+        let keyCount = try varint()
+        guard keyCount >= 1, keyCount <= UInt64(BundleFormat.maxColumns) else {
+            throw fail(.tooManyColumns(Int(min(keyCount, 1_000_000))))
+        }
+        recordValueBytes = 0
+        var key: [History.Column] = []
+        key.reserveCapacity(Int(keyCount))
+        for _ in 0..<keyCount { key.append(History.Column(try name(), try value())) }
+        guard key.count == lookup.keys.count, zip(key, lookup.keys).allSatisfy({ $0.name.utf8.elementsEqual($1) })
+        else {
+            throw fail(.columnsNotCanonical("key columns of '\(table)' do not match its header entry"))
+        }
+        return key
+    }
+
+    /// Reads the count of a record's non-key columns.
+    private func columnCount() throws -> UInt64 {
+        let count = try varint()
+        guard count <= UInt64(BundleFormat.maxColumns) else { throw fail(.tooManyColumns(Int(min(count, 1_000_000)))) }
+        return count
+    }
+
+    /// Checks a record's non-key column: named after the one before it (strictly ascending), and one
+    /// of the table's non-key columns in the header.
+    private func checkColumn(_ column: String, after previous: String?, of table: String, _ lookup: TableLookup)
+        throws
+    {
+        if let previous, !previous.utf8.lexicographicallyPrecedes(column.utf8) {
+            throw fail(.columnsNotCanonical("column names not strictly ascending"))
+        }
+        guard !TableLookup.contains(lookup.keys, column), TableLookup.contains(lookup.columns, column) else {
+            throw fail(.columnsNotCanonical("column '\(column)' of '\(table)' is a key column or not in the header"))
         }
     }
 

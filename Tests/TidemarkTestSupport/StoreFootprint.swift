@@ -107,7 +107,7 @@ public struct StoreFootprint: Sendable, CustomStringConvertible {
             if tombstones {
                 for statement in shape.metadataStatements { try db.execute(sql: statement) }
                 for table in shape.metadataTables {
-                    try db.execute(sql: "INSERT INTO main.\(table) SELECT * FROM src.\(table) WHERE cl % 2 = 0")
+                    try db.execute(sql: "INSERT INTO main.\(table) SELECT * FROM src.\(table) WHERE gen % 2 = 0")
                     counts.tombstones += db.changesCount
                 }
             }

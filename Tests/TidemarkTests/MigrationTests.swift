@@ -295,6 +295,40 @@ import TidemarkTestSupport
             ])
     }
 
+    /// A store whose row metadata kept the generation in a column named `cl` is upgraded when
+    /// opened, and merges against the generations it kept: a row deleted there stays deleted.
+    @Test func rowMetadataFromBeforeTheGenerationColumnWasNamedGenIsUpgradedOnOpen() async throws {
+        let group = try Self.group(["a", "b"])
+        let (a, b) = (group["a"], group["b"])
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name, qty) VALUES ('i1', 'one', 1), ('i2', 'two', 2)")
+        _ = try group.round(prune: false)
+        // Concurrently, a deletes a row and b updates it: a's kept generation must outrank b's write.
+        _ = try a.store.execute(sql: "DELETE FROM items WHERE id = 'i2'")
+        _ = try b.store.execute(sql: "UPDATE items SET qty = 20 WHERE id = 'i2'")
+        let old = try DatabaseQueue(path: a.path)
+        let metadataTables = try await old.write { db in
+            let tables = try String.fetchAll(
+                db, sql: "SELECT name FROM sqlite_schema WHERE type = 'table' AND name LIKE 'tidemark_rows_%'")
+            for table in tables { try db.execute(sql: "ALTER TABLE \(table) RENAME COLUMN gen TO cl") }
+            return tables
+        }
+        try old.close()
+        #expect(!metadataTables.isEmpty)
+        let reopened = try Store.open(a.path)
+        let columns = try await DatabaseQueue(path: a.path).read { db in
+            try metadataTables.map { try db.columns(in: $0).map(\.name) }
+        }
+        #expect(columns.allSatisfy { $0.contains("gen") && !$0.contains("cl") }, "\(columns)")
+        _ = try reopened.execute(sql: "UPDATE items SET qty = 10 WHERE id = 'i1'")
+        _ = try reopened.push(to: group.folder, key: a.key)
+        for _ in 0..<2 { _ = try group.round(prune: false) }
+        #expect(try group.tableDifferences().isEmpty)
+        #expect(
+            try b.store.execute(sql: "SELECT id, qty FROM items ORDER BY id").0[0].rows == [
+                [.text("i1"), .integer(10)]
+            ])
+    }
+
     @Test func schemaChangesThroughExecAreRefusedAndThoseOfOtherClientsAdopted() async throws {
         let group = try Self.group(["a", "b"])
         let a = group["a"]

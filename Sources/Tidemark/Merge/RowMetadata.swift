@@ -80,8 +80,8 @@ final class RowMetadataStore {
         // After a migration added columns, `w` says how many columns a row's shared clock covers.
         let width = table.sharedClockWidth == nil ? [] : ["w"]
         let clocks = ["t", "o"] + nonKey.flatMap { ["t\(table.slots[$0])", "o\(table.slots[$0])"] }
-        fetchSQL = "SELECT \((["cl"] + clocks + width).joined(separator: ", ")) FROM \(name) WHERE \(keyMatch)"
-        let columns = table.keyIndexes.indices.map { "k\($0)" } + ["cl"] + clocks + width
+        fetchSQL = "SELECT \((["gen"] + clocks + width).joined(separator: ", ")) FROM \(name) WHERE \(keyMatch)"
+        let columns = table.keyIndexes.indices.map { "k\($0)" } + ["gen"] + clocks + width
         saveSQL =
             "INSERT OR REPLACE INTO \(name)(\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
     }

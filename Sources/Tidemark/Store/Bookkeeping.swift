@@ -173,6 +173,10 @@ enum Bookkeeping {
                     DROP TABLE tidemark_tables_old;
                     """)
         }
+        for table in try String.fetchAll(db, sql: rowMetadataNamedCausalLength) {
+            // The generation was once stored as `cl`, its other name (causal length).
+            try db.execute(sql: "ALTER TABLE \(table.quotedDatabaseIdentifier) RENAME COLUMN cl TO gen")
+        }
         if try !db.columns(in: "tidemark_transactions").contains(where: { $0.name == "schema" }) {
             try db.execute(sql: "ALTER TABLE tidemark_transactions ADD COLUMN schema INTEGER NOT NULL DEFAULT 0")
         }
@@ -196,7 +200,14 @@ enum Bookkeeping {
             || !hasSlots(db) || !db.tableExists(settingsTable) || !db.tableExists("tidemark_remote_files")
             || !db.tableExists("tidemark_checked_files")
             || !db.columns(in: "tidemark_held").contains { $0.name == "encrypted" }
+            || String.fetchOne(db, sql: rowMetadataNamedCausalLength) != nil
     }
+
+    /// The row-metadata tables made before their generation column was named `gen`.
+    private static let rowMetadataNamedCausalLength = """
+        SELECT name FROM sqlite_schema
+        WHERE type = 'table' AND name LIKE 'tidemark\\_rows\\_%' ESCAPE '\\' AND sql LIKE '%cl INTEGER NOT NULL%'
+        """
 
     /// The schema lineage (`SchemaLineage`) and the bundles held for a version not made here yet
     /// (`HeldBundles`; `encrypted` is 1 when the bundle came encrypted, Protocol/encryption.md §5.3).
@@ -286,8 +297,8 @@ enum Bookkeeping {
     }
 
     /// The row-metadata table of a tracked table (Protocol/merge.md §2): one row per identity ever
-    /// seen, kept beside the rows and never pruned. `k<i>` hold the key values in key order, `cl`
-    /// the causal length. Clocks are stored compactly: when every non-key column was set by the same
+    /// seen, kept beside the rows and never pruned. `k<i>` hold the key values in key order, `gen`
+    /// the row's generation. Clocks are stored compactly: when every non-key column was set by the same
     /// write, `t`/`o` hold that one clock; otherwise each non-key column `i` has its own `t<i>`/`o<i>`.
     /// `t` is a packed hybrid timestamp and `o` the writer's number in `tidemark_origins`.
     static func rowMetadataTable(_ table: TrackedTable) -> String { "tidemark_rows_\(table.id)" }
@@ -302,7 +313,7 @@ enum Bookkeeping {
             }
         try db.execute(
             sql:
-                "CREATE TABLE \(rowMetadataTable(table))(\((keys + ["cl INTEGER NOT NULL"] + clocks).joined(separator: ", ")), "
+                "CREATE TABLE \(rowMetadataTable(table))(\((keys + ["gen INTEGER NOT NULL"] + clocks).joined(separator: ", ")), "
                 + "PRIMARY KEY(\(keys.joined(separator: ", ")))) WITHOUT ROWID")
     }
 

@@ -12,12 +12,3 @@ public struct SystemWallClock: WallClock {
     public init() {}
     public func nowMilliseconds() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
 }
-
-/// A clock that always reads the same instant: replayable tests, and a model of a stuck clock.
-public struct FixedWallClock: WallClock {
-    /// The reading.
-    public let milliseconds: Int64
-    /// Creates a clock stuck at `milliseconds`.
-    public init(milliseconds: Int64) { self.milliseconds = milliseconds }
-    public func nowMilliseconds() -> Int64 { milliseconds }
-}

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TidemarkCore
+import TidemarkTestSupport
 
 /// `HLCTimestamp`: ordering, packing, and `next(after:now:)` with wall clocks that misbehave.
 @Suite struct HLCTimestampTests {

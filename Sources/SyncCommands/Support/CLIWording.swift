@@ -53,6 +53,8 @@ enum CLIWording {
             return
                 "pass --key with the key file of a replica it was encrypted for (STORE.key beside its store); "
                 + "`sync inspect` also reads a copy decrypted with `age -d -i IDENTITY` (`sync identity --age-identity`)"
+        case .downgraded:
+            return "a member's file was decrypted and put back in clear; ask that member to push again (sync push)"
         case .remoteFailed(_, .untrustedCertificate):
             return
                 "if you trust this server, pass the certificate of the authority that signed its certificate with --ca-file FILE"

@@ -145,7 +145,7 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
         case .badEnvelope: return "the file is damaged or incomplete; its sender writes it again on its next push"
         case .encryptedWithoutKey: return "give this replica's key file, which decrypts what the group encrypts to it"
         case .downgraded:
-            return "a member's file was decrypted and put back in clear; ask that member to push again (sync push)"
+            return "a member's file was decrypted and put back in clear; ask that member to push again"
         case .remoteFailed(let url, let fault): return Self.hint(for: fault, url: url)
         case .credentials:
             return

@@ -99,7 +99,7 @@ extension Store {
         } else if let fingerprint {
             let warning =
                 "\(address): kept: signed by this replica, it holds transactions its store lacks "
-                + "(\(verified.header.through)); `sync import` it if they should be kept"
+                + "(\(verified.header.through)); import it if they should be kept"
             try remember(recorded, mine, entry.name, fingerprint, warning)
             tidy.kept.append(warning)
         }

@@ -1,23 +1,7 @@
 import Foundation
 import ReferenceModel
 import Tidemark
-
-/// Simulated wall-clock time shared by every replica: it moves only when the simulation says, so a
-/// seed replays the same timestamps.
-final class SimulatedTime: @unchecked Sendable {  // @unchecked: `now` is only touched under `lock`.
-    private let lock = NSLock()
-    private var now: Int64 = 1_800_000_000_000
-
-    var milliseconds: Int64 { lock.withLock { now } }
-    func advance(by milliseconds: Int64) { lock.withLock { now += milliseconds } }
-}
-
-/// One replica's clock: the shared time off by a fixed skew.
-struct SkewedClock: WallClock {
-    let time: SimulatedTime
-    let skew: Int64
-    func nowMilliseconds() -> Int64 { time.milliseconds + skew }
-}
+import TidemarkTestSupport
 
 /// The replicas, each trusting all the others, and what their exchanges cost.
 final class SimCluster {

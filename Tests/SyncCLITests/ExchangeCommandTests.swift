@@ -3,7 +3,7 @@ import Testing
 import Tidemark
 import TidemarkTestSupport
 
-/// `sync identity`, `peers`, `export`, `import`, `inspect`, `push` and `pull`, run as the built
+/// `sync identity`, `peers`, `export` and `import`, run as the built
 /// binary: exact output, exit codes, one `error:` line on failure, and stores unchanged by refusals.
 @Suite struct ExchangeCommandTests {
     // MARK: - Identity and peers
@@ -73,7 +73,7 @@ import TidemarkTestSupport
         let imported = try await b.sync("import", bundle)
         #expect(imported.exitCode == 0 && imported.stderr.isEmpty, "\(imported)")
         #expect(imported.stdoutLines == ["\(bundle): applied 3 transactions, 7 changes from a"])
-        try expectSameTables(a, b)
+        try a.expectSameTables(as: b)
 
         let before = try await b.dump()
         let again = try await b.sync("import", bundle)
@@ -97,7 +97,7 @@ import TidemarkTestSupport
                 "\(bundle): applied 3 transactions, 7 changes from a",
                 "\(next): applied 1 transactions, 1 changes from a",
             ])
-        try expectSameTables(a, c)
+        try a.expectSameTables(as: c)
     }
 
     /// `--peer` exports what the peer is not known to hold: after `a`'s bundle, `b` knows `a` holds
@@ -238,7 +238,7 @@ import TidemarkTestSupport
                 "\(first): applied 1 transactions, 1 changes from a",
                 "\(second): applied 1 transactions, 1 changes from a",
             ])
-        try expectSameTables(a, b)
+        try a.expectSameTables(as: b)
     }
 
     @Test func ownBundlesAreAlreadyApplied() async throws {
@@ -328,222 +328,6 @@ import TidemarkTestSupport
             }
     }
 
-    // MARK: - Inspect
-
-    @Test func inspectShowsAValidBundle() async throws {
-        let a = try await CLIStore(replica: "a")
-        try await a.exec(
-            "INSERT INTO items(id, name, qty) VALUES ('a-1', 'one', 1), ('a-2', 'two', 2)", author: "ann", context: "ui"
-        )
-        try await a.exec("UPDATE items SET qty = 5 WHERE id = 'a-1'")
-        let bundle = try await a.exportAll()
-        let id = try await a.id()
-        let key = try await a.publicKey()
-        let token = try await a.token()
-
-        let text = try await SyncProcess.run(["inspect", bundle])
-        #expect(text.exitCode == 0 && text.stderr.isEmpty, "\(text)")
-        let lines = text.stdoutLines
-        try #require(lines.count == 12, "\(text)")
-        #expect(lines[0] == "bundle     changes, format 1, 2 transactions, 3 changes")
-        #expect(lines[1] == "sender     a \(id) \(key)")
-        #expect(lines[2] == "signature  valid (sender and every origin's chain)")
-        #expect(lines[3].hasPrefix("created    ") && lines[3].hasSuffix("Z"))
-        #expect(lines[4] == "since      \(History.Token.zero)")
-        #expect(lines[5] == "through    \(token)")
-        #expect(lines[6] == "origin     \(id) #1..#2")
-        #expect(lines[7].hasPrefix("\(id.short) #1  ") && lines[7].hasSuffix("  author=ann  context=ui"), "\(lines[7])")
-        // A bundle carries columns in canonical (name) order.
-        #expect(lines[8] == "  insert items [id='a-1'] name='one' note=NULL photo=NULL price=NULL qty=1")
-        #expect(lines[9] == "  insert items [id='a-2'] name='two' note=NULL photo=NULL price=NULL qty=2")
-        #expect(lines[10].hasPrefix("\(id.short) #2  "))
-        #expect(lines[11] == "  update items [id='a-1'] qty=5")
-
-        let json = try await SyncProcess.run(["inspect", "--json", bundle])
-        #expect(json.exitCode == 0 && json.stderr.isEmpty, "\(json)")
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
-        #expect(object["format"] as? Int == 1)
-        #expect(object["kind"] as? String == "changes")
-        let sender = try #require(object["sender"] as? [String: String])
-        #expect(sender == ["name": "a", "id": id.description, "public_key": key])
-        #expect(object["signature"] as? String == "valid")
-        #expect(object["since"] as? String == History.Token.zero.description)
-        #expect(object["through"] as? String == token)
-        #expect(object["transaction_count"] as? Int == 2)
-        #expect(object["change_count"] as? Int == 3)
-        let origins = try #require(object["origins"] as? [[String: Any]])
-        #expect(
-            origins.count == 1 && origins[0]["id"] as? String == id.description && origins[0]["first"] as? Int == 1
-                && origins[0]["last"] as? Int == 2)
-        let transactions = try #require(object["transactions"] as? [[String: Any]])
-        #expect(transactions.map { $0["seq"] as? Int } == [1, 2])
-        #expect(transactions.map { $0["author"] as? String } == ["ann", nil])
-        #expect(transactions.map { ($0["changes"] as? [Any])?.count } == [2, 1])
-        #expect(transactions.last?["token"] as? String == token)
-    }
-
-    @Test func inspectRefusesADamagedBundleWithOneErrorLine() async throws {
-        let a = try await CLIStore(replica: "a")
-        try await a.exec("INSERT INTO items(id) VALUES ('a-1')")
-        let bytes = try BundleBytes(contentsOf: try await a.exportAll())
-        let damagedHint = "the file is damaged, incomplete or not from Tidemark; ask its sender to export it again"
-        let flipped = a.directory.file("flipped.tmb")
-        try Data(bytes.flippingBit(0, at: bytes.frames.last!.payload.lowerBound + 3)).write(
-            to: URL(fileURLWithPath: flipped))
-        let cut = a.directory.file("cut.tmb")
-        try Data(bytes.bytes.prefix(bytes.bytes.count / 2)).write(to: URL(fileURLWithPath: cut))
-        for json in [[], ["--json"]] {
-            expectFailure(
-                try await SyncProcess.run(["inspect"] + json + [flipped]),
-                "\(flipped): the bundle's signature does not verify (the file was altered or not signed by its sender)",
-                hint: damagedHint)
-            expectFailure(try await SyncProcess.run(["inspect"] + json + [cut]), "\(cut): ", hint: damagedHint)
-            expectFailure(
-                try await SyncProcess.run(["inspect"] + json + [a.path]),
-                "\(a.path): not a Tidemark bundle (bad magic) at byte 0")
-            expectFailure(
-                try await SyncProcess.run(["inspect"] + json + [a.directory.file("none.tmb")]),
-                "cannot read \(a.directory.file("none.tmb")): no such file")
-        }
-    }
-
-    // MARK: - Push and pull
-
-    @Test func pushAndPullThroughAFolder() async throws {
-        let a = try await CLIStore(replica: "a")
-        let b = try await CLIStore(replica: "b")
-        try await a.trust(b, as: "b")
-        try await b.trust(a, as: "a")
-        let exchange = try TemporaryDirectory("tidemark-cli-exchange")
-        try await a.exec("INSERT INTO items(id, name) VALUES ('a-1', 'one'), ('a-2', 'two')")
-        try await SQLiteShell.execute(a.path, "UPDATE items SET qty = 7 WHERE id = 'a-2'")
-        let aFolder = exchange.path + "/" + (try await a.id()).description
-        let first = aFolder + "/0000000001.tmb"
-
-        let pushed = try await a.sync("push", "--to", exchange.path)
-        let size = try #require(try FileManager.default.attributesOfItem(atPath: first)[.size] as? Int)
-        #expect(pushed.exitCode == 0 && pushed.stderr.isEmpty, "\(pushed)")
-        #expect(pushed.stdoutLines == ["pushed 2 transactions, 3 changes, \(size) bytes to \(first)"])
-        #expect(try await a.sync("push", "--to", exchange.path).stdoutLines == ["nothing new to push"])
-
-        let pulled = try await b.sync("pull", "--from", exchange.path)
-        #expect(pulled.exitCode == 0 && pulled.stderr.isEmpty, "\(pulled)")
-        #expect(pulled.stdoutLines.first == "pulled 1 bundles: 2 transactions, 3 changes", "\(pulled)")
-        #expect(pulled.stdoutLines.dropFirst().allSatisfy { $0.hasPrefix("pruned ") }, "\(pulled)")
-        try expectSameTables(a, b)
-        let again = try await b.sync("pull", "--from", exchange.path)
-        #expect(again.stdoutLines == ["pulled 0 bundles: 0 transactions, 0 changes"], "\(again)")
-
-        // Each replica wrote only in its own subfolder: a its bundle, b its watermark (and, if it
-        // pruned, its snapshot).
-        let (aID, bID) = ((try await a.id()).description, (try await b.id()).description)
-        let files = FolderTree(exchange.path).files
-        #expect(files.filter { $0.hasPrefix(aID + "/") } == [aID + "/0000000001.tmb"], "\(files)")
-        #expect(
-            Set(files.filter { $0.hasPrefix(bID + "/") }).subtracting([bID + "/snapshot.tms"]) == [
-                bID + "/watermark.tmw"
-            ], "\(files)")
-        #expect(files.allSatisfy { $0.hasPrefix(aID + "/") || $0.hasPrefix(bID + "/") }, "\(files)")
-    }
-
-    @Test func aPullWarnsAboutDamagedTemporaryAndForeignFilesAndAppliesTheRest() async throws {
-        let a = try await CLIStore(replica: "a")
-        let b = try await CLIStore(replica: "b")
-        let c = try await CLIStore(replica: "c")
-        try await CLIStore.trustEachOther([(a, "a"), (b, "b"), (c, "c")])
-        let exchange = try TemporaryDirectory("tidemark-cli-exchange")
-        try await a.exec("INSERT INTO items(id) VALUES ('a-1')")
-        _ = try await a.sync("push", "--to", exchange.path)
-        try await a.exec("INSERT INTO items(id) VALUES ('a-2')")
-        _ = try await a.sync("push", "--to", exchange.path)
-        try await c.exec("INSERT INTO items(id) VALUES ('c-1')")
-        _ = try await c.sync("push", "--to", exchange.path)
-        let aFolder = exchange.path + "/" + (try await a.id()).description
-        let cFolder = exchange.path + "/" + (try await c.id()).description
-
-        // A copy still in progress, a writer's temporary file and a stranger's file.
-        let second = aFolder + "/0000000002.tmb"
-        let full = try Data(contentsOf: URL(fileURLWithPath: second))
-        try full.prefix(full.count / 2).write(to: URL(fileURLWithPath: second))
-        try full.prefix(40).write(to: URL(fileURLWithPath: aFolder + "/.tmp-xyz"))
-        var random = SeededGenerator(seed: 7)
-        let foreign = cFolder + "/0000000009.tmb"
-        try Data((0..<512).map { _ in UInt8.random(in: 0...255, using: &random) }).write(
-            to: URL(fileURLWithPath: foreign))
-
-        let pulled = try await b.sync("pull", "--from", exchange.path)
-        #expect(pulled.exitCode == 0, "\(pulled)")
-        #expect(pulled.stdoutLines.first == "pulled 2 bundles: 2 transactions, 2 changes", "\(pulled)")
-        #expect(pulled.stdoutLines.dropFirst().allSatisfy { $0.hasPrefix("pruned ") }, "\(pulled)")
-        #expect(pulled.stderrLines.allSatisfy { $0.hasPrefix("warning: ") }, "\(pulled)")
-        #expect(pulled.stderrLines.contains { $0.contains(second) }, "no warning about the truncated bundle: \(pulled)")
-        #expect(pulled.stderrLines.contains { $0.contains(foreign) }, "no warning about the foreign file: \(pulled)")
-        #expect(
-            pulled.stderrLines.contains { $0.contains(".tmp-xyz") }, "no warning about the temporary file: \(pulled)")
-        #expect(try b.tables()["items"]?.rows.map { $0[0] } == [.text("a-1"), .text("c-1")])
-
-        try full.write(to: URL(fileURLWithPath: second))
-        let retried = try await b.sync("pull", "--from", exchange.path)
-        #expect(retried.exitCode == 0, "\(retried)")
-        #expect(retried.stdoutLines.first == "pulled 1 bundles: 1 transactions, 1 changes", "\(retried)")
-        #expect(retried.stdoutLines.dropFirst().allSatisfy { $0.hasPrefix("pruned ") }, "\(retried)")
-        #expect(try b.tables()["items"]?.rows.map { $0[0] } == [.text("a-1"), .text("a-2"), .text("c-1")])
-    }
-
-    /// A sync tool's conflict copy in a replica's folder: peers warn once, its owner removes it.
-    @Test func aConflictCopyIsReportedOnceAndRemovedByItsOwner() async throws {
-        let a = try await CLIStore(replica: "a")
-        let b = try await CLIStore(replica: "b")
-        try await CLIStore.trustEachOther([(a, "a"), (b, "b")])
-        let exchange = try TemporaryDirectory("tidemark-cli-exchange")
-        try await a.exec("INSERT INTO items(id) VALUES ('a-1')")
-        _ = try await a.sync("push", "--to", exchange.path)
-        let aFolder = exchange.path + "/" + (try await a.id()).description
-        let copy = aFolder + "/0000000001 (1).tmb"
-        try FileManager.default.copyItem(atPath: aFolder + "/0000000001.tmb", toPath: copy)
-
-        let pulled = try await b.sync("pull", "--from", exchange.path, "--no-prune")
-        #expect(pulled.exitCode == 0, "\(pulled)")
-        #expect(
-            pulled.stderrLines == [
-                "warning: skipped \(copy): not a Tidemark exchange file; its replica removes it unless it needs it "
-                    + "(said once while the file is unchanged)"
-            ], "\(pulled)")
-        let again = try await b.sync("pull", "--from", exchange.path, "--no-prune")
-        #expect(again.exitCode == 0 && again.stderr.isEmpty, "\(again)")
-
-        let pushed = try await a.sync("push", "--to", exchange.path)
-        #expect(pushed.exitCode == 0 && pushed.stderr.isEmpty, "\(pushed)")
-        #expect(
-            pushed.stdoutLines == [
-                "removed \(copy): a copy of what this replica's store holds", "nothing new to push",
-            ], "\(pushed)")
-        #expect(!FileManager.default.fileExists(atPath: copy))
-    }
-
-    @Test func aPullLeavesAWatermarkThatInspectDecodes() async throws {
-        let a = try await CLIStore(replica: "a")
-        let b = try await CLIStore(replica: "b")
-        try await b.trust(a, as: "a")
-        let exchange = try TemporaryDirectory("tidemark-cli-exchange")
-        try await a.exec("INSERT INTO items(id) VALUES ('a-1')")
-        _ = try await a.sync("push", "--to", exchange.path)
-        #expect(try await b.sync("pull", "--from", exchange.path).exitCode == 0)
-        let watermark = exchange.path + "/" + (try await b.id()).description + "/watermark.tmw"
-        #expect(FileManager.default.fileExists(atPath: watermark))
-
-        let json = try await SyncProcess.run(["inspect", "--json", watermark])
-        #expect(json.exitCode == 0 && json.stderr.isEmpty, "\(json)")
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
-        #expect(object["kind"] as? String == "watermark")
-        #expect((object["sender"] as? [String: String])?["name"] == "b")
-        #expect(object["signature"] as? String == "valid")
-        #expect(object["through"] as? String == (try await b.token()))
-        #expect(object["transaction_count"] as? Int == 0)
-        let text = try await SyncProcess.run(["inspect", watermark])
-        #expect(text.stdoutLines.first == "bundle     watermark, format 1, 0 transactions, 0 changes", "\(text)")
-    }
-
     // MARK: - Helpers
 
     /// Runs `sync ARGUMENTS…` against `store`, expects one error line containing `message` (and
@@ -558,10 +342,6 @@ import TidemarkTestSupport
         #expect(try await store.dump() == before, "the store changed: \(arguments)", sourceLocation: sourceLocation)
     }
 
-    func expectSameTables(_ a: CLIStore, _ b: CLIStore, sourceLocation: SourceLocation = #_sourceLocation) throws {
-        let differences = try a.tables().differences(from: try b.tables(), mine: "first", theirs: "second")
-        #expect(differences.isEmpty, "\(differences.joined(separator: "\n"))", sourceLocation: sourceLocation)
-    }
 }
 
 extension CLIStore {
@@ -605,4 +385,10 @@ extension CLIStore {
 
     /// The tracked tables, row by row.
     func tables() throws -> StoreSnapshot { try StoreSnapshot.trackedTables(of: path) }
+
+    /// Expects this store's tracked tables to hold what `other`'s hold.
+    func expectSameTables(as other: CLIStore, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let differences = try tables().differences(from: try other.tables(), mine: "first", theirs: "second")
+        #expect(differences.isEmpty, "\(differences.joined(separator: "\n"))", sourceLocation: sourceLocation)
+    }
 }

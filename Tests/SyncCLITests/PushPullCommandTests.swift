@@ -1,0 +1,143 @@
+import Foundation
+import Testing
+import Tidemark
+import TidemarkTestSupport
+
+/// `sync push` and `sync pull` through a folder, run as the built binary: exact output, warnings
+/// about junk in the folder, and the watermark a pull leaves.
+@Suite struct PushPullCommandTests {
+    @Test func pushAndPullThroughAFolder() async throws {
+        let a = try await CLIStore(replica: "a")
+        let b = try await CLIStore(replica: "b")
+        try await a.trust(b, as: "b")
+        try await b.trust(a, as: "a")
+        let exchange = try TemporaryDirectory("tidemark-cli-exchange")
+        try await a.exec("INSERT INTO items(id, name) VALUES ('a-1', 'one'), ('a-2', 'two')")
+        try await SQLiteShell.execute(a.path, "UPDATE items SET qty = 7 WHERE id = 'a-2'")
+        let aFolder = exchange.path + "/" + (try await a.id()).description
+        let first = aFolder + "/0000000001.tmb"
+
+        let pushed = try await a.sync("push", "--to", exchange.path)
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: first)[.size] as? Int)
+        #expect(pushed.exitCode == 0 && pushed.stderr.isEmpty, "\(pushed)")
+        #expect(pushed.stdoutLines == ["pushed 2 transactions, 3 changes, \(size) bytes to \(first)"])
+        #expect(try await a.sync("push", "--to", exchange.path).stdoutLines == ["nothing new to push"])
+
+        let pulled = try await b.sync("pull", "--from", exchange.path)
+        #expect(pulled.exitCode == 0 && pulled.stderr.isEmpty, "\(pulled)")
+        #expect(pulled.stdoutLines.first == "pulled 1 bundles: 2 transactions, 3 changes", "\(pulled)")
+        #expect(pulled.stdoutLines.dropFirst().allSatisfy { $0.hasPrefix("pruned ") }, "\(pulled)")
+        try a.expectSameTables(as: b)
+        let again = try await b.sync("pull", "--from", exchange.path)
+        #expect(again.stdoutLines == ["pulled 0 bundles: 0 transactions, 0 changes"], "\(again)")
+
+        // Each replica wrote only in its own subfolder: a its bundle, b its watermark (and, if it
+        // pruned, its snapshot).
+        let (aID, bID) = ((try await a.id()).description, (try await b.id()).description)
+        let files = FolderTree(exchange.path).files
+        #expect(files.filter { $0.hasPrefix(aID + "/") } == [aID + "/0000000001.tmb"], "\(files)")
+        #expect(
+            Set(files.filter { $0.hasPrefix(bID + "/") }).subtracting([bID + "/snapshot.tms"]) == [
+                bID + "/watermark.tmw"
+            ], "\(files)")
+        #expect(files.allSatisfy { $0.hasPrefix(aID + "/") || $0.hasPrefix(bID + "/") }, "\(files)")
+    }
+
+    @Test func aPullWarnsAboutDamagedTemporaryAndForeignFilesAndAppliesTheRest() async throws {
+        let a = try await CLIStore(replica: "a")
+        let b = try await CLIStore(replica: "b")
+        let c = try await CLIStore(replica: "c")
+        try await CLIStore.trustEachOther([(a, "a"), (b, "b"), (c, "c")])
+        let exchange = try TemporaryDirectory("tidemark-cli-exchange")
+        try await a.exec("INSERT INTO items(id) VALUES ('a-1')")
+        _ = try await a.sync("push", "--to", exchange.path)
+        try await a.exec("INSERT INTO items(id) VALUES ('a-2')")
+        _ = try await a.sync("push", "--to", exchange.path)
+        try await c.exec("INSERT INTO items(id) VALUES ('c-1')")
+        _ = try await c.sync("push", "--to", exchange.path)
+        let aFolder = exchange.path + "/" + (try await a.id()).description
+        let cFolder = exchange.path + "/" + (try await c.id()).description
+
+        // A copy still in progress, a writer's temporary file and a stranger's file.
+        let second = aFolder + "/0000000002.tmb"
+        let full = try Data(contentsOf: URL(fileURLWithPath: second))
+        try full.prefix(full.count / 2).write(to: URL(fileURLWithPath: second))
+        try full.prefix(40).write(to: URL(fileURLWithPath: aFolder + "/.tmp-xyz"))
+        var random = SeededGenerator(seed: 7)
+        let foreign = cFolder + "/0000000009.tmb"
+        try Data((0..<512).map { _ in UInt8.random(in: 0...255, using: &random) }).write(
+            to: URL(fileURLWithPath: foreign))
+
+        let pulled = try await b.sync("pull", "--from", exchange.path)
+        #expect(pulled.exitCode == 0, "\(pulled)")
+        #expect(pulled.stdoutLines.first == "pulled 2 bundles: 2 transactions, 2 changes", "\(pulled)")
+        #expect(pulled.stdoutLines.dropFirst().allSatisfy { $0.hasPrefix("pruned ") }, "\(pulled)")
+        #expect(pulled.stderrLines.allSatisfy { $0.hasPrefix("warning: ") }, "\(pulled)")
+        #expect(pulled.stderrLines.contains { $0.contains(second) }, "no warning about the truncated bundle: \(pulled)")
+        #expect(pulled.stderrLines.contains { $0.contains(foreign) }, "no warning about the foreign file: \(pulled)")
+        #expect(
+            pulled.stderrLines.contains { $0.contains(".tmp-xyz") }, "no warning about the temporary file: \(pulled)")
+        #expect(try b.tables()["items"]?.rows.map { $0[0] } == [.text("a-1"), .text("c-1")])
+
+        try full.write(to: URL(fileURLWithPath: second))
+        let retried = try await b.sync("pull", "--from", exchange.path)
+        #expect(retried.exitCode == 0, "\(retried)")
+        #expect(retried.stdoutLines.first == "pulled 1 bundles: 1 transactions, 1 changes", "\(retried)")
+        #expect(retried.stdoutLines.dropFirst().allSatisfy { $0.hasPrefix("pruned ") }, "\(retried)")
+        #expect(try b.tables()["items"]?.rows.map { $0[0] } == [.text("a-1"), .text("a-2"), .text("c-1")])
+    }
+
+    /// A sync tool's conflict copy in a replica's folder: peers warn once, its owner removes it.
+    @Test func aConflictCopyIsReportedOnceAndRemovedByItsOwner() async throws {
+        let a = try await CLIStore(replica: "a")
+        let b = try await CLIStore(replica: "b")
+        try await CLIStore.trustEachOther([(a, "a"), (b, "b")])
+        let exchange = try TemporaryDirectory("tidemark-cli-exchange")
+        try await a.exec("INSERT INTO items(id) VALUES ('a-1')")
+        _ = try await a.sync("push", "--to", exchange.path)
+        let aFolder = exchange.path + "/" + (try await a.id()).description
+        let copy = aFolder + "/0000000001 (1).tmb"
+        try FileManager.default.copyItem(atPath: aFolder + "/0000000001.tmb", toPath: copy)
+
+        let pulled = try await b.sync("pull", "--from", exchange.path, "--no-prune")
+        #expect(pulled.exitCode == 0, "\(pulled)")
+        #expect(
+            pulled.stderrLines == [
+                "warning: skipped \(copy): not a Tidemark exchange file; its replica removes it unless it needs it "
+                    + "(said once while the file is unchanged)"
+            ], "\(pulled)")
+        let again = try await b.sync("pull", "--from", exchange.path, "--no-prune")
+        #expect(again.exitCode == 0 && again.stderr.isEmpty, "\(again)")
+
+        let pushed = try await a.sync("push", "--to", exchange.path)
+        #expect(pushed.exitCode == 0 && pushed.stderr.isEmpty, "\(pushed)")
+        #expect(
+            pushed.stdoutLines == [
+                "removed \(copy): a copy of what this replica's store holds", "nothing new to push",
+            ], "\(pushed)")
+        #expect(!FileManager.default.fileExists(atPath: copy))
+    }
+
+    @Test func aPullLeavesAWatermarkThatInspectDecodes() async throws {
+        let a = try await CLIStore(replica: "a")
+        let b = try await CLIStore(replica: "b")
+        try await b.trust(a, as: "a")
+        let exchange = try TemporaryDirectory("tidemark-cli-exchange")
+        try await a.exec("INSERT INTO items(id) VALUES ('a-1')")
+        _ = try await a.sync("push", "--to", exchange.path)
+        #expect(try await b.sync("pull", "--from", exchange.path).exitCode == 0)
+        let watermark = exchange.path + "/" + (try await b.id()).description + "/watermark.tmw"
+        #expect(FileManager.default.fileExists(atPath: watermark))
+
+        let json = try await SyncProcess.run(["inspect", "--json", watermark])
+        #expect(json.exitCode == 0 && json.stderr.isEmpty, "\(json)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        #expect(object["kind"] as? String == "watermark")
+        #expect((object["sender"] as? [String: String])?["name"] == "b")
+        #expect(object["signature"] as? String == "valid")
+        #expect(object["through"] as? String == (try await b.token()))
+        #expect(object["transaction_count"] as? Int == 0)
+        let text = try await SyncProcess.run(["inspect", watermark])
+        #expect(text.stdoutLines.first == "bundle     watermark, format 1, 0 transactions, 0 changes", "\(text)")
+    }
+}

@@ -3,6 +3,15 @@ import TidemarkCore
 
 /// Which transactions to fetch, as `NSPersistentHistoryChangeRequest` / SwiftData's
 /// `HistoryDescriptor`. Every filter given must match; nil filters match everything.
+///
+/// ```swift
+/// // What the editor wrote to notes since this consumer last looked.
+/// let request = HistoryRequest(after: lastToken, authors: ["editor"], tables: ["note"])
+/// for transaction in try store.fetchHistory(request) {
+///     for change in transaction.changes { print(change.type, change.key) }
+///     lastToken = transaction.token
+/// }
+/// ```
 public struct HistoryRequest: Sendable {
     /// Only transactions this token does not cover. Throws `historyTokenExpired` if the token
     /// points into deleted history.

@@ -8,6 +8,14 @@ extension Store {
     /// Waits on file-change notifications, not by polling; a safety re-check runs every
     /// `safetyInterval` seconds. Writes by other SQLite clients are sealed and delivered too.
     /// The stream ends with an error if history after its position is deleted before it was read.
+    ///
+    /// ```swift
+    /// // Merge what other processes and replicas commit, and remember where to resume.
+    /// for try await transaction in store.transactions(after: savedToken) {
+    ///     refresh(for: transaction.changes)
+    ///     savedToken = transaction.token
+    /// }
+    /// ```
     public func transactions(
         after token: History.Token? = nil, safetyInterval: TimeInterval = 2
     ) -> AsyncThrowingStream<History.Transaction, any Error> {

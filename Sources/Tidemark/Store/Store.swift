@@ -7,6 +7,19 @@ import TidemarkCore
 /// The store file stays an ordinary SQLite database: any client may read and write the tracked
 /// tables, and its writes are captured. Writes made through `write(author:contextName:_:)` or
 /// `execute(sql:author:contextName:)` become exactly one transaction each.
+///
+/// ```swift
+/// let schema = "CREATE TABLE note(id TEXT PRIMARY KEY, title TEXT NOT NULL);"
+/// let (store, _) = try Store.initialize(
+///     "notes.db", setup: Store.Setup(replicaName: "laptop", schema: ("schema.sql", schema)))
+/// _ = try store.execute(sql: "INSERT INTO note VALUES ('n1', 'Groceries')", author: "ana")
+///
+/// // Share through a folder that every device syncs (or a WebDAV collection's URL).
+/// let key = try KeyFile.load("notes.db.key")
+/// _ = try store.push(to: "/Shared/notes", key: key)
+/// let pulled = try store.pull(from: "/Shared/notes", key: key)
+/// print(pulled.changedTables)
+/// ```
 public final class Store: Sendable {
     /// Settings for opening a store.
     public struct Options: Sendable {

@@ -67,3 +67,7 @@ final class RowAccess {
         try statement.execute()
     }
 }
+
+/// Bound to one connection inside one database access: never shared between threads.
+@available(*, unavailable)
+extension RowAccess: Sendable {}

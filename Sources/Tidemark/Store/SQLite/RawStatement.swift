@@ -128,3 +128,7 @@ final class RawStatement {
             resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(connection)), sql: sql)
     }
 }
+
+/// Bound to one connection inside one database access: never shared between threads.
+@available(*, unavailable)
+extension RawStatement: Sendable {}

@@ -26,3 +26,7 @@ extension RawStatement {
         return statement
     }
 }
+
+/// Bound to one connection inside one database access: never shared between threads.
+@available(*, unavailable)
+extension RawStatementCache: Sendable {}

@@ -1,0 +1,87 @@
+import Foundation
+import GRDB
+import TidemarkCore
+
+/// Reads and writes one tracked table's row metadata, with statements prepared once per access.
+final class RowMetadataStore {
+    let table: TrackedTable
+    private let nonKey: [Int]
+    private let origins: OriginNumbers
+    private let fetchSQL: String
+    private let saveSQL: String
+    private var fetchStatement: RawStatement?
+    private var saveStatement: RawStatement?
+
+    init(table: TrackedTable, origins: OriginNumbers) {
+        self.table = table
+        self.origins = origins
+        let nonKey = table.columns.indices.filter { !table.keyIndexes.contains($0) }
+        self.nonKey = nonKey
+        let name = Bookkeeping.rowMetadataTable(table)
+        let keyMatch = table.keyIndexes.indices.map { "k\($0) = ?" }.joined(separator: " AND ")
+        // After a migration added columns, `w` says how many columns a row's shared clock covers.
+        let width = table.sharedClockWidth == nil ? [] : ["w"]
+        let clocks = ["t", "o"] + nonKey.flatMap { ["t\(table.slots[$0])", "o\(table.slots[$0])"] }
+        fetchSQL = "SELECT \((["gen"] + clocks + width).joined(separator: ", ")) FROM \(name) WHERE \(keyMatch)"
+        let columns = table.keyIndexes.indices.map { "k\($0)" } + ["gen"] + clocks + width
+        saveSQL =
+            "INSERT OR REPLACE INTO \(name)(\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
+    }
+
+    /// The metadata of the row with `key` (values in key order), or generation 0 if never seen.
+    func fetch(_ db: Database, key: [SQLValue]) throws -> RowMetadata {
+        let statement = try RawStatement.reusing(&fetchStatement, db) { fetchSQL }
+        try statement.bind(key)
+        var clocks = [MergeClock?](repeating: nil, count: table.columns.count)
+        guard try statement.step() else { return RowMetadata(generation: 0, clocks: clocks) }
+        if let shared = try clock(statement, 1) {
+            // A row saved before a migration added columns: its shared clock covers the old ones.
+            let width = table.sharedClockWidth.map {
+                Int(statement.optionalInt64(Int32(3 + 2 * nonKey.count)) ?? Int64($0))
+            }
+            for column in nonKey where table.slots[column] < width ?? Int.max { clocks[column] = shared }
+        } else {
+            for (n, column) in nonKey.enumerated() { clocks[column] = try clock(statement, Int32(3 + 2 * n)) }
+        }
+        return RowMetadata(generation: statement.int64(0), clocks: clocks)
+    }
+
+    /// Stores the metadata of the row with `key`.
+    func save(_ db: Database, key: [SQLValue], _ metadata: RowMetadata) throws {
+        let statement = try RawStatement.reusing(&saveStatement, db) { saveSQL }
+        try statement.bind(key)
+        var index = Int32(key.count) + 1
+        try statement.bind(metadata.generation, at: index)
+        index += 1
+        let first = nonKey.first.flatMap { metadata.clocks[$0] }
+        if let first, nonKey.allSatisfy({ metadata.clocks[$0] == first }) {
+            // One write set every column: one shared clock, the per-column pairs stay NULL.
+            try statement.bind(first.timestamp.packed, at: index)
+            try statement.bind(try origins.number(of: first.origin), at: index + 1)
+        } else {
+            index += 2
+            for column in nonKey {
+                let clock = metadata.clocks[column]
+                try statement.bind(clock?.timestamp.packed, at: index)
+                try statement.bind(try clock.map { try origins.number(of: $0.origin) }, at: index + 1)
+                index += 2
+            }
+        }
+        if table.sharedClockWidth != nil {
+            try statement.bind(Int64(table.slotCount), at: Int32(key.count) + 4 + 2 * Int32(nonKey.count))
+        }
+        try statement.execute()
+    }
+
+    /// The clock stored in columns `index` (packed timestamp) and `index + 1` (origin number).
+    private func clock(_ statement: RawStatement, _ index: Int32) throws -> MergeClock? {
+        guard let packed = statement.optionalInt64(index), let number = statement.optionalInt64(index + 1),
+            let id = try origins.origin(number)
+        else { return nil }
+        return MergeClock(timestamp: HLCTimestamp(packed: packed), origin: id)
+    }
+}
+
+/// Bound to one connection inside one database access: never shared between threads.
+@available(*, unavailable)
+extension RowMetadataStore: Sendable {}

@@ -9,7 +9,7 @@ public struct SyncCLI: AsyncParsableCommand {
         commandName: "sync",
         abstract: "Tidemark: history-tracked SQLite stores that sync through shared folders.",
         subcommands: [
-            Demo.self, Init.self, Exec.self, Migrate.self, Log.self, TokenCommand.self, Status.self, Watch.self,
+            Demo.self, Init.self, Exec.self, Migrate.self, Log.self, Token.self, Status.self, Watch.self,
             Identity.self, Peers.self, Encryption.self,
             Export.self, Inspect.self, Import.self, Push.self, Pull.self, Prune.self, Conflicts.self,
         ])

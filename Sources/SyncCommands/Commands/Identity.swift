@@ -2,41 +2,45 @@ import ArgumentParser
 import Foundation
 import Tidemark
 
-struct Identity: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Print this replica's name and public key, for peers to trust (`sync peers add`).",
-        discussion: """
-            The same key encrypts to the replica when the group encrypts (`sync encryption on`): peers need nothing \
-            more. --age-identity prints the replica's age identity, a secret with which `age -d -i FILE` decrypts \
-            what the group encrypted for it; --age-recipient prints the matching public `age1…` recipient.
-            """)
+extension SyncCLI {
+    struct Identity: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print this replica's name and public key, for peers to trust (`sync peers add`).",
+            discussion: """
+                The same key encrypts to the replica when the group encrypts (`sync encryption on`): peers need nothing \
+                more. --age-identity prints the replica's age identity, a secret with which `age -d -i FILE` decrypts \
+                what the group encrypted for it; --age-recipient prints the matching public `age1…` recipient.
+                """)
 
-    @OptionGroup var store: StoreOptions
-    @OptionGroup var key: KeyOptions
+        @OptionGroup var store: StoreOptions
+        @OptionGroup var key: KeyOptions
 
-    @Flag(help: "Print the age identity (AGE-SECRET-KEY-1…) that decrypts files encrypted for this replica. A secret.")
-    var ageIdentity = false
+        @Flag(
+            help: "Print the age identity (AGE-SECRET-KEY-1…) that decrypts files encrypted for this replica. A secret."
+        )
+        var ageIdentity = false
 
-    @Flag(help: "Print the age recipient (age1…) of this replica.")
-    var ageRecipient = false
+        @Flag(help: "Print the age recipient (age1…) of this replica.")
+        var ageRecipient = false
 
-    func validate() throws {
-        if ageIdentity && ageRecipient {
-            throw ValidationError("give at most one of --age-identity and --age-recipient")
+        func validate() throws {
+            if ageIdentity && ageRecipient {
+                throw ValidationError("give at most one of --age-identity and --age-recipient")
+            }
         }
-    }
 
-    func run() throws {
-        let opened = try store.open()
-        if ageIdentity {
-            let key = try key.load(forStore: try store.path)
-            guard key.publicKey == opened.publicKey else { throw ExchangeError.wrongKey(path: key.path) }
-            Output.line(EnvelopeKeys.ageIdentity(key.envelopeIdentity))
-        } else if ageRecipient {
-            // A replica's own public key is a valid Ed25519 key, so it maps to an X25519 one.
-            Output.line(EnvelopeKeys.ageRecipient(EnvelopeKeys.recipient(ofSigningKey: opened.publicKey)!))
-        } else {
-            Output.line("\(opened.replica.name) \(Data(opened.publicKey).base64EncodedString())")
+        func run() throws {
+            let opened = try store.open()
+            if ageIdentity {
+                let key = try key.load(forStore: try store.path)
+                guard key.publicKey == opened.publicKey else { throw ExchangeError.wrongKey(path: key.path) }
+                Output.line(EnvelopeKeys.ageIdentity(key.envelopeIdentity))
+            } else if ageRecipient {
+                // A replica's own public key is a valid Ed25519 key, so it maps to an X25519 one.
+                Output.line(EnvelopeKeys.ageRecipient(EnvelopeKeys.recipient(ofSigningKey: opened.publicKey)!))
+            } else {
+                Output.line("\(opened.replica.name) \(Data(opened.publicKey).base64EncodedString())")
+            }
         }
     }
 }

@@ -1,38 +1,42 @@
 import ArgumentParser
 import Tidemark
 
-struct Pull: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Apply every bundle in a shared folder that this replica lacks, then leave its watermark there.")
+extension SyncCLI {
+    struct Pull: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Apply every bundle in a shared folder that this replica lacks, then leave its watermark there.")
 
-    @OptionGroup var store: StoreOptions
-    @OptionGroup var key: KeyOptions
+        @OptionGroup var store: StoreOptions
+        @OptionGroup var key: KeyOptions
 
-    @Option(
-        help: ArgumentHelp("The exchange folder: a path, or a WebDAV collection's https:// URL.", valueName: "dir|url"))
-    var from: String
+        @Option(
+            help: ArgumentHelp(
+                "The exchange folder: a path, or a WebDAV collection's https:// URL.", valueName: "dir|url"))
+        var from: String
 
-    @OptionGroup var exchange: ExchangeOptions
+        @OptionGroup var exchange: ExchangeOptions
 
-    @Flag(help: "Do not prune after pulling.")
-    var noPrune = false
+        @Flag(help: "Do not prune after pulling.")
+        var noPrune = false
 
-    func run() throws {
-        let opened = try store.open()
-        let summary = try opened.pull(
-            from: from, key: try key.load(forStore: try store.path), prune: !noPrune, settings: exchange.settings)
-        for warning in summary.warnings { Output.error("warning: \(warning)") }
-        for removed in summary.removed { Output.line("removed \(removed)") }
-        for snapshot in summary.imported where snapshot.header.kind == .snapshot {
-            Output.line("caught up from \(snapshot.sender)'s snapshot: \(snapshot.appliedChanges) rows")
-        }
-        let transactions = summary.imported.map(\.appliedTransactions).reduce(0, +)
-        let changes = summary.imported.map(\.appliedChanges).reduce(0, +)
-        Output.line("pulled \(summary.imported.count) bundles: \(transactions) transactions, \(changes) changes")
-        for wait in summary.waiting { Output.line("waiting \(SchemaWording.waiting(wait))") }
-        if let prune = summary.prune, prune.removedTransactions > 0 || !prune.removedFiles.isEmpty {
-            Output.line(
-                "pruned \(prune.removedTransactions) history transactions, \(prune.removedFiles.count) exchange files")
+        func run() throws {
+            let opened = try store.open()
+            let summary = try opened.pull(
+                from: from, key: try key.load(forStore: try store.path), prune: !noPrune, settings: exchange.settings)
+            for warning in summary.warnings { Output.error("warning: \(warning)") }
+            for removed in summary.removed { Output.line("removed \(removed)") }
+            for snapshot in summary.imported where snapshot.header.kind == .snapshot {
+                Output.line("caught up from \(snapshot.sender)'s snapshot: \(snapshot.appliedChanges) rows")
+            }
+            let transactions = summary.imported.map(\.appliedTransactions).reduce(0, +)
+            let changes = summary.imported.map(\.appliedChanges).reduce(0, +)
+            Output.line("pulled \(summary.imported.count) bundles: \(transactions) transactions, \(changes) changes")
+            for wait in summary.waiting { Output.line("waiting \(SchemaWording.waiting(wait))") }
+            if let prune = summary.prune, prune.removedTransactions > 0 || !prune.removedFiles.isEmpty {
+                Output.line(
+                    "pruned \(prune.removedTransactions) history transactions, \(prune.removedFiles.count) exchange files"
+                )
+            }
         }
     }
 }

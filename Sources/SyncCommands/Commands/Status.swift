@@ -1,79 +1,81 @@
 import ArgumentParser
 import Tidemark
 
-struct Status: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Show the replica, its token, tracked tables and history size.")
+extension SyncCLI {
+    struct Status: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show the replica, its token, tracked tables and history size.")
 
-    @OptionGroup var store: StoreOptions
+        @OptionGroup var store: StoreOptions
 
-    @Flag(help: "Print a JSON object.")
-    var json = false
+        @Flag(help: "Print a JSON object.")
+        var json = false
 
-    func run() throws {
-        let opened = try store.open()
-        let status = try opened.status()
-        let members = try opened.members()
-        let encrypted = try opened.encryption().isOn
-        if json {
-            let list = members.map { m in
-                [
-                    "name": .string(m.name), "id": .string(m.id.description), "self": .bool(m.isSelf),
-                    "retired": .bool(m.retired), "watermark": .string(m.watermark.description),
-                    "signed_at": .date(m.signedAt),
-                    "behind": [
-                        "transactions": .integer(m.behindTransactions), "changes": .integer(m.behindChanges),
-                        "since": .date(m.lackingSince),
+        func run() throws {
+            let opened = try store.open()
+            let status = try opened.status()
+            let members = try opened.members()
+            let encrypted = try opened.encryption().isOn
+            if json {
+                let list = members.map { m in
+                    [
+                        "name": .string(m.name), "id": .string(m.id.description), "self": .bool(m.isSelf),
+                        "retired": .bool(m.retired), "watermark": .string(m.watermark.description),
+                        "signed_at": .date(m.signedAt),
+                        "behind": [
+                            "transactions": .integer(m.behindTransactions), "changes": .integer(m.behindChanges),
+                            "since": .date(m.lackingSince),
+                        ],
+                    ] as JSON
+                }
+                let tables = status.tables.map { t in
+                    ["name": .string(t.name), "key": .strings(t.keyColumns), "preserved": .strings(t.preservedColumns)]
+                        as JSON
+                }
+                let document: JSON = [
+                    "replica": .string(status.replica.name), "id": .string(status.replica.id.description),
+                    "token": .string(status.token.description), "tables": .array(tables),
+                    "history": [
+                        "transactions": .integer(status.transactionCount), "changes": .integer(status.changeCount),
+                        "pending_changes": .integer(status.pendingChangeCount), "bytes": .integer(status.historyBytes),
+                        "oldest": .date(status.oldest), "newest": .date(status.newest),
                     ],
-                ] as JSON
+                    "schema": SchemaWording.json(status), "encryption": .bool(encrypted), "members": .array(list),
+                ]
+                Output.line(document.text)
+                return
             }
-            let tables = status.tables.map { t in
-                ["name": .string(t.name), "key": .strings(t.keyColumns), "preserved": .strings(t.preservedColumns)]
-                    as JSON
+            Output.line("replica  \(status.replica.name) \(status.replica.id)")
+            Output.line("token    \(status.token)")
+            for t in status.tables {
+                var line = "table    \(t.name) key(\(t.keyColumns.joined(separator: ", ")))"
+                if !t.preservedColumns.isEmpty { line += " preserve(\(t.preservedColumns.joined(separator: ", ")))" }
+                Output.line(line)
             }
-            let document: JSON = [
-                "replica": .string(status.replica.name), "id": .string(status.replica.id.description),
-                "token": .string(status.token.description), "tables": .array(tables),
-                "history": [
-                    "transactions": .integer(status.transactionCount), "changes": .integer(status.changeCount),
-                    "pending_changes": .integer(status.pendingChangeCount), "bytes": .integer(status.historyBytes),
-                    "oldest": .date(status.oldest), "newest": .date(status.newest),
-                ],
-                "schema": SchemaWording.json(status), "encryption": .bool(encrypted), "members": .array(list),
-            ]
-            Output.line(document.text)
-            return
-        }
-        Output.line("replica  \(status.replica.name) \(status.replica.id)")
-        Output.line("token    \(status.token)")
-        for t in status.tables {
-            var line = "table    \(t.name) key(\(t.keyColumns.joined(separator: ", ")))"
-            if !t.preservedColumns.isEmpty { line += " preserve(\(t.preservedColumns.joined(separator: ", ")))" }
-            Output.line(line)
-        }
-        Output.line("schema   \(SchemaWording.current(status.lineage))")
-        for wait in status.waiting { Output.line("waiting  \(SchemaWording.waiting(wait))") }
-        if encrypted { Output.line("encrypt  on: exchange files are encrypted for the group's members") }
-        var history = "history  \(status.transactionCount) transactions, \(status.changeCount) changes"
-        if let bytes = status.historyBytes { history += ", \(bytes) bytes" }
-        if let oldest = status.oldest, let newest = status.newest {
-            history += ", \(oldest.iso8601) .. \(newest.iso8601)"
-        }
-        Output.line(history)
-        for m in members where !m.isSelf {
-            var line = "member   \(m.name)\(m.retired ? " (retired)" : "")"
-            if m.behindTransactions == 0 {
-                line += ": up to date"
-            } else {
-                line += ": lacks \(m.behindTransactions) transactions"
-                if m.behindChanges > 0 { line += " (\(m.behindChanges) changes)" }
-                if let since = m.lackingSince { line += " since \(since.iso8601)" }
+            Output.line("schema   \(SchemaWording.current(status.lineage))")
+            for wait in status.waiting { Output.line("waiting  \(SchemaWording.waiting(wait))") }
+            if encrypted { Output.line("encrypt  on: exchange files are encrypted for the group's members") }
+            var history = "history  \(status.transactionCount) transactions, \(status.changeCount) changes"
+            if let bytes = status.historyBytes { history += ", \(bytes) bytes" }
+            if let oldest = status.oldest, let newest = status.newest {
+                history += ", \(oldest.iso8601) .. \(newest.iso8601)"
             }
-            line += m.signedAt.map { ", watermark signed \($0.iso8601)" } ?? ", no watermark yet"
-            Output.line(line)
-        }
-        if status.pendingChangeCount > 0 {
-            Output.line("pending  \(status.pendingChangeCount) changes from other clients, sealed on next read")
+            Output.line(history)
+            for m in members where !m.isSelf {
+                var line = "member   \(m.name)\(m.retired ? " (retired)" : "")"
+                if m.behindTransactions == 0 {
+                    line += ": up to date"
+                } else {
+                    line += ": lacks \(m.behindTransactions) transactions"
+                    if m.behindChanges > 0 { line += " (\(m.behindChanges) changes)" }
+                    if let since = m.lackingSince { line += " since \(since.iso8601)" }
+                }
+                line += m.signedAt.map { ", watermark signed \($0.iso8601)" } ?? ", no watermark yet"
+                Output.line(line)
+            }
+            if status.pendingChangeCount > 0 {
+                Output.line("pending  \(status.pendingChangeCount) changes from other clients, sealed on next read")
+            }
         }
     }
 }

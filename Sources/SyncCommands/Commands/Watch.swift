@@ -1,23 +1,25 @@
 import ArgumentParser
 import Tidemark
 
-struct Watch: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Print transactions as they commit, from any process, until interrupted.")
+extension SyncCLI {
+    struct Watch: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print transactions as they commit, from any process, until interrupted.")
 
-    @OptionGroup var store: StoreOptions
+        @OptionGroup var store: StoreOptions
 
-    @Option(help: ArgumentHelp("Start after this token instead of now.", valueName: "token"))
-    var since: String?
+        @Option(help: ArgumentHelp("Start after this token instead of now.", valueName: "token"))
+        var since: String?
 
-    @Flag(help: "Print each transaction as a JSON object on one line.")
-    var json = false
+        @Flag(help: "Print each transaction as a JSON object on one line.")
+        var json = false
 
-    func run() async throws {
-        let opened = try store.open()
-        let start = try since.map(TokenArgument.parse)
-        for try await transaction in opened.transactions(after: start) {
-            Output.line(json ? HistoryFormatter.json(transaction).text : HistoryFormatter.summary(transaction))
+        func run() async throws {
+            let opened = try store.open()
+            let start = try since.map(TokenArgument.parse)
+            for try await transaction in opened.transactions(after: start) {
+                Output.line(json ? HistoryFormatter.json(transaction).text : HistoryFormatter.summary(transaction))
+            }
         }
     }
 }

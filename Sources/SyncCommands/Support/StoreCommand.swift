@@ -5,22 +5,22 @@ protocol StoreCommand: ParsableArguments {
     var store: StoreOptions { get }
 }
 
-extension Conflicts: StoreCommand {}
-extension Encryption: StoreCommand {}
-extension Exec: StoreCommand {}
-extension Export: StoreCommand {}
-extension Identity: StoreCommand {}
-extension Import: StoreCommand {}
-extension Init: StoreCommand {}
-extension Log: StoreCommand {}
-extension Migrate: StoreCommand {}
-extension Peers.Add: StoreCommand {}
-extension Peers.List: StoreCommand {}
-extension Peers.Retire: StoreCommand {}
-extension Peers.Remove: StoreCommand {}
-extension Prune: StoreCommand {}
-extension Pull: StoreCommand {}
-extension Push: StoreCommand {}
-extension Status: StoreCommand {}
-extension TokenCommand: StoreCommand {}
-extension Watch: StoreCommand {}
+extension SyncCLI.Conflicts: StoreCommand {}
+extension SyncCLI.Encryption: StoreCommand {}
+extension SyncCLI.Exec: StoreCommand {}
+extension SyncCLI.Export: StoreCommand {}
+extension SyncCLI.Identity: StoreCommand {}
+extension SyncCLI.Import: StoreCommand {}
+extension SyncCLI.Init: StoreCommand {}
+extension SyncCLI.Log: StoreCommand {}
+extension SyncCLI.Migrate: StoreCommand {}
+extension SyncCLI.Peers.Add: StoreCommand {}
+extension SyncCLI.Peers.List: StoreCommand {}
+extension SyncCLI.Peers.Retire: StoreCommand {}
+extension SyncCLI.Peers.Remove: StoreCommand {}
+extension SyncCLI.Prune: StoreCommand {}
+extension SyncCLI.Pull: StoreCommand {}
+extension SyncCLI.Push: StoreCommand {}
+extension SyncCLI.Status: StoreCommand {}
+extension SyncCLI.Token: StoreCommand {}
+extension SyncCLI.Watch: StoreCommand {}

@@ -23,7 +23,7 @@ struct StoreOptions: ParsableArguments {
             let version = adopted.version.map { " (schema \($0))" } ?? ""
             Output.error(
                 "note: adopted a schema change made outside Tidemark as a migration\(version): "
-                    + Migrate.describe(adopted, version: false).joined(separator: "; "))
+                    + SyncCLI.Migrate.describe(adopted, version: false).joined(separator: "; "))
         }
         return store
     }

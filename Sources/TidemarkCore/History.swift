@@ -72,9 +72,9 @@ extension History {
             get { origin }
             set { origin = newValue }
         }
-        /// The transaction's position in its replica's history: 1, 2, 3… with no gaps.
+        /// The transaction's position in its origin's history: 1, 2, 3… with no gaps.
         public var sequence: Int64
-        /// When the replica committed it, on its hybrid logical clock.
+        /// When its origin sealed it, on that replica's hybrid logical clock.
         public var timestamp: HLCTimestamp
         /// Who made it, as passed by the writer (`NSPersistentHistoryTransaction.author`).
         public var author: String?

@@ -82,7 +82,7 @@ enum Sealer {
         var sealed: [Sealed] = []
         for (through, authorship) in runs {
             let transaction = try record(db, replica: replica, clock: clock, state: state, through: through, authorship)
-            state.clock = transaction.timestamp
+            state.lastTimestamp = transaction.timestamp
             state.sequence = transaction.sequence
             state.sealedThrough = through
             sealed.append(transaction)
@@ -95,12 +95,12 @@ enum Sealer {
         _ db: Database, replica: Replica.ID, clock: any WallClock, state: ReplicaState, through last: Int64,
         _ authorship: Authorship
     ) throws -> Sealed {
-        let timestamp = HLCTimestamp.next(after: state.clock, now: clock.nowMilliseconds())
+        let timestamp = HLCTimestamp.next(after: state.lastTimestamp, now: clock.nowMilliseconds())
         let sequence = state.sequence + 1
         try HistoryWriter.recordTransaction(
             db, origin: replica, sequence: sequence, timestamp: timestamp, authorship: authorship,
             changes: state.sealedThrough + 1, through: last)
-        try ReplicaState.sealed(clock: timestamp, sequence: sequence, through: last, db)
+        try ReplicaState.sealed(timestamp: timestamp, sequence: sequence, through: last, db)
         // Runs on every write through the API: prepared once per connection.
         try db.cachedStatement(
             sql: """

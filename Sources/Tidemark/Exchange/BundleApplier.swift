@@ -1,26 +1,21 @@
-import Crypto
 import Foundation
 import GRDB
 import TidemarkCore
 
-/// Applies a verified bundle inside the caller's write transaction: re-reads and re-verifies the
-/// file while it writes the rows and records the transactions in history, with the capture triggers
-/// lifted so imported changes are not captured a second time as local ones.
+/// Applies a bundle inside the caller's write transaction as its decoder reads and verifies it:
+/// writes the rows and records the transactions in history, with the capture triggers lifted so
+/// imported changes are not captured a second time as local ones. A record, chain or signature that
+/// fails throws, and the caller's transaction rolls back.
 struct BundleApplier {
     let db: Database
     let store: Store
     let context: ImportContext
     let path: String
-    /// The key that opens the file, if it is encrypted.
-    let identity: Curve25519.KeyAgreement.PrivateKey?
     private let history: HistoryWriter
     private let translations: SchemaTranslations
 
-    init(
-        db: Database, store: Store, context: ImportContext, path: String, identity: Curve25519.KeyAgreement.PrivateKey?
-    ) {
+    init(db: Database, store: Store, context: ImportContext, path: String) {
         self.db = db
-        self.identity = identity
         self.store = store
         self.context = context
         self.path = path
@@ -31,17 +26,17 @@ struct BundleApplier {
 
     /// Applies the bundle's transactions (each through the merge rules, and recorded in history),
     /// then records what it says of each origin's chain, and closes the import.
-    func apply(expected: VerifiedBundle) throws -> Store.ImportSummary {
+    func apply(_ decoder: BundleDecoder) throws -> (Store.ImportSummary, VerifiedBundle) {
         try begin()
         var touched = Set<String>()
-        try checkContinuity(expected.header)
+        try checkContinuity(decoder.header)
         var applied = (transactions: 0, changes: 0)
         var skipped = 0
-        var newestClock = HLCTimestamp.zero
-        let startClock = try ReplicaState.fetch(db).clock
-        var engine = MergeEngine(db: db, store: store) { max(startClock, newestClock) }
+        var newest = HLCTimestamp.zero
+        let started = try ReplicaState.fetch(db).lastTimestamp
+        var engine = MergeEngine(db: db, store: store) { max(started, newest) }
         let (verified, changed) = try CaptureTriggers.suspended(store.replicatedTables, in: db) {
-            let verified = try decode(expecting: expected) { decoder in
+            let verified = try decode(decoder) {
                 while let head = try decoder.nextTransaction() {
                     if head.sequence <= context.token[head.origin] {
                         try skipHeld(head, decoder)
@@ -49,17 +44,18 @@ struct BundleApplier {
                         continue
                     }
                     applied.changes += try applyTransaction(head, decoder, engine: &engine, touched: &touched)
-                    newestClock = max(newestClock, head.timestamp)
+                    newest = max(newest, head.timestamp)
                     applied.transactions += 1
                 }
             }
             try recordChains(verified)
-            return (verified, try end(&engine, newestClock: newestClock, touched: touched))
+            return (verified, try end(&engine, newest: newest, touched: touched))
         }
-        return Store.ImportSummary(
+        let summary = Store.ImportSummary(
             path: path, sender: verified.header.senderName, appliedTransactions: applied.transactions,
             appliedChanges: applied.changes, skippedTransactions: skipped, header: verified.header,
             changedTables: changed)
+        return (summary, verified)
     }
 
     /// Reads past a transaction this store holds. The last one it holds of an origin must chain
@@ -135,32 +131,21 @@ struct BundleApplier {
         try db.execute(sql: "PRAGMA defer_foreign_keys = ON")
     }
 
-    /// Decodes the file again with `body`, and checks it is the one the verification pass read.
-    private func decode(expecting expected: VerifiedBundle, _ body: (BundleDecoder) throws -> Void) throws
-        -> VerifiedBundle
-    {
-        let source = try ExchangeSource(path: path, identity: identity)
-        defer { source.close() }
-        let verified: VerifiedBundle
+    /// Reads the rest of the file with `body`, then verifies the whole of it.
+    private func decode(_ decoder: BundleDecoder, _ body: () throws -> Void) throws -> VerifiedBundle {
         do {
-            let decoder = try BundleDecoder(source)
-            try body(decoder)
-            verified = try decoder.finish()
+            try body()
+            return try decoder.finish()
         } catch let error as BundleError {
             throw ExchangeError.badBundle(path: path, error)
         }
-        guard verified.digest == expected.digest else {
-            throw ExchangeError.cannotRead(path: path, reason: "the file changed while it was being imported")
-        }
-        return verified
     }
 
     /// Closes an import: the hybrid logical clock moves past every imported timestamp (so later
     /// local writes order after them), orphans are settled, resolutions sealed, and the connection's transaction observers (GRDB's `ValueObservation` and
     /// `DatabaseRegionObservation`) told which tables changed. Returns those user tables.
-    private func end(_ engine: inout MergeEngine, newestClock: HLCTimestamp, touched: Set<String>) throws -> Set<String>
-    {
-        try ReplicaState.advanceClock(to: newestClock, db)
+    private func end(_ engine: inout MergeEngine, newest: HLCTimestamp, touched: Set<String>) throws -> Set<String> {
+        try ReplicaState.advance(to: newest, db)
         try engine.resolver.settleOrphans()
         try sealResolutions(engine.resolver.deletes)
         let changed = try ChangedTables.closing(touched.union(engine.resolver.deletes.map(\.table)), in: db)
@@ -185,15 +170,15 @@ struct BundleApplier {
 
     /// Applies a verified snapshot: merges every row state, and moves this store's token to the
     /// snapshot's, marking the history it skipped as pruned (it is not available here).
-    func applySnapshot(expected: VerifiedBundle) throws -> Store.ImportSummary {
+    func applySnapshot(_ decoder: BundleDecoder) throws -> (Store.ImportSummary, VerifiedBundle) {
         try begin()
         var touched = Set<String>()
-        var newestClock = HLCTimestamp.zero
-        let startClock = try ReplicaState.fetch(db).clock
-        var engine = MergeEngine(db: db, store: store) { startClock }
+        var newest = HLCTimestamp.zero
+        let started = try ReplicaState.fetch(db).lastTimestamp
+        var engine = MergeEngine(db: db, store: store) { started }
         var rows = 0
         let (verified, changed) = try CaptureTriggers.suspended(store.replicatedTables, in: db) {
-            let verified = try decode(expecting: expected) { decoder in
+            let verified = try decode(decoder) {
                 let position = decoder.header.lineage.count
                 while let state = try decoder.nextRowState() {
                     // Row states are named as the sender's newest version names them.
@@ -204,18 +189,18 @@ struct BundleApplier {
                     try engine.apply(state)
                     touched.insert(state.table)
                     for cell in state.cells {
-                        if let clock = cell.clock { newestClock = max(newestClock, clock.timestamp) }
+                        if let clock = cell.clock { newest = max(newest, clock.timestamp) }
                     }
                     rows += 1
                 }
             }
             try skipHistory(through: verified.header.through)
-            return (verified, try end(&engine, newestClock: newestClock, touched: touched))
+            return (verified, try end(&engine, newest: newest, touched: touched))
         }
-        return Store.ImportSummary(
+        let summary = Store.ImportSummary(
             path: path, sender: verified.header.senderName, appliedTransactions: 0, appliedChanges: rows,
-            skippedTransactions: 0,
-            header: verified.header, changedTables: changed)
+            skippedTransactions: 0, header: verified.header, changedTables: changed)
+        return (summary, verified)
     }
 
     /// Moves this store's token to a snapshot's `through`, marking the history it skipped as

@@ -155,7 +155,7 @@ struct ExportPlan {
         self.db = db
         self.store = store
         self.since = since
-        clock = try ReplicaState.fetch(db).clock
+        clock = try ReplicaState.fetch(db).lastTimestamp
         through = try Store.currentToken(db)
         let own = store.replica.id
         let ownKey = store.publicKey

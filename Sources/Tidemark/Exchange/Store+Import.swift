@@ -50,10 +50,115 @@ extension Store {
 
     /// `cameEncrypted`: for a copy of a bundle this store held (`HeldCopies`), which it keeps
     /// decrypted, whether the bundle came encrypted; nil for any other file.
+    ///
+    /// The file is read once: its header is checked first, then its records are verified as they
+    /// apply, inside the import's transaction, which rolls back when a record, a chain or the
+    /// signature fails at the end. A bundle to hold for a schema version is verified whole first.
     func importBundle(at path: String, key: KeyFile?, cameEncrypted: Bool?) throws -> ImportSummary {
         if let key, key.publicKey != publicKey { throw ExchangeError.wrongKey(path: key.path) }
         let identity = key?.envelopeIdentity
         let local = try mappingErrors { try database.read { db in try ImportContext(db: db, store: self) } }
+        let opened = try open(path, against: local, identity: identity)
+        let imported: (ImportSummary, sender: Replica.ID)
+        if case .hold = opened.plan {
+            opened.source.close()
+            imported = try importVerifiedWhole(path, against: local, identity: identity, cameEncrypted: cameEncrypted)
+        } else {
+            defer { opened.source.close() }
+            imported = try importWhileVerifying(
+                opened, from: path, against: local, identity: identity,
+                encrypted: cameEncrypted ?? opened.source.encrypted)
+        }
+        let (summary, sender) = imported
+        if summary.waitingFor != nil { return summary }
+        // The sender held everything up to the bundle's `through` token when it signed it.
+        if sender != replica.id {
+            try noteWatermark(summary.header.through, of: sender, signedAt: summary.header.created)
+        }
+        return summary
+    }
+
+    /// Applies an opened bundle while reading the rest of it, in one write transaction. A refusal
+    /// met while applying, before the whole file was read, gives way to the file's own defect when
+    /// it has one, as if the file had been verified whole first.
+    private func importWhileVerifying(
+        _ opened: OpenedBundle, from path: String, against local: ImportContext,
+        identity: Curve25519.KeyAgreement.PrivateKey?, encrypted: Bool
+    ) throws -> (ImportSummary, sender: Replica.ID) {
+        try sealForeignWrites()
+        do {
+            let summary: ImportSummary = try mappingErrors {
+                try database.writeWithoutTransaction { db in
+                    var summary: ImportSummary!
+                    try db.inTransaction(.immediate) {
+                        summary = try applyWhileVerifying(
+                            opened, from: path, encrypted: encrypted, identity: identity, db)
+                        return .commit
+                    }
+                    return summary
+                }
+            }
+            return (summary, opened.decoder.sender)
+        } catch let error as ExchangeError where error.isDamage {
+            throw error
+        } catch {
+            _ = try verify(path, against: local, identity: identity)
+            throw error
+        }
+    }
+
+    /// Inside the import's write transaction: applies the opened bundle as it reads it (or only
+    /// reads it, when the store holds all of it already), then checks what needs the whole file
+    /// verified. Rechecked against the state under the write lock: another process may have
+    /// imported, or migrated, meanwhile.
+    private func applyWhileVerifying(
+        _ opened: OpenedBundle, from path: String, encrypted: Bool, identity: Curve25519.KeyAgreement.PrivateKey?,
+        _ db: Database
+    ) throws -> ImportSummary {
+        _ = try sealForeign(db)
+        let current = try ImportContext(db: db, store: self)
+        let header = opened.decoder.header
+        try current.checkTrust(opened.decoder, path: path)
+        let plan = try current.schemaPlan(header, path: path)
+        if case .hold = plan {
+            // The store's schema changed since the file was opened: verify it whole, then hold it.
+            let (verified, _, _) = try verify(path, against: current, identity: identity)
+            return try applyVerified(verified, from: path, bytes: nil, encrypted: encrypted, identity: identity, db)
+        }
+        try current.checkSchema(header, plan: plan, path: path)
+        var summary: ImportSummary
+        let verified: VerifiedBundle
+        var adopted: [Schema.Version] = []
+        if current.token.covers(header.through) && current.holdsAll(header) {
+            verified = try Self.readToEnd(opened.decoder, path: path)
+            summary = ImportSummary(
+                path: path, sender: header.senderName, appliedTransactions: 0, appliedChanges: 0,
+                skippedTransactions: verified.transactionCount, header: header)
+        } else {
+            var context = current
+            if case .adopt(let versions, let registrations) = plan {
+                adopted = try SchemaLineage.adopt(db, versions, registrations: registrations, store: self)
+                context = try ImportContext(db: db, store: self)
+            }
+            let applier = BundleApplier(db: db, store: self, context: context, path: path)
+            (summary, verified) =
+                header.kind == .snapshot ? try applier.applySnapshot(opened.decoder) : try applier.apply(opened.decoder)
+        }
+        try current.checkOwnHistory(verified.header, path: path)
+        try current.checkPrerequisites(verified.header, path: path)
+        try HeldBundles.release(db, digest: verified.digest)
+        // Judged on the setting the file leaves: a file in clear may be the one turning encryption off.
+        try Self.checkNotDowngraded(db, header: verified.header, encrypted: encrypted, path: path)
+        summary.adoptedVersions = adopted
+        return summary
+    }
+
+    /// Imports a bundle verified whole first: one to hold for a schema version this store lacks
+    /// (which it keeps as verified), or to apply if the store made that version meanwhile.
+    private func importVerifiedWhole(
+        _ path: String, against local: ImportContext, identity: Curve25519.KeyAgreement.PrivateKey?,
+        cameEncrypted: Bool?
+    ) throws -> (ImportSummary, sender: Replica.ID) {
         let (verified, plan, arrivedEncrypted) = try verify(path, against: local, identity: identity)
         let encrypted = cameEncrypted ?? arrivedEncrypted
         var bytes: [UInt8]?
@@ -70,18 +175,12 @@ extension Store {
                 return summary
             }
         }
-        if summary.waitingFor != nil { return summary }
-        // The sender held everything up to the bundle's `through` token when it signed it.
-        if verified.sender != replica.id {
-            try noteWatermark(summary.header.through, of: verified.sender, signedAt: summary.header.created)
-        }
-        return summary
+        return (summary, verified.sender)
     }
 
     /// Inside the import's write transaction: holds the verified bundle for a schema version this
     /// store lacks, or applies it (adopting the versions its tables already satisfy), or notes that
-    /// it holds all of it already. Rechecked against the state under the write lock: another
-    /// process may have imported, or migrated, meanwhile.
+    /// it holds all of it already. Rechecked against the state under the write lock.
     private func applyVerified(
         _ verified: VerifiedBundle, from path: String, bytes: [UInt8]?, encrypted: Bool,
         identity: Curve25519.KeyAgreement.PrivateKey?, _ db: Database
@@ -99,30 +198,45 @@ extension Store {
                 path: path, sender: verified.header.senderName, appliedTransactions: 0, appliedChanges: 0,
                 skippedTransactions: 0, header: verified.header, waitingFor: version)
         }
-        try HeldBundles.release(db, digest: verified.digest)
-        // A bundle first found to need holding skipped these in `verify`.
-        try current.checkSchema(verified.header, plan: plan, path: path)
-        try current.checkPrerequisites(verified.header, path: path)
-        if current.token.covers(verified.header.through) && current.holdsAll(verified.header) {
-            try Self.checkNotDowngraded(db, header: verified.header, encrypted: encrypted, path: path)
-            return ImportSummary(
-                path: path, sender: verified.header.senderName, appliedTransactions: 0, appliedChanges: 0,
-                skippedTransactions: verified.transactionCount, header: verified.header)
+        // The store made the version meanwhile: read the file again, applying it as it is read.
+        let source = try ExchangeSource(path: path, identity: identity)
+        defer { source.close() }
+        let opened = try OpenedBundle(source: source, path: path)
+        guard opened.decoder.header == verified.header else {
+            throw ExchangeError.cannotRead(path: path, reason: "the file changed while it was being imported")
         }
-        var adopted: [Schema.Version] = []
-        var context = current
-        if case .adopt(let versions, let registrations) = plan {
-            adopted = try SchemaLineage.adopt(db, versions, registrations: registrations, store: self)
-            context = try ImportContext(db: db, store: self)
+        return try applyWhileVerifying(opened, from: path, encrypted: encrypted, identity: identity, db)
+    }
+
+    /// Opens a bundle for import and checks its header: its kind, the trust of its sender and
+    /// origins, and its schema (not against the tables when it is to be held).
+    private func open(_ path: String, against local: ImportContext, identity: Curve25519.KeyAgreement.PrivateKey?)
+        throws -> OpenedBundle
+    {
+        let source = try ExchangeSource(path: path, identity: identity)
+        do {
+            let opened = try OpenedBundle(source: source, path: path)
+            try local.checkTrust(opened.decoder, path: path)
+            opened.plan = try local.schemaPlan(opened.decoder.header, path: path)
+            if case .hold = opened.plan {
+            } else {
+                try local.checkSchema(opened.decoder.header, plan: opened.plan, path: path)
+            }
+            return opened
+        } catch {
+            source.close()
+            throw error
         }
-        let applier = BundleApplier(db: db, store: self, context: context, path: path, identity: identity)
-        var summary =
-            verified.header.kind == .snapshot
-            ? try applier.applySnapshot(expected: verified) : try applier.apply(expected: verified)
-        // Judged on the setting the file leaves: a file in clear may be the one turning encryption off.
-        try Self.checkNotDowngraded(db, header: verified.header, encrypted: encrypted, path: path)
-        summary.adoptedVersions = adopted
-        return summary
+    }
+
+    /// Reads the records left in `decoder` and verifies the whole file.
+    static func readToEnd(_ decoder: BundleDecoder, path: String) throws -> VerifiedBundle {
+        do {
+            try decoder.skipRecords()
+            return try decoder.finish()
+        } catch let error as BundleError {
+            throw ExchangeError.badBundle(path: path, error)
+        }
     }
 
     /// Reads a bundle end to end and checks signatures, chains, trust, schema and prerequisites
@@ -131,24 +245,12 @@ extension Store {
     func verify(_ path: String, against local: ImportContext, identity: Curve25519.KeyAgreement.PrivateKey?) throws
         -> (VerifiedBundle, SchemaPlan, encrypted: Bool)
     {
-        let source = try ExchangeSource(path: path, identity: identity)
-        defer { source.close() }
-        do {
-            let decoder = try BundleDecoder(source)
-            guard decoder.header.kind != .watermark else {
-                throw ExchangeError.notImportable(path: path, kind: "a watermark")
-            }
-            try local.checkTrust(decoder, path: path)
-            let plan = try local.schemaPlan(decoder.header, path: path)
-            if case .hold = plan {} else { try local.checkSchema(decoder.header, plan: plan, path: path) }
-            try decoder.skipRecords()
-            let verified = try decoder.finish()
-            try local.checkOwnHistory(verified.header, path: path)
-            if case .hold = plan {} else { try local.checkPrerequisites(verified.header, path: path) }
-            return (verified, plan, source.encrypted)
-        } catch let error as BundleError {
-            throw ExchangeError.badBundle(path: path, error)
-        }
+        let opened = try open(path, against: local, identity: identity)
+        defer { opened.source.close() }
+        let verified = try Self.readToEnd(opened.decoder, path: path)
+        try local.checkOwnHistory(verified.header, path: path)
+        if case .hold = opened.plan {} else { try local.checkPrerequisites(verified.header, path: path) }
+        return (verified, opened.plan, opened.source.encrypted)
     }
 
     /// The bytes of a verified bundle to hold, checked to be the ones verified.
@@ -203,134 +305,4 @@ extension Store {
             throw ExchangeError.badBundle(path: path, error)
         }
     }
-}
-
-/// What an import does about the schema versions a bundle needs.
-enum SchemaPlan {
-    /// The store has them all.
-    case apply
-    /// The store lacks these, but its tables already have what they change: take them on, with
-    /// these registrations (which know the columns and tables the versions dropped), then apply.
-    case adopt([Schema.Version], registrations: [TrackedTable])
-    /// The store lacks this version (the newest needed): keep the bundle until it has it.
-    case hold(Schema.Version)
-}
-
-/// The local facts an import is checked against.
-struct ImportContext {
-    let own: Replica.ID
-    let token: History.Token
-    let trusted: [Replica.ID: String]
-    /// Every registration, untracked tables included.
-    let registrations: [TrackedTable]
-    /// What the registrations were called at each position of the lineage.
-    let naming: SchemaNaming
-    /// Per origin: (max_seq, chain hash at max_seq if known).
-    let heads: [Replica.ID: (Int64, [UInt8]?)]
-    /// The store's schema versions.
-    let lineage: [Schema.Version]
-
-    init(db: Database, store: Store) throws {
-        try store.registrations.refresh(db)
-        lineage = try SchemaLineage.fetch(db)
-        own = store.replica.id
-        token = try Store.currentToken(db)
-        var trusted = [own: store.replica.name]
-        for peer in try Store.peers(db) { trusted[peer.id] = peer.name }
-        self.trusted = trusted
-        registrations = store.registrations.all
-        naming = SchemaNaming(registrations: registrations, lineage: lineage)
-        var heads: [Replica.ID: (Int64, [UInt8]?)] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT replica, max_seq, head FROM tidemark_replicas") {
-            heads[try row.decode(Replica.ID.self, atIndex: 0)] = (row[1], (row[2] as Data?).map { [UInt8]($0) })
-        }
-        self.heads = heads
-    }
-
-    func checkTrust(_ decoder: BundleDecoder, path: String) throws {
-        guard trusted[decoder.sender] != nil else {
-            throw ExchangeError.unknownSigner(
-                path: path, name: decoder.header.senderName, publicKey: Data(decoder.senderKey).base64EncodedString())
-        }
-        for range in decoder.header.ranges where trusted[range.origin] == nil {
-            throw ExchangeError.unknownOrigin(path: path, origin: range.origin.description)
-        }
-    }
-
-    /// Compares the bundle's schema lineage with the store's (Protocol/schema.md §5): the same
-    /// version at every position both have, or a fork; versions the store lacks are taken on
-    /// when its tables already have what they add, or else the bundle is held for them.
-    func schemaPlan(_ header: BundleHeader, path: String) throws -> SchemaPlan {
-        for (ours, theirs) in zip(lineage, header.lineage) where ours.id != theirs.id {
-            throw ExchangeError.schemaFork(path: path, ours: ours, theirs: theirs)
-        }
-        let needed = header.neededSchemaPosition
-        guard needed > lineage.count else { return .apply }
-        let missing = Array(header.lineage[lineage.count..<needed])
-        if let registrations = SchemaNaming.adopting(missing, by: registrations) {
-            return .adopt(missing, registrations: registrations)
-        }
-        return .hold(header.lineage[needed - 1])
-    }
-
-    /// Checks the bundle's tables against the names this store's lineage gives them: each table
-    /// and column must be one some version of it names (each change is checked against its own
-    /// version as it applies). Columns unknown here under any version mean a sender whose schema
-    /// changed outside any migration.
-    func checkSchema(_ header: BundleHeader, plan: SchemaPlan, path: String) throws {
-        var naming = naming
-        var positions = lineage.count
-        if case .adopt(let versions, let registrations) = plan {
-            // As the store will name them once it has taken the versions on.
-            naming = SchemaNaming(registrations: registrations, lineage: lineage + versions)
-            positions += versions.count
-        }
-        let known = Dictionary(
-            naming.header(positions: 0...positions).map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
-        for table in header.tables {
-            guard let local = known[table.name] else {
-                throw ExchangeError.schemaMismatch(path: path, table: table.name, detail: "is not tracked here")
-            }
-            if local.keyColumns != table.keyColumns {
-                throw ExchangeError.schemaMismatch(
-                    path: path, table: table.name,
-                    detail:
-                        "has key (\(local.keyColumns.joined(separator: ", "))) here but (\(table.keyColumns.joined(separator: ", "))) in the bundle"
-                )
-            }
-            let unknown = table.columns.filter { !local.columns.contains($0) }
-            if !unknown.isEmpty {
-                throw ExchangeError.schemaMismatch(
-                    path: path, table: table.name,
-                    detail:
-                        "carries column(s) \(unknown.map { "'\($0)'" }.joined(separator: ", ")) this store does not have: "
-                        + "it was written after a migration this store has not made yet")
-            }
-        }
-    }
-
-    /// A bundle holding our own transactions beyond what we hold means this store is an old copy.
-    func checkOwnHistory(_ header: BundleHeader, path: String) throws {
-        let have = token[own]
-        if header.through[own] > have || header.ranges.contains(where: { $0.origin == own && $0.last > have }) {
-            throw ExchangeError.restoredFromOlderCopy(
-                path: path, have: have, bundleHas: max(header.through[own], header.ranges.map(\.last).max() ?? 0))
-        }
-    }
-
-    func checkPrerequisites(_ header: BundleHeader, path: String) throws {
-        var missing: [String] = []
-        var needed = header.since
-        for range in header.ranges { needed[range.origin] = max(needed[range.origin], range.first - 1) }
-        for (origin, sequence) in needed.sequences.sorted(by: { $0.key < $1.key }) where token[origin] < sequence {
-            let name = trusted[origin] ?? origin.short
-            missing.append(
-                token[origin] + 1 == sequence ? "\(name) #\(sequence)" : "\(name) #\(token[origin] + 1)..#\(sequence)")
-        }
-        if !missing.isEmpty {
-            throw ExchangeError.missingPrerequisites(path: path, missing: missing.joined(separator: ", "))
-        }
-    }
-
-    func holdsAll(_ header: BundleHeader) -> Bool { header.ranges.allSatisfy { token[$0.origin] >= $0.last } }
 }

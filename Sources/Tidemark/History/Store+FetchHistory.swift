@@ -3,7 +3,7 @@ import GRDB
 import TidemarkCore
 
 extension Store {
-    /// Fetches transactions in the order this store received them (each replica's in sequence
+    /// Fetches transactions in the order this store received them (each origin's in sequence
     /// order). Pending writes from other clients are sealed first, so none is missing.
     ///
     /// Throws `StoreError.historyTokenExpired` if `request.after` points into deleted history, and
@@ -27,7 +27,7 @@ struct HistoryReader {
 
     struct Header {
         var localID: Int64
-        var replica: Replica.ID
+        var origin: Replica.ID
         var sequence: Int64
         var timestamp: HLCTimestamp
         var author: String?
@@ -86,7 +86,7 @@ struct HistoryReader {
             if request.filtersChanges && list.isEmpty { continue }
             result.append(
                 History.Transaction(
-                    origin: header.replica, sequence: header.sequence, timestamp: header.timestamp,
+                    origin: header.origin, sequence: header.sequence, timestamp: header.timestamp,
                     author: header.author,
                     contextName: header.contextName, processID: header.processID, changes: list,
                     token: tokens[header.localID] ?? .zero,
@@ -99,7 +99,7 @@ struct HistoryReader {
 
     static func header(_ row: Row) throws -> Header {
         Header(
-            localID: row[0], replica: try row.decode(Replica.ID.self, atIndex: 1), sequence: row[2],
+            localID: row[0], origin: try row.decode(Replica.ID.self, atIndex: 1), sequence: row[2],
             timestamp: HLCTimestamp(packed: row[3]), author: row[4], contextName: row[5], processID: row[6],
             firstChange: row[7], lastChange: row[8], schema: row[9])
     }

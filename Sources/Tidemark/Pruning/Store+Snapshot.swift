@@ -77,10 +77,10 @@ extension Store {
     {
         try sink.encrypt(for: try envelopeRecipients(db, for: peer))
         let through = try Self.currentToken(db)
-        let clock = try ReplicaState.fetch(db).clock
+        let last = try ReplicaState.fetch(db).lastTimestamp
         let header = BundleHeader(
             kind: .snapshot, senderName: replica.name,
-            created: HLCTimestamp.next(after: clock, now: options.clock.nowMilliseconds()),
+            created: HLCTimestamp.next(after: last, now: options.clock.nowMilliseconds()),
             since: .zero, through: through,
             tables: replicatedTables.map {
                 BundleHeader.TableSchema(name: $0.name, keyColumns: $0.keyColumns, columns: $0.columns)

@@ -89,6 +89,26 @@ import TidemarkTestSupport
 
     // MARK: - §4 Applying an imported change
 
+    /// §4.3, on a table wider than 64 columns: one import that writes different columns beyond the
+    /// 64th in different transactions puts each value in its own column.
+    @Test func columnsBeyondTheSixtyFourthMergeIntoTheirOwnPlaces() throws {
+        let columns = (0..<70).map { "c\($0)" }
+        let schema = "CREATE TABLE wide(id TEXT PRIMARY KEY, \(columns.map { "\($0) TEXT" }.joined(separator: ", ")));"
+        let seeds = (0..<2).map { i in [UInt8](repeating: UInt8(0x20 + i), count: 32) }
+        let cluster = try ConvergenceCluster(
+            schema: schema, keySeeds: seeds, skews: [0, 0], label: "tidemark-merge-rules-wide")
+        try cluster.write(0, "INSERT INTO wide(id) VALUES ('x')")
+        try cluster.send(0, to: 1)
+        try cluster.write(0, "UPDATE wide SET c65 = 'a' WHERE id = 'x'")
+        try cluster.write(0, "UPDATE wide SET c66 = 'b' WHERE id = 'x'")
+        try cluster.write(0, "UPDATE wide SET c2 = 'c', c67 = 'd' WHERE id = 'x'")
+        try cluster.send(0, to: 1)
+        let row = try #require(try cluster.replicas[1].tables()["wide"]?.rows.first)
+        #expect(
+            row[3] == .text("c") && row[66] == .text("a") && row[67] == .text("b") && row[68] == .text("d"), "\(row)")
+        try ExchangeExpect.sameTables(cluster.replicas, "after merging")
+    }
+
     /// §4.1: a delete wins over every write it has not seen, even a later one: that write carries
     /// the life the delete ended.
     @Test func aStaleLifeNeverChangesTheRow() throws {

@@ -29,19 +29,20 @@ struct ConflictResolver {
     let replica: Replica.ID
     let tables: [String: TrackedTable]
     let metadata: [String: RowMetadataStore]
-    let clock: () -> HLCTimestamp
+    /// The timestamp a resolution is stamped with (detected at).
+    let now: () -> HLCTimestamp
     /// System deletes made so far, to be sealed as one transaction of this replica.
     private(set) var deletes: [History.Change] = []
 
     init(
         db: Database, replica: Replica.ID, tables: [String: TrackedTable], metadata: [String: RowMetadataStore],
-        clock: @escaping () -> HLCTimestamp
+        now: @escaping () -> HLCTimestamp
     ) {
         self.db = db
         self.replica = replica
         self.tables = tables
         self.metadata = metadata
-        self.clock = clock
+        self.now = now
     }
 
     /// Settles a constraint error raised writing `candidate` (all columns, by index) to row `key`.
@@ -155,7 +156,7 @@ struct ConflictResolver {
             arguments: [
                 change.table, JSONText.object(change.key.map { ($0.name, $0.value) }), change.generation, kind.rawValue,
                 detail,
-                JSONText.object(row.map { ($0.name, $0.value) }), clock().packed, Data(origin.bytes),
+                JSONText.object(row.map { ($0.name, $0.value) }), now().packed, Data(origin.bytes),
             ])
     }
 

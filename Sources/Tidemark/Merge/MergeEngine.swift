@@ -12,7 +12,7 @@ struct MergeEngine {
     let rows: [String: RowAccess]
     var resolver: ConflictResolver
 
-    init(db: Database, store: Store, clock: @escaping () -> HLCTimestamp) {
+    init(db: Database, store: Store, now: @escaping () -> HLCTimestamp) {
         self.db = db
         tables = Dictionary(uniqueKeysWithValues: store.replicatedTables.map { ($0.name, $0) })
         let origins = OriginNumbers(db: db)
@@ -21,7 +21,7 @@ struct MergeEngine {
                 ($0.name, RowMetadataStore(table: $0, origins: origins))
             })
         rows = Dictionary(uniqueKeysWithValues: store.replicatedTables.map { ($0.name, RowAccess(db: db, table: $0)) })
-        resolver = ConflictResolver(db: db, replica: store.replica.id, tables: tables, metadata: metadata, clock: clock)
+        resolver = ConflictResolver(db: db, replica: store.replica.id, tables: tables, metadata: metadata, now: now)
     }
 
     /// Merges one change written at `clock`.
@@ -36,7 +36,6 @@ struct MergeEngine {
             guard let i = table.index(of: column.name), !table.keyIndexes.contains(i) else { return nil }
             return (i, column.value)
         }
-        let existing = try access.values(key: key)
         if generation > known.generation {
             known = RowMetadata(generation: generation, clocks: .init(repeating: nil, count: table.columns.count))
             if change.type == .delete {
@@ -46,7 +45,7 @@ struct MergeEngine {
             }
             for (i, _) in incoming { known.clocks[i] = clock }
             try store.save(db, key: key, known)
-            try write(key: key, columns: incoming, existing: existing, table: table, metadata: known)
+            _ = try write(key: key, columns: incoming, upsert: true, table: table, metadata: known)
             return
         }
         // Same life.
@@ -56,7 +55,7 @@ struct MergeEngine {
         guard !winners.isEmpty else { return }
         for (i, _) in winners { known.clocks[i] = clock }
         try store.save(db, key: key, known)
-        guard existing != nil else {
+        guard try write(key: key, columns: winners, upsert: false, table: table, metadata: known) else {
             // Alive by its metadata but absent here: a foreign-key action removed it during an
             // import. Settle that as a delete every replica will see.
             var values = [SQLValue](repeating: .null, count: table.columns.count)
@@ -67,7 +66,6 @@ struct MergeEngine {
                 detail: "the row was removed by a foreign-key action")
             return
         }
-        try write(key: key, columns: winners, existing: existing, table: table, metadata: known)
     }
 
     /// Merges one row state from a snapshot: the same rules, with each column's own clock.
@@ -81,7 +79,6 @@ struct MergeEngine {
         let cells: [(Int, SQLValue, MergeClock?)] = state.cells.compactMap { cell in
             table.index(of: cell.name).map { ($0, cell.value, cell.clock) }
         }
-        let existing = try access.values(key: key)
         var winners: [(Int, SQLValue)]
         if state.generation > known.generation {
             known = RowMetadata(generation: state.generation, clocks: .init(repeating: nil, count: table.columns.count))
@@ -103,28 +100,40 @@ struct MergeEngine {
             guard !winners.isEmpty else { return }
         }
         try store.save(db, key: key, known)
-        try write(key: key, columns: winners, existing: existing, table: table, metadata: known)
+        _ = try write(key: key, columns: winners, upsert: true, table: table, metadata: known)
     }
 
-    /// Writes merged values; a constraint the merged row breaks is settled by the resolver.
+    /// Writes merged values without reading the row first: sets them, and when `upsert` inserts
+    /// the row if it is absent. Returns false when the row is absent and was not inserted. A
+    /// constraint the merged row breaks is settled by the resolver.
     private mutating func write(
-        key: [SQLValue], columns: [(Int, SQLValue)], existing: [SQLValue]?, table: TrackedTable, metadata: RowMetadata
-    ) throws {
+        key: [SQLValue], columns: [(Int, SQLValue)], upsert: Bool, table: TrackedTable, metadata: RowMetadata
+    ) throws -> Bool {
         let access = rows[table.name]!
-        var exists = existing != nil
+        var upsert = upsert
+        // Read once, at the first broken constraint: a failed statement leaves the row as it was.
+        var before: [SQLValue]?
+        var readBefore = false
         for _ in 0..<8 {
             do {
-                try access.write(key: key, columns: columns, exists: exists)
-                return
+                if upsert {
+                    try access.write(key: key, columns: columns)
+                    return true
+                }
+                return try access.update(key: key, columns: columns)
             } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
-                var candidate = existing ?? [SQLValue](repeating: .null, count: table.columns.count)
+                if !readBefore {
+                    before = try access.values(key: key)
+                    readBefore = true
+                }
+                var candidate = before ?? [SQLValue](repeating: .null, count: table.columns.count)
                 for (i, v) in zip(table.keyIndexes, key) { candidate[i] = v }
                 for (i, v) in columns { candidate[i] = v }
                 let outcome = try resolver.resolve(
                     error, table: table, key: key, candidate: candidate, metadata: metadata)
                 switch outcome {
-                case .retry: exists = try access.values(key: key) != nil
-                case .settled: return
+                case .retry: if !upsert { upsert = try access.values(key: key) == nil }
+                case .settled: return true
                 }
             }
         }

@@ -8,6 +8,7 @@ final class RowAccess {
     let table: TrackedTable
     private let quotedTable: String
     private let keyMatch: String
+    private let keyColumns: String
     private let selectSQL: String
     private let deleteSQL: String
     private let statements: RawStatementCache
@@ -17,6 +18,7 @@ final class RowAccess {
         self.table = table
         quotedTable = table.name.quotedDatabaseIdentifier
         keyMatch = table.keyColumns.map { "\($0.quotedDatabaseIdentifier) = ?" }.joined(separator: " AND ")
+        keyColumns = table.keyColumns.map(\.quotedDatabaseIdentifier).joined(separator: ", ")
         selectSQL =
             "SELECT \(table.columns.map(\.quotedDatabaseIdentifier).joined(separator: ", ")) FROM \(quotedTable) WHERE \(keyMatch)"
         deleteSQL = "DELETE FROM \(quotedTable) WHERE \(keyMatch)"
@@ -31,34 +33,42 @@ final class RowAccess {
         return (0..<Int32(table.columns.count)).map { statement.value($0) }
     }
 
-    /// Sets columns (index, value) of an existing row, or inserts the row with the key and those columns.
-    func write(key: [SQLValue], columns: [(Int, SQLValue)], exists: Bool) throws {
-        if exists && columns.isEmpty { return }
-        // One statement per set of columns, whatever order the columns came in.
+    /// Writes columns (index, value) of the row with `key`: sets them when the row is present,
+    /// or inserts it with the key and those columns. One statement, with no read before it.
+    func write(key: [SQLValue], columns: [(Int, SQLValue)]) throws {
         let ordered = columns.sorted { $0.0 < $1.0 }
-        let mask = ordered.reduce(UInt64(0)) { $0 | 1 << UInt64($1.0) }
-        if exists {
-            let statement = try RawStatement.reusing(&updates[mask], db) {
-                let sets = ordered.map { "\(table.columns[$0.0].quotedDatabaseIdentifier) = ?" }.joined(separator: ", ")
-                return "UPDATE \(quotedTable) SET \(sets) WHERE \(keyMatch)"
+        let statement = try RawStatement.reusing(&upserts[ordered.map(\.0)], db) {
+            let names = (table.keyIndexes + ordered.map(\.0)).map { table.columns[$0].quotedDatabaseIdentifier }
+            let sets = ordered.map {
+                let name = table.columns[$0.0].quotedDatabaseIdentifier
+                return "\(name) = excluded.\(name)"
             }
-            try statement.bind(ordered.lazy.map { $0.1 })
-            try statement.bind(key, from: Int32(ordered.count) + 1)
-            try statement.execute()
-        } else {
-            let statement = try RawStatement.reusing(&inserts[mask], db) {
-                let names = (table.keyIndexes + ordered.map(\.0)).map { table.columns[$0].quotedDatabaseIdentifier }
-                return
-                    "INSERT INTO \(quotedTable)(\(names.joined(separator: ", "))) VALUES (\(names.map { _ in "?" }.joined(separator: ", ")))"
-            }
-            try statement.bind(key)
-            try statement.bind(ordered.lazy.map { $0.1 }, from: Int32(key.count) + 1)
-            try statement.execute()
+            return "INSERT INTO \(quotedTable)(\(names.joined(separator: ", "))) "
+                + "VALUES (\(names.map { _ in "?" }.joined(separator: ", "))) "
+                + "ON CONFLICT(\(keyColumns)) DO "
+                + (sets.isEmpty ? "NOTHING" : "UPDATE SET \(sets.joined(separator: ", "))")
         }
+        try statement.bind(key)
+        try statement.bind(ordered.lazy.map { $0.1 }, from: Int32(key.count) + 1)
+        try statement.execute()
     }
 
-    private var updates: [UInt64: RawStatement] = [:]
-    private var inserts: [UInt64: RawStatement] = [:]
+    /// Sets columns (index, value) of the row with `key`; returns false when the row is absent.
+    func update(key: [SQLValue], columns: [(Int, SQLValue)]) throws -> Bool {
+        let ordered = columns.sorted { $0.0 < $1.0 }
+        let statement = try RawStatement.reusing(&updates[ordered.map(\.0)], db) {
+            let sets = ordered.map { "\(table.columns[$0.0].quotedDatabaseIdentifier) = ?" }.joined(separator: ", ")
+            return "UPDATE \(quotedTable) SET \(sets) WHERE \(keyMatch)"
+        }
+        try statement.bind(ordered.lazy.map { $0.1 })
+        try statement.bind(key, from: Int32(ordered.count) + 1)
+        try statement.execute()
+        return db.changesCount > 0
+    }
+
+    /// Statements by the column indexes they write, in order.
+    private var upserts: [[Int]: RawStatement] = [:]
+    private var updates: [[Int]: RawStatement] = [:]
 
     /// Deletes the row with `key`, if present.
     func delete(key: [SQLValue]) throws {

@@ -56,6 +56,13 @@ extension Catalog {
             "sender-key-replaced", "Signed by Alice but the preamble names Bob's key", flags: ["Signature"],
             error: "bad-signature", d)
         addWeakKeys(base)
+        bytes = file
+        bytes.replaceSubrange((bytes.count - 64)..., with: Self.withUnreducedS(Array(bytes.suffix(64))))
+        invalid(
+            "signature-s-above-order",
+            "The file signature's S is replaced by S + L (the same value modulo the group order), which a "
+                + "verifier that skips RFC 8032's check S < L accepts",
+            flags: ["Signature"], error: "bad-signature", bytes: bytes)
 
         // §5.2 sequence numbers and clocks, re-chained and re-attested by the origin.
         let flags = ["Chain", "Resigned"]
@@ -159,6 +166,24 @@ extension Catalog {
             "attestation-sequence-zero", "The attestation's sequence number is 0", flags: flags + ["Attestation"],
             error: "bad-attestation",
             model { d in d.editAttestations = { a in a[0].sequence = 0 } })
+        invalid(
+            "attestation-non-minimal-varint",
+            "The attestation's sequence number 3 is written as the two-byte varint 83 00: inside an ATTESTATION "
+                + "payload that is R34, not R17",
+            flags: flags + ["Attestation"], error: "bad-attestation",
+            model { d in
+                d.editFrames = { f in
+                    let body = f[f.count - 1].body
+                    precondition(body[16] == 0x03, "the attestation is for #3")
+                    f[f.count - 1].body = Array(body[..<16]) + [0x83, 0x00] + Array(body[17...])
+                }
+            })
+        invalid(
+            "attestation-s-above-order",
+            "The attestation's S is replaced by S + L (the same value modulo the group order), which a verifier "
+                + "that skips RFC 8032's check S < L accepts",
+            flags: flags + ["Attestation"], error: "bad-attestation",
+            model { d in d.editAttestations = { a in a[0].signature = Self.withUnreducedS(a[0].signature) } })
 
         // A hostile relay: Carol alters what she relays and signs the file with her own key.
         let relayFlags = ["Chain", "Relay", "Resigned"]
@@ -308,6 +333,27 @@ extension Catalog {
             [1] + [UInt8](repeating: 0, count: 30) + [0x80]
         ),
     ]
+
+    /// The order L of Ed25519's base point, 2^252 + 27742317777372353535851937790883648493,
+    /// little-endian (RFC 8032 §5.1).
+    static let groupOrder: [UInt8] = [
+        0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde, 0x14,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10,
+    ]
+
+    /// `signature` (R, S) with S replaced by S + L: a signature equal modulo L, and so accepted by a
+    /// verifier that skips RFC 8032 §5.1.7's check S < L. S < L < 2^253, so S + L fits 32 bytes.
+    static func withUnreducedS(_ signature: [UInt8]) -> [UInt8] {
+        var s = Array(signature[32..<64])
+        var carry = 0
+        for i in s.indices {
+            let sum = Int(s[i]) + Int(groupOrder[i]) + carry
+            s[i] = UInt8(sum & 0xff)
+            carry = sum >> 8
+        }
+        precondition(carry == 0)
+        return Array(signature[..<32]) + s
+    }
 
     /// A signature anyone can make under a weak key: R = the identity's encoding, S = 0.
     static let forgedSignature: [UInt8] = [1] + [UInt8](repeating: 0, count: 63)

@@ -44,8 +44,7 @@ public struct Attestation: Sendable, Hashable {
     /// Any malformation of the payload, its varint included, is R34 `bad-attestation`.
     static func decode(_ payload: [UInt8], frameOffset: Int) throws -> Attestation {
         var r = PayloadReader(payload, base: frameOffset + 6)
-        let malformed = BundleError.framing(
-            .badHeader("malformed attestation", rule: .badAttestation), offset: frameOffset)
+        let malformed = BundleError.framing(.malformedAttestation, offset: frameOffset)
         guard let origin = (try? r.take(16)).flatMap(Replica.ID.init(bytes:)), let sequence = try? r.varint(),
             let head = try? r.take(32), let signature = try? r.take(64),
             r.atEnd, sequence >= 1, sequence <= UInt64(Int64.max)

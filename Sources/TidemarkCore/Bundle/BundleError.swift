@@ -25,6 +25,8 @@ public enum BundleError: Error, Sendable, Equatable, CustomStringConvertible {
         case emptyFrame
         /// A SIGNATURE frame that is compressed or not 64 bytes (R10).
         case badSignatureFrame
+        /// An ATTESTATION payload that does not parse, its varint included (R34, §5.2).
+        case malformedAttestation
         /// The header breaks `rule` (R13 `bad-header` unless a more specific rule applies, such as
         /// R14 for a token or R16 for a limit), for the reason given.
         case badHeader(String, rule: BundleRule = .badHeader)
@@ -85,6 +87,7 @@ public enum BundleError: Error, Sendable, Equatable, CustomStringConvertible {
             case .trailingBytes: .trailingBytes
             case .emptyFrame: .emptyFrame
             case .badSignatureFrame: .badSignatureFrame
+            case .malformedAttestation: .badAttestation
             case .badHeader(_, let rule): rule
             }
         case .record(let r, _):
@@ -136,6 +139,7 @@ public enum BundleError: Error, Sendable, Equatable, CustomStringConvertible {
             case .trailingBytes: what = "bytes follow the signature frame"
             case .emptyFrame: what = "an empty transactions frame"
             case .badSignatureFrame: what = "the signature frame must be 64 bytes, uncompressed"
+            case .malformedAttestation: what = "a malformed attestation"
             case .badHeader(let why, _): what = "bad header: \(why)"
             }
             return "\(what) at byte \(offset)"

@@ -35,7 +35,7 @@ import TidemarkTestSupport
 
         // A peer made with the CLI; both trust each other.
         let schemaFile = directory.file("schema.sql")
-        try schema.write(toFile: schemaFile, atomically: true, encoding: .utf8)
+        try schema.write(toFile: schemaFile, atomically: false, encoding: .utf8)
         let peer = directory.file("peer.db")
         let created = try await SyncProcess.run(["init", "--store", peer, "--replica", "peer", "--schema", schemaFile])
         try #require(created.exitCode == 0, "\(created)")

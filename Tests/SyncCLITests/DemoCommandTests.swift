@@ -47,7 +47,7 @@ import TidemarkTestSupport
 
     @Test func demoRefusesAFolderThatIsNotEmpty() async throws {
         let directory = try TemporaryDirectory("tidemark-cli-demo")
-        try "keep me".write(toFile: directory.file("notes.txt"), atomically: true, encoding: .utf8)
+        try "keep me".write(toFile: directory.file("notes.txt"), atomically: false, encoding: .utf8)
         expectFailure(
             try await SyncProcess.run(["demo", "--dir", directory.path]),
             "invalid --dir '\(directory.path)': the folder is not empty")

@@ -50,7 +50,7 @@ struct EncryptionCommandTests {
         let printed = try await b.sync("identity", "--age-identity")
         #expect(printed.exitCode == 0 && printed.stdoutLines.count == 1, "\(printed)")
         #expect(printed.stdoutLines.first?.hasPrefix("AGE-SECRET-KEY-1") == true)
-        try printed.stdout.write(toFile: identity, atomically: true, encoding: .utf8)
+        try printed.stdout.write(toFile: identity, atomically: false, encoding: .utf8)
         let recipient = try await b.sync("identity", "--age-recipient")
         #expect(recipient.stdoutLines.first?.hasPrefix("age1") == true)
 
@@ -86,7 +86,7 @@ struct EncryptionCommandTests {
         #expect(refused.stdout.isEmpty)
         let aIdentity = a.directory.file("a.age")
         try (try await a.sync("identity", "--age-identity")).stdout.write(
-            toFile: aIdentity, atomically: true, encoding: .utf8)
+            toFile: aIdentity, atomically: false, encoding: .utf8)
         #expect(
             try await CommandRunner.run(Self.age, ["-d", "-i", aIdentity, "-o", a.directory.file("after"), after])
                 .exitCode == 0)
@@ -118,7 +118,7 @@ struct EncryptionCommandTests {
         #expect(imported.exitCode == 0, "\(imported)")
         let cIdentity = c.directory.file("c.age")
         try (try await c.sync("identity", "--age-identity")).stdout.write(
-            toFile: cIdentity, atomically: true, encoding: .utf8)
+            toFile: cIdentity, atomically: false, encoding: .utf8)
         #expect(try await CommandRunner.run(Self.age, ["-d", "-i", cIdentity, out]).exitCode != 0)
         let cBefore = try await c.dump()
         try await c.trust(a, as: "a")

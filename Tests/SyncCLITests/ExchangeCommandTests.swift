@@ -176,7 +176,7 @@ import TidemarkTestSupport
             b, ["import", cut], "\(cut): the file ends early (truncated or still being copied)", hint: damagedHint)
 
         let text = b.directory.file("notes.txt")
-        try "not a bundle\n".write(toFile: text, atomically: true, encoding: .utf8)
+        try "not a bundle\n".write(toFile: text, atomically: false, encoding: .utf8)
         try await expectRefused(
             b, ["import", text], "\(text): not a Tidemark bundle (bad magic) at byte 0", hint: damagedHint)
 
@@ -286,7 +286,7 @@ import TidemarkTestSupport
         let pem = try String(contentsOfFile: keyPath, encoding: .utf8)
         let body = pem.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
         let damaged = a.directory.file("damaged.key")
-        try String(pem.dropLast(30) + "!" + pem.suffix(29)).write(toFile: damaged, atomically: true, encoding: .utf8)
+        try String(pem.dropLast(30) + "!" + pem.suffix(29)).write(toFile: damaged, atomically: false, encoding: .utf8)
         let exchange = try TemporaryDirectory("tidemark-cli-exchange")
 
         var failures: [(String, CommandResult)] = []

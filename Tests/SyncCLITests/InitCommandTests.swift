@@ -17,7 +17,7 @@ import TidemarkTestSupport
         let directory = try TemporaryDirectory()
         let path = directory.file("store.db")
         let schema = directory.file("schema.sql")
-        try CLIStore.schema.write(toFile: schema, atomically: true, encoding: .utf8)
+        try CLIStore.schema.write(toFile: schema, atomically: false, encoding: .utf8)
         let result = try await SyncProcess.run([
             "init", "--store", path, "--replica", "laptop", "--schema", schema, "--preserve", "items.name",
         ])
@@ -71,7 +71,7 @@ import TidemarkTestSupport
         let schema = directory.file("bad.sql")
         try
             "CREATE TABLE items(id TEXT PRIMARY KEY, name TEXT);\nINSERT INTO items VALUES ('a', 'A');\nCREATE TABLE oops(id TEXT PRIMARY KEY,,);\n"
-            .write(toFile: schema, atomically: true, encoding: .utf8)
+            .write(toFile: schema, atomically: false, encoding: .utf8)
         let result = try await SyncProcess.run(["init", "--store", path, "--replica", "a", "--schema", schema])
         expectFailure(result, "schema file \(schema) failed")
         #expect(result.errorLines.first?.contains("syntax error") == true, "\(result)")
@@ -137,7 +137,7 @@ import TidemarkTestSupport
         let directory = try TemporaryDirectory()
         let path = directory.file("new.db")
         let schemaFile = directory.file("schema.sql")
-        try schema.write(toFile: schemaFile, atomically: true, encoding: .utf8)
+        try schema.write(toFile: schemaFile, atomically: false, encoding: .utf8)
         let replica = arguments.contains("--replica") ? [] : ["--replica", "a"]
         let result = try await SyncProcess.run(["init", "--store", path, "--schema", schemaFile] + replica + arguments)
         expectFailure(result, message, hint: hint)
@@ -149,7 +149,7 @@ import TidemarkTestSupport
         let path = directory.file("new.db")
         let schemaFile = directory.file("schema.sql")
         try "CREATE TABLE counted(id INTEGER PRIMARY KEY, v);".write(
-            toFile: schemaFile, atomically: true, encoding: .utf8)
+            toFile: schemaFile, atomically: false, encoding: .utf8)
         let result = try await SyncProcess.run(["init", "--store", path, "--replica", "a", "--schema", schemaFile])
         expectFailure(result, "INTEGER PRIMARY KEY")
         #expect(
@@ -244,7 +244,7 @@ import TidemarkTestSupport
         let store = try await CLIStore()
         let before = try await store.dump()
         let more = store.directory.file("more.sql")
-        try "CREATE TABLE more(id TEXT PRIMARY KEY);".write(toFile: more, atomically: true, encoding: .utf8)
+        try "CREATE TABLE more(id TEXT PRIMARY KEY);".write(toFile: more, atomically: false, encoding: .utf8)
         let result = try await SyncProcess.run([
             "init", "--store", store.path, "--replica", "laptop", "--schema", more, "--preserve", "items.name",
         ])

@@ -40,7 +40,7 @@ import TidemarkTestSupport
         let a = try await CLIStore(replica: "a")
         let pem = try String(contentsOfFile: a.path + ".key", encoding: .utf8)
         let damaged = a.directory.file("damaged.key")
-        try String(pem.prefix(41)).write(toFile: damaged, atomically: true, encoding: .utf8)
+        try String(pem.prefix(41)).write(toFile: damaged, atomically: false, encoding: .utf8)
         chmod(damaged, 0o600)
         let result = try await a.sync("push", "--key", damaged, "--to", a.directory.path)
         expectFailure(

@@ -152,7 +152,7 @@ struct CLIStore {
         directory = try TemporaryDirectory("tidemark-cli")
         path = directory.file("store.db")
         let schemaFile = directory.file("schema.sql")
-        try schema.write(toFile: schemaFile, atomically: true, encoding: .utf8)
+        try schema.write(toFile: schemaFile, atomically: false, encoding: .utf8)
         let result = try await SyncProcess.run(
             ["init", "--store", path, "--replica", replica, "--schema", schemaFile] + extra)
         try #require(result.exitCode == 0, "\(result)")

@@ -12,7 +12,7 @@ import TidemarkTestSupport
         let file = store.directory.file("v2.sql")
         try
             "ALTER TABLE items ADD COLUMN color TEXT DEFAULT 'none'; CREATE TABLE notes(id TEXT PRIMARY KEY, body TEXT);"
-            .write(toFile: file, atomically: true, encoding: .utf8)
+            .write(toFile: file, atomically: false, encoding: .utf8)
         let migrated = try await store.sync(
             "migrate", "--track", "notes", "--preserve", "items.name", "--preserve", "items.color", file)
         #expect(migrated.exitCode == 0 && migrated.stderr.isEmpty, "\(migrated)")
@@ -40,7 +40,7 @@ import TidemarkTestSupport
         let refused = try await store.sync("migrate", store.directory.file("missing.sql"))
         expectFailure(refused, "cannot read")
         let keyChange = store.directory.file("key.sql")
-        try "ALTER TABLE items RENAME COLUMN id TO ident;".write(toFile: keyChange, atomically: true, encoding: .utf8)
+        try "ALTER TABLE items RENAME COLUMN id TO ident;".write(toFile: keyChange, atomically: false, encoding: .utf8)
         let before = try await store.dump()
         expectFailure(
             try await store.sync("migrate", keyChange), "migration refused, nothing was changed: tracked table 'items'")
@@ -82,7 +82,7 @@ import TidemarkTestSupport
         )
         let file = store.directory.file("v2.sql")
         try "ALTER TABLE items RENAME COLUMN qty TO quantity; ALTER TABLE items RENAME TO things; DROP TABLE tags;"
-            .write(toFile: file, atomically: true, encoding: .utf8)
+            .write(toFile: file, atomically: false, encoding: .utf8)
         let migrated = try await store.sync("migrate", "--untrack", "tags", file)
         #expect(migrated.exitCode == 0 && migrated.stderr.isEmpty, "\(migrated)")
         #expect(
@@ -101,7 +101,7 @@ import TidemarkTestSupport
         #expect(log.stdout.contains("insert items [id='i1']"), "history keeps the names it was written with: \(log)")
 
         let dropFile = store.directory.file("v3.sql")
-        try "ALTER TABLE things DROP COLUMN note;".write(toFile: dropFile, atomically: true, encoding: .utf8)
+        try "ALTER TABLE things DROP COLUMN note;".write(toFile: dropFile, atomically: false, encoding: .utf8)
         let dropped = try await store.sync("migrate", dropFile)
         #expect(dropped.exitCode == 0, "\(dropped)")
         #expect(dropped.stdoutLines.first == "dropped things: note", "\(dropped)")

@@ -21,7 +21,7 @@ import TidemarkTestSupport
         let migration = template.directory.file("v2.sql")
         try
             "ALTER TABLE items ADD COLUMN color TEXT DEFAULT 'none'; UPDATE items SET color = 'c' || (qty % 7), qty = qty + 1;"
-            .write(toFile: migration, atomically: true, encoding: .utf8)
+            .write(toFile: migration, atomically: false, encoding: .utf8)
         // How long one migration takes here, so the kills spread over it and a little past it.
         let timing = try TemporaryDirectory("tidemark-migrate-timing")
         for suffix in ["", ".key"] {

@@ -248,7 +248,7 @@ import TidemarkTestSupport
     @Test func aFolderPathThatIsAFileIsRefusedForPushAndPull() async throws {
         let f = try await Fixture(big: false)
         let file = f.exchange.file("not-a-folder")
-        try "x".write(toFile: file, atomically: true, encoding: .utf8)
+        try "x".write(toFile: file, atomically: false, encoding: .utf8)
         let before = try await f.a.dump()
         for command in ["push", "pull"] {
             let result = try await f.a.sync(command, command == "push" ? "--to" : "--from", file)

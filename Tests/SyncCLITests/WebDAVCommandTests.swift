@@ -44,7 +44,7 @@ struct WebDAVCommandTests {
             "\(expired): untrusted certificate: it expired on 2020-02-01")
         let wrong = server.directory.file("wrong-netrc")
         try "machine 127.0.0.1 login \(WebDAVServer.login) password not-\(server.password)\n".write(
-            toFile: wrong, atomically: true, encoding: .utf8)
+            toFile: wrong, atomically: false, encoding: .utf8)
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: wrong)
         expectFailure(
             try await sync(a, ["pull", "--from", server.url], netrc: wrong),

@@ -165,7 +165,7 @@ private enum Openssl {
         defer { try? FileManager.default.removeItem(at: dir) }
         let pem =
             "-----BEGIN PUBLIC KEY-----\n\(Data(spkiPrefix + publicKey).base64EncodedString())\n-----END PUBLIC KEY-----\n"
-        try pem.write(to: dir.appendingPathComponent("pub.pem"), atomically: true, encoding: .utf8)
+        try pem.write(to: dir.appendingPathComponent("pub.pem"), atomically: false, encoding: .utf8)
         try Data(message).write(to: dir.appendingPathComponent("msg.bin"))
         try Data(signature).write(to: dir.appendingPathComponent("sig.bin"))
 

@@ -82,7 +82,7 @@ public final class ConvergenceCluster {
         ]
         let pem =
             "-----BEGIN PRIVATE KEY-----\n\(Data(prefix + seed).base64EncodedString())\n-----END PRIVATE KEY-----\n"
-        try pem.write(toFile: path, atomically: true, encoding: .utf8)
+        try pem.write(toFile: path, atomically: false, encoding: .utf8)
         chmod(path, 0o600)
     }
 

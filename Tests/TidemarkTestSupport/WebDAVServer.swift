@@ -60,7 +60,7 @@ public final class WebDAVServer: @unchecked Sendable {
         let port = try Self.freePort()
         url = "http://127.0.0.1:\(port)/"
         try "machine 127.0.0.1 login \(Self.login) password \(password)\n".write(
-            toFile: netrc, atomically: true, encoding: .utf8)
+            toFile: netrc, atomically: false, encoding: .utf8)
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: netrc)
         process = Process()
         switch kind {
@@ -77,7 +77,7 @@ public final class WebDAVServer: @unchecked Sendable {
                 for path in [directory.path, root] { chmod(path, 0o777) }
             }
             try apacheConfiguration(http: port, https: secure, expired: expired).write(
-                toFile: directory.file("httpd.conf"), atomically: true, encoding: .utf8)
+                toFile: directory.file("httpd.conf"), atomically: false, encoding: .utf8)
             process.executableURL = URL(fileURLWithPath: "/usr/sbin/apache2")
             process.arguments = ["-f", directory.file("httpd.conf"), "-DFOREGROUND"]
         case .rclone:
@@ -263,15 +263,15 @@ enum Certificates {
             "-out", "server.csr", "-subj", "/CN=127.0.0.1",
         ])
         try "subjectAltName=IP:127.0.0.1,DNS:localhost\n".write(
-            toFile: directory + "/ext.cnf", atomically: true, encoding: .utf8)
+            toFile: directory + "/ext.cnf", atomically: false, encoding: .utf8)
         try run([
             "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out",
             "server.pem", "-days", "2", "-extfile", "ext.cnf",
         ])
         // `openssl ca` is the tool that takes explicit validity dates: the same key, valid in 2020 only.
         try FileManager.default.createDirectory(atPath: directory + "/ca", withIntermediateDirectories: true)
-        try "".write(toFile: directory + "/ca/index.txt", atomically: true, encoding: .utf8)
-        try "1000\n".write(toFile: directory + "/ca/serial", atomically: true, encoding: .utf8)
+        try "".write(toFile: directory + "/ca/index.txt", atomically: false, encoding: .utf8)
+        try "1000\n".write(toFile: directory + "/ca/serial", atomically: false, encoding: .utf8)
         try """
         [ca]
         default_ca = test
@@ -288,7 +288,7 @@ enum Certificates {
         [server]
         subjectAltName = IP:127.0.0.1,DNS:localhost
 
-        """.write(toFile: directory + "/ca.cnf", atomically: true, encoding: .utf8)
+        """.write(toFile: directory + "/ca.cnf", atomically: false, encoding: .utf8)
         try run([
             "ca", "-batch", "-config", "ca.cnf", "-extensions", "server", "-cert", "ca.pem", "-keyfile", "ca.key",
             "-in", "server.csr", "-out", "expired.pem", "-startdate", "20200101000000Z", "-enddate", "20200201000000Z",

@@ -82,7 +82,7 @@ extension BundleRejectionTests {
     @Test func filesThatAreNotBundlesAreRefused() async throws {
         let pair = try Pair()
         let directory = pair.directory
-        try "hello, I am a text file\n".write(toFile: directory.file("text.txt"), atomically: true, encoding: .utf8)
+        try "hello, I am a text file\n".write(toFile: directory.file("text.txt"), atomically: false, encoding: .utf8)
         _ = FileManager.default.createFile(atPath: directory.file("empty.tmb"), contents: Data())
         try await SQLiteShell.execute(directory.file("other.sqlite"), "CREATE TABLE t(x); INSERT INTO t VALUES (1)")
         try Data(BundleFormat.magic).write(to: URL(fileURLWithPath: directory.file("magic-only.tmb")))
@@ -243,7 +243,7 @@ extension BundleRejectionTests {
         // A damaged key file (its last base64 character changed) is refused without being quoted.
         let damaged = pair.directory.file("damaged.key")
         try String(keyText.dropLast(30) + "!" + keyText.suffix(29)).write(
-            toFile: damaged, atomically: true, encoding: .utf8)
+            toFile: damaged, atomically: false, encoding: .utf8)
         collect { _ = try KeyFile.load(damaged) }
         collect { _ = try pair.a.store.push(to: pair.directory.path, key: try KeyFile.load(pair.b.key.path)) }
         #expect(messages.count == 5, "\(messages)")

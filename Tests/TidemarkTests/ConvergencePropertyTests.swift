@@ -220,7 +220,7 @@ struct Trace {
 
     func save() -> String {
         let path = NSTemporaryDirectory() + "tidemark-convergence-\(seed).txt"
-        try? lines.joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        try? lines.joined(separator: "\n").write(toFile: path, atomically: false, encoding: .utf8)
         return path
     }
 }

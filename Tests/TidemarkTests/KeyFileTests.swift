@@ -34,7 +34,7 @@ import TidemarkTestSupport
         /// Writes `text` to `DIRECTORY/NAME` with mode 0600 and returns the path.
         func write(_ text: String, as name: String) throws -> String {
             let path = directory.file(name)
-            try text.write(toFile: path, atomically: true, encoding: .utf8)
+            try text.write(toFile: path, atomically: false, encoding: .utf8)
             chmod(path, 0o600)
             return path
         }

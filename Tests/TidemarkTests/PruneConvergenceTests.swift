@@ -307,7 +307,7 @@ struct PruneScenario {
         let file = NSTemporaryDirectory() + "tidemark-prune-convergence-\(seed).txt"
         if !problems.isEmpty || ProcessInfo.processInfo.environment["TIDEMARK_TRACE"] != nil {
             try? (log.lines + ["", "problems:"] + problems).joined(separator: "\n").write(
-                toFile: file, atomically: true, encoding: .utf8)
+                toFile: file, atomically: false, encoding: .utf8)
         }
         if !problems.isEmpty {
             Issue.record(

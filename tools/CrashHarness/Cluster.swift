@@ -38,7 +38,7 @@ struct Cluster {
             }
         }
         let schemaFile = directory + "/schema.sql"
-        do { try Self.schema.write(toFile: schemaFile, atomically: true, encoding: .utf8) } catch {
+        do { try Self.schema.write(toFile: schemaFile, atomically: false, encoding: .utf8) } catch {
             throw HarnessError.cannotPrepare(path: schemaFile, reason: "\(error)")
         }
         var publicKeys: [String] = []

@@ -28,7 +28,7 @@ struct Output {
             case .valid(let expected):
                 let json = "\(folder)/\(v.name).json"
                 try (expected.rendered() + "\n").write(
-                    to: root.appendingPathComponent(json), atomically: true, encoding: .utf8)
+                    to: root.appendingPathComponent(json), atomically: false, encoding: .utf8)
                 test += [
                     ("result", .string("valid")), ("flags", .array(v.flags.map(JSON.string))),
                     ("expected", .string(json)),
@@ -59,10 +59,10 @@ struct Output {
             ("testGroups", .array(groups.map { .object([("type", .string($0.0)), ("tests", .array($0.1))]) })),
         ])
         try (manifest.rendered() + "\n").write(
-            to: root.appendingPathComponent("manifest.json"), atomically: true, encoding: .utf8)
+            to: root.appendingPathComponent("manifest.json"), atomically: false, encoding: .utf8)
         if let example = catalog.vectors.first(where: { $0.name == "example" }) {
             try Dump.annotate(example.file).write(
-                to: root.appendingPathComponent("example.annotated.txt"), atomically: true, encoding: .utf8)
+                to: root.appendingPathComponent("example.annotated.txt"), atomically: false, encoding: .utf8)
         }
     }
 
@@ -70,9 +70,9 @@ struct Output {
         var entries: [JSON] = []
         for who in world.everyone {
             try who.privatePEM.write(
-                to: root.appendingPathComponent("keys/\(who.name).pem"), atomically: true, encoding: .utf8)
+                to: root.appendingPathComponent("keys/\(who.name).pem"), atomically: false, encoding: .utf8)
             try who.publicPEM.write(
-                to: root.appendingPathComponent("keys/\(who.name).pub.pem"), atomically: true, encoding: .utf8)
+                to: root.appendingPathComponent("keys/\(who.name).pub.pem"), atomically: false, encoding: .utf8)
             entries.append(
                 .object([
                     ("name", .string(who.name)), ("privateKey", .string("\(who.name).pem")),
@@ -81,7 +81,7 @@ struct Output {
                 ]))
         }
         try (JSON.array(entries).rendered() + "\n").write(
-            to: root.appendingPathComponent("keys/keys.json"), atomically: true, encoding: .utf8)
+            to: root.appendingPathComponent("keys/keys.json"), atomically: false, encoding: .utf8)
     }
 
     static let flagNotes: [(String, String)] = [

@@ -5,17 +5,17 @@ import TidemarkCore
 /// The one writer of history rows: each transaction's row in `tidemark_transactions` (sealed here
 /// or imported), and the change rows that no capture trigger writes (imported changes, and the
 /// deletes that settle a conflict). Local writes reach `tidemark_changes` through `CaptureTriggers`.
-struct HistoryWriter {
+final class HistoryWriter {
     let db: Database
     /// Per registration: the statement that records one of its changes, and its number of mask
     /// words and slots.
     private let changeSQL: [Int64: (sql: String, words: Int, slots: Int)]
-    private let statements: RawStatementCache
+    /// Per registration: that statement, prepared on first use.
+    private var statements: [Int64: RawStatement] = [:]
 
     /// A writer of changes in the slots of `registrations` (every table ever tracked).
     init(db: Database, registrations: [TrackedTable]) {
         self.db = db
-        statements = RawStatementCache(db: db)
         changeSQL = Dictionary(
             uniqueKeysWithValues: registrations.map { table in
                 let words = ColumnMask.wordCount(slots: table.slotCount)
@@ -45,7 +45,7 @@ struct HistoryWriter {
             mask.insert(slot)
         }
         let op: Bookkeeping.Op = change.type == .insert ? .insert : change.type == .update ? .update : .delete
-        let statement = try statements.statement(sql)
+        let statement = try RawStatement.reusing(&statements[translation.id], db) { sql }
         try statement.bind(translation.id, at: 1)
         try statement.bind(op.rawValue, at: 2)
         try statement.bind(change.generation, at: 3)
@@ -75,3 +75,7 @@ struct HistoryWriter {
         ])
     }
 }
+
+/// Bound to one connection inside one database access: never shared between threads.
+@available(*, unavailable)
+extension HistoryWriter: Sendable {}

@@ -8,8 +8,11 @@ final class RowMetadataStore {
     private let nonKey: [Int]
     private let origins: OriginNumbers
     private let fetchSQL: String
+    /// Saves a row whose non-key columns share one clock, and one with a clock per column.
+    private let saveSharedSQL: String
     private let saveSQL: String
     private var fetchStatement: RawStatement?
+    private var saveSharedStatement: RawStatement?
     private var saveStatement: RawStatement?
 
     init(table: TrackedTable, origins: OriginNumbers) {
@@ -23,9 +26,14 @@ final class RowMetadataStore {
         let width = table.sharedClockWidth == nil ? [] : ["w"]
         let clocks = ["t", "o"] + nonKey.flatMap { ["t\(table.slots[$0])", "o\(table.slots[$0])"] }
         fetchSQL = "SELECT \((["gen"] + clocks + width).joined(separator: ", ")) FROM \(name) WHERE \(keyMatch)"
-        let columns = table.keyIndexes.indices.map { "k\($0)" } + ["gen"] + clocks + width
-        saveSQL =
-            "INSERT OR REPLACE INTO \(name)(\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
+        let keys = table.keyIndexes.indices.map { "k\($0)" }
+        // Each names only the columns it sets: the others of the row it replaces become NULL.
+        func insert(_ columns: [String]) -> String {
+            "INSERT OR REPLACE INTO \(name)(\(columns.joined(separator: ", "))) "
+                + "VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
+        }
+        saveSharedSQL = insert(keys + ["gen", "t", "o"] + width)
+        saveSQL = insert(keys + ["gen"] + clocks.dropFirst(2) + width)
     }
 
     /// The metadata of the row with `key` (values in key order), or generation 0 if never seen.
@@ -48,18 +56,17 @@ final class RowMetadataStore {
 
     /// Stores the metadata of the row with `key`.
     func save(_ db: Database, key: [SQLValue], _ metadata: RowMetadata) throws {
-        let statement = try RawStatement.reusing(&saveStatement, db) { saveSQL }
-        try statement.bind(key)
-        var index = Int32(key.count) + 1
-        try statement.bind(metadata.generation, at: index)
-        index += 1
         let first = nonKey.first.flatMap { metadata.clocks[$0] }
+        let statement: RawStatement
+        var index = Int32(key.count) + 2
         if let first, nonKey.allSatisfy({ metadata.clocks[$0] == first }) {
             // One write set every column: one shared clock, the per-column pairs stay NULL.
+            statement = try RawStatement.reusing(&saveSharedStatement, db) { saveSharedSQL }
             try statement.bind(first.timestamp.packed, at: index)
             try statement.bind(try origins.number(of: first.origin), at: index + 1)
-        } else {
             index += 2
+        } else {
+            statement = try RawStatement.reusing(&saveStatement, db) { saveSQL }
             for column in nonKey {
                 let clock = metadata.clocks[column]
                 try statement.bind(clock?.timestamp.packed, at: index)
@@ -67,9 +74,9 @@ final class RowMetadataStore {
                 index += 2
             }
         }
-        if table.sharedClockWidth != nil {
-            try statement.bind(Int64(table.slotCount), at: Int32(key.count) + 4 + 2 * Int32(nonKey.count))
-        }
+        try statement.bind(key)
+        try statement.bind(metadata.generation, at: Int32(key.count) + 1)
+        if table.sharedClockWidth != nil { try statement.bind(Int64(table.slotCount), at: index) }
         try statement.execute()
     }
 

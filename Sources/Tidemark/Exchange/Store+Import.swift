@@ -33,8 +33,8 @@ extension Store {
         public var adoptedVersions: [Schema.Version] = []
     }
 
-    /// Verifies a bundle completely, then applies it in one SQLite transaction: all of it or
-    /// nothing. Importing a bundle twice changes nothing. Imported transactions keep their origin,
+    /// Verifies and applies a bundle in one SQLite transaction, committed only once the whole file
+    /// has verified: all of it or nothing. Importing a bundle twice changes nothing. Imported transactions keep their origin,
     /// sequence number and metadata, so this store relays them onward.
     ///
     /// A bundle written under a schema version this store has not made yet is verified and held

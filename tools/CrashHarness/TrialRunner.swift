@@ -58,6 +58,7 @@ struct TrialRunner {
         var sourceTags: Set<String> = []
     }
 
+    /// Long by design: one trial, step by step: the command, the kill, the checks that follow, each failure named.
     mutating func runTrial(_ trial: Int) {
         if deck.isEmpty { deck = TrialCommand.allCases.shuffled(using: &random) }
         let command = deck.removeLast()
@@ -145,6 +146,7 @@ struct TrialRunner {
 
     /// Builds the trial's command after running its preparation (writes, pushes, an export to
     /// `exportFile`); returns nil after a failed preparation.
+    /// Long by design: one case per command, each with the arguments and the expectation of its trial.
     mutating func plan(command: TrialCommand, trial: Int, target: Int, other: Int, exportFile file: String)
         -> Plan?
     {

@@ -34,6 +34,7 @@ struct Simulation: ParsableCommand {
         }
     }
 
+    /// Long by design: the command: options, the simulated cluster, its phases and the printed report, in order.
     func run() throws {
         let seed = self.seed ?? UInt64.random(in: 0...UInt64.max)
         var rng = SeededGenerator(seed: seed)

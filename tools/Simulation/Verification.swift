@@ -26,6 +26,7 @@ struct Verification {
 
     let cluster: SimCluster
 
+    /// Long by design: a verification run read top to bottom: set up, the seeds, the checks and the report.
     func run() throws -> Report {
         var report = Report()
         // Exports fold every local change, so history carries every generation.

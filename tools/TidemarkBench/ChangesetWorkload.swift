@@ -18,6 +18,7 @@ struct ChangesetWorkload {
         var bundleBytes = 0, changesetBytes = 0, compressedChangesetBytes = 0
     }
 
+    /// Long by design: one measurement loop, ours and the baseline alternating, read top to bottom.
     func run(in scratch: URL) throws -> [Report.Row] {
         let path = { (name: String) in scratch.appendingPathComponent(name).path }
         let prepared = try prepare(scratch: scratch)

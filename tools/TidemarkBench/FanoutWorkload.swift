@@ -55,6 +55,7 @@ struct FanoutWorkload {
         var quiet: Double
     }
 
+    /// Long by design: one measured exchange round, step by step, with what each step counts.
     private func exchange(replicas: Int, in directory: URL) throws -> Result {
         let path = { (name: String) in directory.appendingPathComponent(name).path }
         Output.progress("fanout: \(replicas) replicas write \(rowsPerReplica) rows each")

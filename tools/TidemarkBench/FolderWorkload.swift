@@ -14,6 +14,7 @@ struct FolderWorkload {
     /// Operations per write transaction.
     var batch = 100
 
+    /// Long by design: one measurement loop over the replicas' rounds, read top to bottom.
     func run(in scratch: URL) throws -> (rows: [Report.Row], figures: [Report.Figure]) {
         let folder = scratch.appendingPathComponent("exchange").path
         let saved = scratch.appendingPathComponent("bundles").path

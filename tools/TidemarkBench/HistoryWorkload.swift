@@ -14,6 +14,7 @@ struct HistoryWorkload {
     var repetitions: Int
     var smallBundleChanges = 10
 
+    /// Long by design: one measurement loop over the history operations, ours and the baseline alternating.
     func run(in scratch: URL) throws -> (rows: [Report.Row], figures: [Report.Figure]) {
         let path = { (name: String) in scratch.appendingPathComponent(name).path }
         let folder = path("exchange")

@@ -11,6 +11,7 @@ struct WebDAVWorkload {
     var changes: Int
     var repetitions: Int
 
+    /// Long by design: one measurement loop, the server and the folder alternating, read top to bottom.
     func run(in scratch: URL) throws -> (rows: [Report.Row], figures: [Report.Figure]) {
         let path = { (name: String) in scratch.appendingPathComponent(name).path }
         Output.progress("webdav: starting Apache mod_dav on the loopback")

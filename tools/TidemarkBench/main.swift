@@ -16,6 +16,7 @@ struct BenchCommand: ParsableCommand {
 
     @OptionGroup var options: BenchOptions
 
+    /// Long by design: the command: options, each selected workload in turn, the report.
     func run() throws {
         let info = RunInfo.current(options: options)
         if options.json { Output.progress(info.header) } else { Output.write(info.header + "\n") }

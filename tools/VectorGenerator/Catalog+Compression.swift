@@ -1,5 +1,6 @@
 /// §3.2 compressed payloads. Every vector here is re-signed: only the compression is wrong.
 extension Catalog {
+    /// Long by design: the catalogue of compression vectors, one entry each, in the order of the spec.
     mutating func addCompression() {
         let base = alice(1...2, compressed: true)
         let raw = base.transactions.flatMap(\.encoded)

@@ -1,5 +1,6 @@
 /// §3.1 preamble and §3.2 frames.
 extension Catalog {
+    /// Long by design: the catalogue of framing vectors, one entry each, in the order of the spec.
     mutating func addFraming() {
         let base = alice(1...2)
         let file = base.build(world: w).file

@@ -1,6 +1,7 @@
 /// §3.3 the header, §2.3 tokens. Every vector is re-signed and, where the defect leaves the
 /// transactions intact, re-attested.
 extension Catalog {
+    /// Long by design: the catalogue of header vectors, one entry each, in the order of the spec.
     mutating func addHeader() {
         let w = self.w
         let base = alice(1...2)

@@ -1,6 +1,7 @@
 /// §4 records. Every vector is re-chained, re-attested by the origin and re-signed, so the record
 /// defect is the only one.
 extension Catalog {
+    /// Long by design: the catalogue of record vectors, one entry each, in the order of the spec.
     mutating func addRecords() {
         let base = alice(1...3)
         let flags = ["Record", "Resigned"]

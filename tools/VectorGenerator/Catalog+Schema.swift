@@ -32,6 +32,7 @@ extension Catalog {
         return d
     }
 
+    /// Long by design: the catalogue of schema-lineage vectors, one entry each, in the order of the spec.
     mutating func addSchema() {
         valid(
             "schema-lineage",

@@ -1,4 +1,5 @@
 extension Catalog {
+    /// Long by design: the catalogue of valid vectors, one entry each, in the order of the spec.
     mutating func addValid() {
         var example = alice(1...1, tables: [World.notes])
         example.created = World.time(11)

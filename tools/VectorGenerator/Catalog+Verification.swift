@@ -1,5 +1,6 @@
 /// §5 signatures and chains: damaged files, and a hostile relay that re-signs what it altered.
 extension Catalog {
+    /// Long by design: the catalogue of signature and chain vectors, one entry each, in the order of the spec.
     mutating func addVerification() {
         let w = self.w
         let base = alice(1...3)

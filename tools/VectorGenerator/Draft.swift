@@ -122,6 +122,7 @@ struct Draft {
         return schemaIDs[run.position - 1]
     }
 
+    /// Long by design: it writes a bundle in file order, each edit hook at the point of the file it changes.
     func build(world: World) -> Built {
         var header = headerPayload()
         editHeader(&header)

@@ -4,6 +4,7 @@ import Foundation
 struct Output {
     let root: URL
 
+    /// Long by design: every file of Protocol/vectors/ written in one place, in the order a reader finds them.
     func write(_ catalog: Catalog, world: World) throws {
         let fm = FileManager.default
         for folder in ["keys", "valid", "invalid"] {

@@ -73,6 +73,7 @@ enum SelfCheck {
 
     // MARK: - JSON of a decoded bundle (same shape as Expected.swift)
 
+    /// Long by design: the JSON form of a decoded bundle, field by field as §10.2 lists them.
     static func json(_ v: VerifiedBundle, transactions: [JSON], rowStates: [JSON], signature: [UInt8]) -> JSON {
         let h = v.header
         var pairs: [(String, JSON)] = [

@@ -17,32 +17,7 @@ extension SyncCLI {
             let members = try opened.members()
             let encrypted = try opened.encryption().isOn
             if json {
-                let list = members.map { m in
-                    [
-                        "name": .string(m.name), "id": .string(m.id.description), "self": .bool(m.isSelf),
-                        "retired": .bool(m.retired), "watermark": .string(m.watermark.description),
-                        "signed_at": .date(m.signedAt),
-                        "behind": [
-                            "transactions": .integer(m.behindTransactions), "changes": .integer(m.behindChanges),
-                            "since": .date(m.lackingSince),
-                        ],
-                    ] as JSON
-                }
-                let tables = status.tables.map { t in
-                    ["name": .string(t.name), "key": .strings(t.keyColumns), "preserved": .strings(t.preservedColumns)]
-                        as JSON
-                }
-                let document: JSON = [
-                    "replica": .string(status.replica.name), "id": .string(status.replica.id.description),
-                    "token": .string(status.token.description), "tables": .array(tables),
-                    "history": [
-                        "transactions": .integer(status.transactionCount), "changes": .integer(status.changeCount),
-                        "pending_changes": .integer(status.pendingChangeCount), "bytes": .integer(status.historyBytes),
-                        "oldest": .date(status.oldest), "newest": .date(status.newest),
-                    ],
-                    "schema": SchemaWording.json(status), "encryption": .bool(encrypted), "members": .array(list),
-                ]
-                Output.line(document.text)
+                Output.line(Self.json(status, members: members, encrypted: encrypted).text)
                 return
             }
             Output.line("replica  \(status.replica.name) \(status.replica.id)")
@@ -76,6 +51,36 @@ extension SyncCLI {
             if status.pendingChangeCount > 0 {
                 Output.line("pending  \(status.pendingChangeCount) changes from other clients, sealed on next read")
             }
+        }
+
+        /// The object `status --json` prints.
+        static func json(_ status: Store.Status, members: [Store.Member], encrypted: Bool) -> JSON {
+            let list = members.map { m in
+                [
+                    "name": .string(m.name), "id": .string(m.id.description), "self": .bool(m.isSelf),
+                    "retired": .bool(m.retired), "watermark": .string(m.watermark.description),
+                    "signed_at": .date(m.signedAt),
+                    "behind": [
+                        "transactions": .integer(m.behindTransactions), "changes": .integer(m.behindChanges),
+                        "since": .date(m.lackingSince),
+                    ],
+                ] as JSON
+            }
+            let tables = status.tables.map { t in
+                ["name": .string(t.name), "key": .strings(t.keyColumns), "preserved": .strings(t.preservedColumns)]
+                    as JSON
+            }
+            let document: JSON = [
+                "replica": .string(status.replica.name), "id": .string(status.replica.id.description),
+                "token": .string(status.token.description), "tables": .array(tables),
+                "history": [
+                    "transactions": .integer(status.transactionCount), "changes": .integer(status.changeCount),
+                    "pending_changes": .integer(status.pendingChangeCount), "bytes": .integer(status.historyBytes),
+                    "oldest": .date(status.oldest), "newest": .date(status.newest),
+                ],
+                "schema": SchemaWording.json(status), "encryption": .bool(encrypted), "members": .array(list),
+            ]
+            return document
         }
     }
 }

@@ -142,7 +142,8 @@ struct BundleApplier {
     }
 
     /// Closes an import: the hybrid logical clock moves past every imported timestamp (so later
-    /// local writes order after them), orphans are settled, resolutions sealed, and the connection's transaction observers (GRDB's `ValueObservation` and
+    /// local writes order after them), orphans are settled, resolutions sealed, and the
+    /// connection's transaction observers (GRDB's `ValueObservation` and
     /// `DatabaseRegionObservation`) told which tables changed. Returns those user tables.
     private func end(_ engine: inout MergeEngine, newest: HLCTimestamp, touched: Set<String>) throws -> Set<String> {
         try ReplicaState.advance(to: newest, db)

@@ -34,8 +34,9 @@ extension Store {
     }
 
     /// Verifies and applies a bundle in one SQLite transaction, committed only once the whole file
-    /// has verified: all of it or nothing. Importing a bundle twice changes nothing. Imported transactions keep their origin,
-    /// sequence number and metadata, so this store relays them onward.
+    /// has verified: all of it or nothing. Importing a bundle twice changes nothing. Imported
+    /// transactions keep their origin, sequence number and metadata, so this store relays them
+    /// onward.
     ///
     /// A bundle written under a schema version this store has not made yet is verified and held
     /// in the store, unapplied (`ImportSummary.waitingFor`); one written after a different

@@ -44,17 +44,13 @@ import TidemarkTestSupport
                 try FileManager.default.copyItem(atPath: template.path + suffix, toPath: path + suffix)
             }
             let delay = scale * Double(random.next() % 1000) / 1000
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: SyncProcess.path)
-            process.arguments = ["migrate", "--store", path, migration]
-            process.environment = SyncProcess.environment()
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
+            let process = try ChildProcess(
+                SyncProcess.path, ["migrate", "--store", path, migration], environment: SyncProcess.environment(),
+                stdout: .null, stderr: .null)
             try await Task.sleep(nanoseconds: UInt64(delay * 1e9))
-            let killed = process.isRunning
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            let killed = !process.hasExited
+            process.send(SIGKILL)
+            process.waitForExit()
 
             let label = "trial \(trial) (seed \(seed), kill after \(delay) s of a \(duration) s migration)"
             let integrity = try await SQLiteShell.run(path, "PRAGMA integrity_check")

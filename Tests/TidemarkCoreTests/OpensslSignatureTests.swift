@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Testing
+import TidemarkTestSupport
 
 /// Checks the signature constructions of Protocol/bundle.md §5 with OpenSSL, following only the
 /// specification: these tests walk the frames and build the signed messages themselves, never
@@ -169,18 +170,11 @@ private enum Openssl {
         try Data(message).write(to: dir.appendingPathComponent("msg.bin"))
         try Data(signature).write(to: dir.appendingPathComponent("sig.bin"))
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.currentDirectoryURL = dir
-        process.arguments = [
-            "pkeyutl", "-verify", "-pubin", "-inkey", "pub.pem", "-rawin", "-in", "msg.bin", "-sigfile", "sig.bin",
-        ]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, output)
+        let process = try ChildProcess(
+            "/usr/bin/openssl",
+            ["pkeyutl", "-verify", "-pubin", "-inkey", "pub.pem", "-rawin", "-in", "msg.bin", "-sigfile", "sig.bin"],
+            directory: dir.path, stderr: .standardOutput)
+        let output = String(decoding: process.readOutput(), as: UTF8.self)
+        return (process.waitForExit().code, output)
     }
 }

@@ -45,71 +45,44 @@ public enum CommandRunner {
     public static func run(
         _ executable: String, _ arguments: [String], environment: [String: String]? = nil, stdin: String? = nil
     ) async throws -> CommandResult {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        if let environment { process.environment = environment }
-        ignoreBrokenPipes
-        let output = Pipe()
-        let errors = Pipe()
-        let input = stdin.map { _ in Pipe() }
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = input ?? FileHandle.nullDevice
-        try process.run()
+        let child = try ChildProcess(
+            executable, arguments, environment: environment, stdin: stdin == nil ? .null : .pipe)
         return await withCheckedContinuation { continuation in
             DispatchQueue.global().async {
                 let group = DispatchGroup()
                 nonisolated(unsafe) var errorData = Data()
-                DispatchQueue.global().async(group: group) {
-                    errorData = errors.fileHandleForReading.readDataToEndOfFile()
+                DispatchQueue.global().async(group: group) { errorData = child.readErrors() }
+                if let stdin {
+                    DispatchQueue.global().async(group: group) { child.writeInputAndClose(Data(stdin.utf8)) }
                 }
-                if let input, let stdin {
-                    DispatchQueue.global().async(group: group) {
-                        try? input.fileHandleForWriting.write(contentsOf: Data(stdin.utf8))
-                        try? input.fileHandleForWriting.close()
-                    }
-                }
-                let outputData = output.fileHandleForReading.readDataToEndOfFile()
+                let outputData = child.readOutput()
                 group.wait()
-                process.waitUntilExit()
+                let ending = child.waitForExit()
                 continuation.resume(
                     returning: CommandResult(
-                        exitCode: process.terminationStatus, stdout: String(decoding: outputData, as: UTF8.self),
+                        exitCode: ending.code, stdout: String(decoding: outputData, as: UTF8.self),
                         stderr: String(decoding: errorData, as: UTF8.self)))
             }
         }
     }
-
-    /// A child that exits before reading all of its input must fail the write, not kill the tests.
-    private static let ignoreBrokenPipes: Void = { _ = signal(SIGPIPE, SIG_IGN) }()
 }
 
 /// A child process left running, whose standard output arrives line by line (for `sync watch`).
 public final class RunningCommand: Sendable {
     /// Standard output, one element per line, ending when the child closes it.
     public let lines: AsyncStream<String>
-    private let process: Process
-    private let errors: Pipe
+    private let child: ChildProcess
 
     /// Starts `executable`; see `CommandRunner.run` for the arguments.
     public init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws {
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        if let environment { process.environment = environment }
-        let output = Pipe()
-        errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = FileHandle.nullDevice
+        let child = try ChildProcess(executable, arguments, environment: environment)
+        self.child = child
         let (lines, continuation) = AsyncStream<String>.makeStream()
         self.lines = lines
-        try process.run()
         DispatchQueue.global().async {
             var pending = Data()
             while true {
-                let chunk = output.fileHandleForReading.availableData
+                let chunk = child.nextOutput()
                 if chunk.isEmpty { break }
                 pending += chunk
                 while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
@@ -125,17 +98,15 @@ public final class RunningCommand: Sendable {
     /// Sends SIGTERM, waits for the child to exit, and returns its exit code and standard error
     /// (standard output went to `lines`).
     public func stop() async -> CommandResult {
-        let process = process
-        let errors = errors
+        let child = child
         return await withCheckedContinuation { continuation in
             DispatchQueue.global().async {
-                if process.isRunning { process.terminate() }
-                let errorData = errors.fileHandleForReading.readDataToEndOfFile()
-                process.waitUntilExit()
+                child.send(SIGTERM)
+                let errorData = child.readErrors()
+                let ending = child.waitForExit()
                 continuation.resume(
                     returning: CommandResult(
-                        exitCode: process.terminationStatus, stdout: "",
-                        stderr: String(decoding: errorData, as: UTF8.self)))
+                        exitCode: ending.code, stdout: "", stderr: String(decoding: errorData, as: UTF8.self)))
             }
         }
     }

@@ -4,7 +4,7 @@ import Foundation
 /// faults a test sets (a status, a dropped request or response, a delay).
 public final class FaultProxy: @unchecked Sendable {  // @unchecked: immutable after init.
     public let url: String
-    private let process: Process
+    private let process: ChildProcess
     private let port: Int
 
     public init(upstream: WebDAVServer) throws {
@@ -17,17 +17,13 @@ public final class FaultProxy: @unchecked Sendable {  // @unchecked: immutable a
                 throw WebDAVServer.ServerError.failed("tools/webdav-fault-proxy.py not found")
             }
         }
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [script.appendingPathComponent("tools/webdav-fault-proxy.py").path, String(upstreamPort)]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
+        process = try ChildProcess(
+            "/usr/bin/python3",
+            [script.appendingPathComponent("tools/webdav-fault-proxy.py").path, String(upstreamPort)],
+            stderr: .null)
         var line = Data()
         while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = output.fileHandleForReading.availableData
+            let chunk = process.nextOutput()
             if chunk.isEmpty { break }
             line += chunk
         }
@@ -40,8 +36,8 @@ public final class FaultProxy: @unchecked Sendable {  // @unchecked: immutable a
 
     deinit {
         // It keeps no state: killed at once.
-        kill(process.processIdentifier, SIGKILL)
-        WebDAVServer.waitForExit(process)
+        process.send(SIGKILL)
+        _ = process.waitForExit(within: .seconds(5))
     }
 
     /// One fault: `action` is status, drop-request, drop-response, delay or refuse (see the script).

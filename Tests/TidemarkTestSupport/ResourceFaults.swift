@@ -61,27 +61,23 @@ public enum Unprivileged {
 /// Another process holding a store's write lock: a `sqlite3` shell inside `BEGIN IMMEDIATE` with
 /// an uncommitted insert, waiting until `release()` (or 120 s) before it rolls back and exits.
 public final class StoreLockHolder: @unchecked Sendable {  // @unchecked: immutable after init.
-    private let process: Process
+    private let child: ChildProcess
     private let releaseFile: String
 
     /// Starts the holder and returns once it holds the lock. `sql` is the write it leaves uncommitted.
     public init(store: String, sql: String) async throws {
         let marker = store + ".locked-\(UUID().uuidString.prefix(8))"
         releaseFile = store + ".release-\(UUID().uuidString.prefix(8))"
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: SQLiteShell.path)
-        process.arguments = [
-            store, "BEGIN IMMEDIATE", sql,
-            ".shell touch '\(marker)'; i=0; while [ ! -e '\(releaseFile)' ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done",
-            "ROLLBACK",
-        ]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        child = try ChildProcess(
+            SQLiteShell.path,
+            [
+                store, "BEGIN IMMEDIATE", sql,
+                ".shell touch '\(marker)'; i=0; while [ ! -e '\(releaseFile)' ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done",
+                "ROLLBACK",
+            ], stdout: .null, stderr: .null)
         let deadline = Date().addingTimeInterval(20)
         while !FileManager.default.fileExists(atPath: marker) {
-            guard process.isRunning, Date() < deadline else {
+            guard !child.hasExited, Date() < deadline else {
                 throw CocoaError(
                     .fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "sqlite3 did not take the lock on \(store)"]
                 )
@@ -94,14 +90,15 @@ public final class StoreLockHolder: @unchecked Sendable {  // @unchecked: immuta
     /// Lets the holder roll back and waits for it to exit.
     public func release() async {
         _ = FileManager.default.createFile(atPath: releaseFile, contents: nil)
-        while process.isRunning { try? await Task.sleep(for: .milliseconds(20)) }
+        while !child.hasExited { try? await Task.sleep(for: .milliseconds(20)) }
         try? FileManager.default.removeItem(atPath: releaseFile)
     }
 
     deinit {
-        if process.isRunning {
+        if !child.hasExited {
             _ = FileManager.default.createFile(atPath: releaseFile, contents: nil)
-            process.terminate()
+            child.send(SIGTERM)
+            _ = child.waitForExit(within: .seconds(5))
         }
     }
 }

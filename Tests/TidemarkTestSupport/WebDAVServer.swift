@@ -31,7 +31,7 @@ public final class WebDAVServer: @unchecked Sendable {
     public static let login = "tidemark-test"
     /// The password: tests check it never appears in any output.
     public let password = "pw-\(UUID().uuidString.prefix(12))"
-    private let process: Process
+    private let process: ChildProcess
     private let log: String
 
     /// Whether the server's program is installed (`.ci/run` installs both).
@@ -62,7 +62,7 @@ public final class WebDAVServer: @unchecked Sendable {
         try "machine 127.0.0.1 login \(Self.login) password \(password)\n".write(
             toFile: netrc, atomically: false, encoding: .utf8)
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: netrc)
-        process = Process()
+        let command: (String, [String])
         switch kind {
         case .apache:
             let secure = try Self.freePort()
@@ -76,26 +76,22 @@ public final class WebDAVServer: @unchecked Sendable {
             if getuid() == 0 {
                 for path in [directory.path, root] { chmod(path, 0o777) }
             }
-            try apacheConfiguration(http: port, https: secure, expired: expired).write(
+            try Self.apacheConfiguration(in: directory, root: root, http: port, https: secure, expired: expired).write(
                 toFile: directory.file("httpd.conf"), atomically: false, encoding: .utf8)
-            process.executableURL = URL(fileURLWithPath: "/usr/sbin/apache2")
-            process.arguments = ["-f", directory.file("httpd.conf"), "-DFOREGROUND"]
+            command = ("/usr/sbin/apache2", ["-f", directory.file("httpd.conf"), "-DFOREGROUND"])
         case .rclone:
             httpsURL = nil
             caFile = nil
             expiredURL = nil
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/rclone")
-            process.arguments = [
-                "serve", "webdav", root, "--addr", "127.0.0.1:\(port)", "--user", Self.login, "--pass", password,
-                "--config", directory.file("rclone.conf"),
-            ]
+            command = (
+                "/usr/bin/rclone",
+                [
+                    "serve", "webdav", root, "--addr", "127.0.0.1:\(port)", "--user", Self.login, "--pass", password,
+                    "--config", directory.file("rclone.conf"),
+                ]
+            )
         }
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        let output = FileHandle(forWritingAtPath: log)
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
+        process = try ChildProcess(command.0, command.1, stdout: .file(log), stderr: .standardOutput)
         try Self.waitUntilListening(port, what: "\(kind) (log: \(log))")
     }
 
@@ -104,16 +100,9 @@ public final class WebDAVServer: @unchecked Sendable {
     /// Stops the server and every process it left (Apache's workers keep serving open connections
     /// after their parent is gone). It keeps no state a test needs: killed at once.
     public func stop() {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        Self.waitForExit(process)
+        process.send(SIGKILL)
+        _ = process.waitForExit(within: .seconds(5))
         Self.killAll(mentioning: directory.path)
-    }
-
-    /// Waits (5 s at most) until `process` has exited. (Not `waitUntilExit()`, which can miss the
-    /// exit of a killed child here and wait forever.)
-    static func waitForExit(_ process: Process) {
-        let deadline = Date().addingTimeInterval(5)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
     }
 
     /// Sends SIGKILL to every process whose command line mentions `text` (Linux: /proc).
@@ -128,7 +117,9 @@ public final class WebDAVServer: @unchecked Sendable {
         }
     }
 
-    private func apacheConfiguration(http: Int, https: Int, expired: Int) -> String {
+    private static func apacheConfiguration(
+        in directory: TemporaryDirectory, root: String, http: Int, https: Int, expired: Int
+    ) -> String {
         let modules = "/usr/lib/apache2/modules"
         let d = directory.path
         return """
@@ -223,17 +214,9 @@ public final class WebDAVServer: @unchecked Sendable {
     }
 
     static func runTool(_ path: String, _ arguments: [String], in directory: String? = nil) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-        process.standardOutput = FileHandle.nullDevice
-        let errors = Pipe()
-        process.standardError = errors
-        try process.run()
-        let message = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+        let process = try ChildProcess(path, arguments, directory: directory, stdout: .null)
+        let message = process.readErrors()
+        guard process.waitForExit() == .exited(0) else {
             throw ServerError.failed(
                 "\(path) \(arguments.joined(separator: " ")): \(String(decoding: message, as: UTF8.self))")
         }

@@ -82,6 +82,63 @@ import TidemarkTestSupport
         let pulled = try late.store.pull(from: group.folder, key: late.key, prune: false)
         #expect(try late.tables() == b.tables(), "\(pulled.warnings)")
     }
+
+    /// A peer's snapshot provides its transactions only to replicas that catch up from it; one
+    /// that follows the peer's bundles gets only what they carry. A push that counted on the
+    /// snapshot for a transaction no bundle carries yet made a bundle such a replica could not
+    /// apply (found by `tidemark-crash --seed 6125936992089890150`, where two such bundles waited
+    /// on each other).
+    @Test func aPushRelaysWhatAPeersSnapshotHoldsButNoneOfItsBundlesCarries() throws {
+        let group = try ExchangeGroup(["a", "b", "c"])
+        let (a, b, c) = (group["a"], group["b"], group["c"])
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a1', 'a')")
+        try group.round(prune: false)
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a2', 'a')")
+        try group.push("a")
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a3', 'a')")
+        // Everyone applied a's first bundle: a's prune removes it and writes a snapshot through a3,
+        // which no bundle of a's carries.
+        try group.pull("a", prune: false)
+        #expect(try !group.prune("a").removedFiles.isEmpty)
+        #expect(ExchangeGroup.bundles(in: group.folder, of: a).count == 1)
+        // c receives a3 outside the folder, writes, and pushes.
+        let direct = group.directory.file("a-to-c.tmb")
+        _ = try a.export(since: try c.store.currentToken(), to: direct)
+        _ = try c.store.importBundle(at: direct)
+        _ = try c.store.execute(sql: "INSERT INTO items(id, name) VALUES ('c1', 'c')")
+        let pushed = try #require(try group.push("c").path)
+        #expect(try ExchangeGroup.header(of: pushed).ranges.contains { $0.origin == a.id }, "c relays a3")
+        // b follows a's bundles and gets c's write (and a3) without a's snapshot.
+        let pulled = try group.pull("b", prune: false)
+        #expect(pulled.warnings.isEmpty, "\(pulled.warnings)")
+        #expect(try b.tables() == c.tables())
+    }
+
+    /// A replica caught up by a snapshot holds some of another origin's transactions only as row
+    /// state: its next bundle assumes them, and a reader that lacks them must catch up from its
+    /// snapshot, so the push writes one first (found by `tidemark-crash --seed
+    /// 6125936992089890150`: the reader waited on a bundle that in turn waited on it).
+    @Test func aPushBuildingOnTransactionsNoFileProvidesWritesASnapshotFirst() throws {
+        let group = try ExchangeGroup(["a", "b", "c"])
+        let (a, b, c) = (group["a"], group["b"], group["c"])
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a1', 'a')")
+        try group.round(prune: false)
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a2', 'a')")
+        // c catches up from a's snapshot, handed over outside the folder: it holds a2 as row state.
+        let direct = group.directory.file("a-snapshot.tms")
+        _ = try a.store.exportSnapshot(to: direct, key: a.key)
+        _ = try c.store.importBundle(at: direct)
+        _ = try c.store.execute(sql: "INSERT INTO items(id, name) VALUES ('c1', 'c')")
+        let pushed = try group.push("c")
+        #expect(pushed.snapshot == group.folder(of: "c") + "/snapshot.tms")
+        let pulled = try group.pull("b", prune: false)
+        #expect(pulled.warnings.isEmpty, "\(pulled.warnings)")
+        #expect(try b.tables() == c.tables())
+        // a's next bundle builds on c1, which c's files provide: the folder stays followable.
+        try group.round(prune: false)
+        #expect(try group.tableDifferences() == [])
+        #expect(try group.push("c").snapshot == nil, "no snapshot while the files provide what a push assumes")
+    }
 }
 
 extension ExchangeGroup {

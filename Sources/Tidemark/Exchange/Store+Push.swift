@@ -15,6 +15,10 @@ extension Store {
         /// Files of this replica's subfolder kept although they are not its exchange files, each
         /// as `address: why`; each is said once while it is unchanged.
         public var warnings: [String] = []
+        /// The snapshot written first, when the new bundle builds on transactions that no file
+        /// of the folder provides (held as row state since a snapshot caught this replica up), so
+        /// that a reader lacking them can catch up from it.
+        public var snapshot: String?
     }
 
     /// Writes the transactions this replica holds beyond its previous push into a new numbered
@@ -32,11 +36,15 @@ extension Store {
         try encryptOwnClearFiles(in: exchange, recorded: recorded, key: key)
         let existing = try exchange.bundles(of: replica.id)
         let current = try currentToken()
-        var (since, carried) = try pushStart(
+        var (since, carried, provided) = try pushStart(
             in: exchange, recorded: recorded, existing: existing, current: current, key: key,
             republish: tidy.removedBundle)
         if since.covers(current) {
             return PushSummary(path: nil, export: nil, removed: tidy.removed, warnings: tidy.kept)
+        }
+        var snapshot: String?
+        if try snapshotFallsShort(of: since, carried: carried, provided: provided, in: exchange, key: key) {
+            snapshot = try publishSnapshot(through: exchange.transport, recorded: recorded, key: key)
         }
         let temporary = exchange.transport.temporaryFile(for: mine)
         defer { try? FileManager.default.removeItem(atPath: temporary) }
@@ -51,16 +59,18 @@ extension Store {
         try setPushedThrough(recorded, carried, number: number)
         var export = summary
         export.path = exchange.transport.address(of: name, in: mine)
-        return PushSummary(path: export.path, export: export, removed: tidy.removed, warnings: tidy.kept)
+        return PushSummary(
+            path: export.path, export: export, removed: tidy.removed, warnings: tidy.kept, snapshot: snapshot)
     }
 
     /// Where a push to `exchange` starts (Protocol/exchange.md §3.1): `since`, the token the new
-    /// bundle assumes its readers hold, and `carried`, how far this replica's bundles there carry
-    /// each origin (what the push records once it publishes).
+    /// bundle assumes its readers hold; `carried`, how far this replica's bundles there carry
+    /// each origin (what the push records once it publishes); and `provided`, how far the other
+    /// origins' own files there provide theirs.
     private func pushStart(
         in exchange: ExchangeFolder, recorded: String, existing: [(number: Int, file: ExchangeFolder.File)],
         current: History.Token, key: KeyFile, republish: Bool
-    ) throws -> (since: History.Token, carried: History.Token) {
+    ) throws -> (since: History.Token, carried: History.Token, provided: [Replica.ID: Int64]) {
         // Continue from what this replica's bundles here carry: readers that applied them can apply
         // the next. (Pruning removes only bundles every active member applied, so that holds after
         // a prune.)
@@ -95,14 +105,36 @@ extension Store {
         } else {
             for (origin, position) in provided { since[origin] = max(since[origin], min(current[origin], position)) }
         }
-        return (since, carried)
+        return (since, carried, provided)
+    }
+
+    /// Whether `since` assumes transactions of another origin that no file of `exchange`
+    /// provides, neither this replica's bundles (`carried`) nor that origin's own (`provided`),
+    /// beyond what this replica's snapshot there holds. It holds them only as row state, after a
+    /// snapshot caught it up; a reader lacking them cannot follow the new bundle and catches up
+    /// from this replica's snapshot instead (Protocol/pruning.md §5.4), which must then hold them.
+    private func snapshotFallsShort(
+        of since: History.Token, carried: History.Token, provided: [Replica.ID: Int64], in exchange: ExchangeFolder,
+        key: KeyFile
+    ) throws -> Bool {
+        let unprovided = since.sequences.filter { origin, position in
+            origin != replica.id && position > max(carried[origin], provided[origin] ?? 0)
+        }
+        guard !unprovided.isEmpty else { return false }
+        let file = ExchangeFolder.File(replica: replica.id, name: ExchangeFolder.snapshotName)
+        guard try exchange.contains(file.name, of: replica.id),
+            let (_, header, _) = try? exchange.header(of: file, identity: key.envelopeIdentity)
+        else { return true }
+        return unprovided.contains { origin, position in header.through[origin] < position }
     }
 
     /// For every other replica with a folder in `exchange`, how far its own files there provide
-    /// its transactions without a gap (Protocol/exchange.md §3.1): its snapshot's position, and,
-    /// when its numbered bundles run without a missing number from one that continues that
-    /// position, its newest bundle's. Files whose header this replica cannot read, or that another
-    /// replica signed, provide nothing.
+    /// its transactions without a gap to every reader (Protocol/exchange.md §3.1): when its
+    /// numbered bundles run without a missing number from one that continues its snapshot (or its
+    /// first transaction), its newest bundle's position, which readers that follow the bundles
+    /// reach (they never read the snapshot, which may hold more); otherwise its snapshot's
+    /// position. Files whose header this replica cannot read, or that another replica signed,
+    /// provide nothing.
     func providedSequences(in exchange: ExchangeFolder, key: KeyFile) throws -> [Replica.ID: Int64] {
         var provided: [Replica.ID: Int64] = [:]
         for origin in try exchange.replicaFolders(except: replica.id) {
@@ -121,7 +153,7 @@ extension Store {
                 let first = header(oldest.file), let last = header(newest.file)
             {
                 let start = first.ranges.first { $0.origin == origin }?.first ?? first.since[origin] + 1
-                if start - 1 <= position { position = max(position, last.through[origin]) }
+                if start - 1 <= position { position = last.through[origin] }
             }
             provided[origin] = position
         }

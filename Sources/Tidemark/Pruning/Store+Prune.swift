@@ -61,13 +61,7 @@ extension Store {
             guard !done.isEmpty, let key else { continue }
             if !dryRun {
                 // Anyone who still needs what these bundles held catches up from the snapshot.
-                let temporary = transport.temporaryFile(for: mine)
-                defer { try? FileManager.default.removeItem(atPath: temporary) }
-                _ = try exportSnapshot(to: temporary, key: key)
-                let size = Self.fileSize(temporary)
-                try transport.replace(ExchangeFolder.snapshotName, in: mine, with: temporary)
-                try noteWritten(location, mine, ExchangeFolder.snapshotName, size: size)
-                snapshots.append(transport.address(of: ExchangeFolder.snapshotName, in: mine))
+                snapshots.append(try publishSnapshot(through: transport, recorded: location, key: key))
                 for bundle in done { try? transport.remove(bundle.file.name, in: mine) }
             }
             files += done.map { exchange.address(of: $0.file) }

@@ -6,6 +6,19 @@ extension Store {
     /// The DEFLATE level of snapshots (change bundles use the encoder's default, 6).
     static let snapshotCompressionLevel: Int32 = 1
 
+    /// Writes this replica's snapshot into its own subfolder of the exchange folder `transport`
+    /// reaches (recorded as `recorded`), replacing the previous one in one step; returns its address.
+    func publishSnapshot(through transport: any ExchangeTransport, recorded: String, key: KeyFile) throws -> String {
+        let mine = replica.id.description
+        let temporary = transport.temporaryFile(for: mine)
+        defer { try? FileManager.default.removeItem(atPath: temporary) }
+        _ = try exportSnapshot(to: temporary, key: key)
+        let size = Self.fileSize(temporary)
+        try transport.replace(ExchangeFolder.snapshotName, in: mine, with: temporary)
+        try noteWritten(recorded, mine, ExchangeFolder.snapshotName, size: size)
+        return transport.address(of: ExchangeFolder.snapshotName, in: mine)
+    }
+
     /// Writes a signed snapshot bundle: every tracked row identity this replica knows, live rows
     /// with their values and per-column clocks, deleted ones as tombstones, and the token the
     /// snapshot brings a receiver to. It lets a replica whose token points into pruned history —

@@ -88,15 +88,9 @@ extension Store {
     ) throws -> (ImportSummary, sender: Replica.ID) {
         try sealForeignWrites()
         do {
-            let summary: ImportSummary = try mappingErrors {
-                try database.writeWithoutTransaction { db in
-                    var summary: ImportSummary!
-                    try db.inTransaction(.immediate) {
-                        summary = try applyWhileVerifying(
-                            opened, from: path, encrypted: encrypted, identity: identity, db)
-                        return .commit
-                    }
-                    return summary
+            let summary = try mappingErrors {
+                try writeImmediately { db in
+                    try applyWhileVerifying(opened, from: path, encrypted: encrypted, identity: identity, db)
                 }
             }
             return (summary, opened.decoder.sender)
@@ -165,15 +159,9 @@ extension Store {
         var bytes: [UInt8]?
         if case .hold = plan { bytes = try heldBytes(path, verified, identity: identity) }
         try sealForeignWrites()
-        let summary: ImportSummary = try mappingErrors {
-            try database.writeWithoutTransaction { db in
-                var summary: ImportSummary!
-                try db.inTransaction(.immediate) {
-                    summary = try applyVerified(
-                        verified, from: path, bytes: bytes, encrypted: encrypted, identity: identity, db)
-                    return .commit
-                }
-                return summary
+        let summary = try mappingErrors {
+            try writeImmediately { db in
+                try applyVerified(verified, from: path, bytes: bytes, encrypted: encrypted, identity: identity, db)
             }
         }
         return (summary, verified.sender)

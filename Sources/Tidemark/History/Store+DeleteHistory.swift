@@ -10,14 +10,7 @@ extension Store {
     public func deleteHistory(before token: History.Token) throws -> Int {
         try sealForeignWrites()
         return try mappingErrors {
-            try database.writeWithoutTransaction { db in
-                var deleted = 0
-                try db.inTransaction(.immediate) {
-                    deleted = try HistoryPruner(db: db, store: self).delete(through: token)
-                    return .commit
-                }
-                return deleted
-            }
+            try writeImmediately { db in try HistoryPruner(db: db, store: self).delete(through: token) }
         }
     }
 
@@ -29,22 +22,17 @@ extension Store {
         let bound = HLCTimestamp(milliseconds: Int64((date.timeIntervalSince1970 * 1000).rounded(.down)), counter: 0)
             .packed
         return try mappingErrors {
-            try database.writeWithoutTransaction { db in
-                var deleted = 0
-                try db.inTransaction(.immediate) {
-                    // Each replica's timestamps grow with its sequence numbers, so "before a date" is
-                    // a prefix of every replica's history, which a token describes exactly.
-                    var token = History.Token.zero
-                    for row in try Row.fetchAll(
-                        db, sql: "SELECT replica, max(seq) FROM tidemark_transactions WHERE hlc < ? GROUP BY replica",
-                        arguments: [bound])
-                    {
-                        token[try row.decode(Replica.ID.self, atIndex: 0)] = row[1]
-                    }
-                    deleted = try HistoryPruner(db: db, store: self).delete(through: token)
-                    return .commit
+            try writeImmediately { db in
+                // Each replica's timestamps grow with its sequence numbers, so "before a date" is
+                // a prefix of every replica's history, which a token describes exactly.
+                var token = History.Token.zero
+                for row in try Row.fetchAll(
+                    db, sql: "SELECT replica, max(seq) FROM tidemark_transactions WHERE hlc < ? GROUP BY replica",
+                    arguments: [bound])
+                {
+                    token[try row.decode(Replica.ID.self, atIndex: 0)] = row[1]
                 }
-                return deleted
+                return try HistoryPruner(db: db, store: self).delete(through: token)
             }
         }
     }

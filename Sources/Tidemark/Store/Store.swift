@@ -172,25 +172,16 @@ public final class Store: Sendable {
     public func write<T>(
         author: String? = nil, contextName: String? = nil, _ body: (Database) throws -> T
     ) throws -> (T, Commit?) {
-        do {
-            return try database.writeWithoutTransaction { db in
-                var result: T?
-                var commit: Commit?
-                try db.inTransaction(.immediate) {
-                    _ = try sealForeign(db)
-                    result = try body(db)
-                    commit = try Sealer.seal(
-                        db, replica: replica.id, clock: options.clock,
-                        as: .init(author: author, contextName: contextName, processID: options.processID)
-                    ).map { Commit(sequence: $0.sequence, timestamp: $0.timestamp, changeCount: $0.changeCount) }
-                    return .commit
-                }
-                return (result!, commit)
+        try mappingErrors {
+            try writeImmediately { db in
+                _ = try sealForeign(db)
+                let result = try body(db)
+                let commit = try Sealer.seal(
+                    db, replica: replica.id, clock: options.clock,
+                    as: .init(author: author, contextName: contextName, processID: options.processID)
+                ).map { Commit(sequence: $0.sequence, timestamp: $0.timestamp, changeCount: $0.changeCount) }
+                return (result, commit)
             }
-        } catch let error as StoreError {
-            throw error
-        } catch {
-            throw StoreConnection.mapped(error, path: path)
         }
     }
 
@@ -249,14 +240,7 @@ public final class Store: Sendable {
         try mappingErrors {
             let pending = try database.read { db in try Sealer.hasPending(db) }
             guard pending else { return nil }
-            return try database.writeWithoutTransaction { db in
-                var commit: Commit?
-                try db.inTransaction(.immediate) {
-                    commit = try sealForeign(db)
-                    return .commit
-                }
-                return commit
-            }
+            return try writeImmediately { db in try sealForeign(db) }
         }
     }
 
@@ -293,6 +277,21 @@ public final class Store: Sendable {
             if let id = Replica.ID(bytes: [UInt8](row[0] as Data)) { sequences[id] = row[1] }
         }
         return History.Token(sequences: sequences)
+    }
+
+    // MARK: - Write transactions
+
+    /// Runs `body` in one write transaction begun IMMEDIATE (the write lock is taken before any
+    /// work, so a busy store fails fast), committed when `body` returns, rolled back when it throws.
+    func writeImmediately<T>(_ body: (Database) throws -> T) throws -> T {
+        try database.writeWithoutTransaction { db in
+            var result: T?
+            try db.inTransaction(.immediate) {
+                result = try body(db)
+                return .commit
+            }
+            return result!
+        }
     }
 
     // MARK: - Errors

@@ -161,6 +161,10 @@ public final class ChildProcess: @unchecked Sendable {
     /// Waits until the child has ended (blocking) and says how.
     @discardableResult
     public func waitForExit() -> Ending {
+        // Wait for the end without reaping and without the lock, so that `send(_:)` from another
+        // thread is not held up (the unreaped child keeps its pid), then reap it.
+        var info = siginfo_t()
+        while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) != 0 && errno == EINTR {}
         while true {
             if let ending = reap(blocking: true) { return ending }
         }

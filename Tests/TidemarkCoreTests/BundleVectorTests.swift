@@ -261,6 +261,13 @@ struct DecodedBundle: Decodable, Equatable {
     var transactions: [Transaction]
     /// Present only when the header carries a schema lineage.
     var schemaLineage: [SchemaVersion]?
+    /// Present only when a watermark's header carries a row digest.
+    var rowDigest: [DigestEntry]?
+    struct DigestEntry: Decodable, Equatable {
+        var name: String
+        var rows: Int64
+        var sum: String
+    }
     /// Present for snapshots only.
     var rowStates: [Row]?
     var attestations: [Attestation]
@@ -333,6 +340,12 @@ struct DecodedBundle: Decodable, Equatable {
                 SchemaVersion(position: $0.position, id: $0.hexID, change: HexCoding.encode($0.change.encoded()))
             }
         rowStates = rows
+        rowDigest = h.digest.map { digest in
+            digest.tables.map { entry in
+                let sum: [UInt8] = (0..<8).map { i in UInt8(truncatingIfNeeded: entry.sum >> UInt64(56 - 8 * i)) }
+                return DigestEntry(name: entry.name, rows: Int64(entry.rows), sum: HexCoding.encode(sum))
+            }
+        }
         attestations = v.attestations.map {
             Attestation(
                 origin: $0.origin.description, sequence: $0.sequence, head: HexCoding.encode($0.head),
@@ -357,6 +370,7 @@ struct DecodedBundle: Decodable, Equatable {
             ?? differ("digest", digest, actual.digest) ?? differ("signature", signature, actual.signature)
         if let header { return header }
         if let lineage = differ("schema lineage", schemaLineage, actual.schemaLineage) { return lineage }
+        if let digest = differ("row digest", rowDigest, actual.rowDigest) { return digest }
         if transactions.count != actual.transactions.count {
             return "expected \(transactions.count) transactions, decoded \(actual.transactions.count)"
         }

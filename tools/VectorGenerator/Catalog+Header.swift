@@ -166,9 +166,10 @@ extension Catalog {
         d.headerTail = [1, 1, 0]
         invalid(
             "header-attribute",
-            "A header attribute with odd id 1: the only header attribute is the schema lineage, id 2",
+            "A header attribute with odd id 1: the header attributes are the schema lineage (id 2) and a watermark's row digest (id 3)",
             flags: flags + ["Extensibility"],
             error: "unknown-attribute", d)
+        addRowDigestDefects(base)
         d = base
         d.headerTail = [0, 0]
         invalid(
@@ -178,6 +179,33 @@ extension Catalog {
         d.headerTail = []
         invalid(
             "header-ends-early", "The HEADER payload ends before its attribute count", flags: flags + ["Truncated"],
+            error: "bad-header", d)
+    }
+}
+
+extension Catalog {
+    /// The row digest attribute (Protocol/exchange.md §8.3) where it does not belong or breaks its rules.
+    mutating func addRowDigestDefects(_ base: Draft) {
+        let flags = ["Header", "Resigned", "Watermark"]
+        var d = base
+        d.rowDigest = [("notes", 1, 7)]
+        invalid(
+            "row-digest-outside-watermark",
+            "A changes bundle whose header carries a row digest: only a watermark has one",
+            flags: flags, error: "bad-header", d)
+        let everything = Token([(w.alice, 4), (w.bob, 3), (w.carol, 1)])
+        let watermark = Draft(
+            world: w, sender: w.bob, kind: 3, created: World.time(81), since: everything, through: everything,
+            tables: [World.notes, World.tags], transactions: [])
+        d = watermark
+        d.rowDigest = [("tags", 2, 9), ("notes", 3, 5)]
+        invalid(
+            "row-digest-tables-unsorted", "A watermark's row digest lists `tags` before `notes`", flags: flags,
+            error: "bad-header", d)
+        d = watermark
+        d.rowDigest = [("notes", 0, 0)]
+        invalid(
+            "row-digest-empty-entry", "A watermark's row digest has an entry of 0 rows summing to 0", flags: flags,
             error: "bad-header", d)
     }
 }

@@ -102,6 +102,14 @@ extension Catalog {
             Draft(
                 world: w, sender: w.bob, kind: 3, created: World.time(81), since: everything, through: everything,
                 tables: [World.notes, World.tags, World.labels], transactions: []))
+        var digested = Draft(
+            world: w, sender: w.bob, kind: 3, created: World.time(82), since: everything, through: everything,
+            tables: [World.notes, World.tags, World.labels], transactions: [])
+        digested.rowDigest = [("notes", 3, 0x0123_4567_89ab_cdef), ("tags", 1, 0xfedc_ba98_7654_3210)]
+        valid(
+            "watermark-with-row-digest",
+            "A watermark whose header carries Bob's row digest: 3 notes and 1 tag, each table's sum of row hashes",
+            flags: ["Watermark"], digested)
 
         var maxSequence = Draft(
             world: w, sender: w.alice, created: World.time(90), since: Token(entries: [(w.alice.id, Int64.max - 1)]),

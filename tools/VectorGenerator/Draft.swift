@@ -23,6 +23,9 @@ struct Draft {
     var schemaChanges: [[UInt8]] = []
     /// The lineage attribute's runs: (range index, first sequence, position).
     var schemaRuns: [(range: Int, first: Int64, position: Int)] = []
+    /// A watermark's row digest attribute (Protocol/exchange.md §8.3), entries written in the order
+    /// given; when set, it is written instead of `headerTail`.
+    var rowDigest: [(name: String, rows: UInt64, sum: UInt64)]?
 
     /// Offsets in the record stream where a new TRANSACTIONS frame starts (the first starts at 0).
     var cuts: [Int] = []
@@ -93,6 +96,14 @@ struct Draft {
         for t in tables { out += t.encoded }
         out += Wire.varint(UInt64(ranges.count))
         for r in ranges { out += r.encoded }
+        if let rowDigest {
+            var data = Wire.varint(UInt64(rowDigest.count))
+            for entry in rowDigest {
+                data += Wire.name(entry.name) + Wire.varint(entry.rows)
+                data += (0..<8).map { UInt8(truncatingIfNeeded: entry.sum >> UInt64(56 - 8 * $0)) }
+            }
+            return out + [1] + Wire.varint(3) + Wire.varint(UInt64(data.count)) + data
+        }
         guard !schemaChanges.isEmpty else { return out + headerTail }
         var data =
             Wire.varint(UInt64(schemaChanges.count)) + schemaChanges.flatMap { $0 }

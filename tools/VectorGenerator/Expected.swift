@@ -57,6 +57,16 @@ extension Draft {
             }
             pairs.insert(("schemaLineage", .array(lineage)), at: 7)
         }
+        // Only a watermark with a row digest (Protocol/exchange.md §8.3) has the key.
+        if let rowDigest {
+            let entries = rowDigest.map { e in
+                JSON.object([
+                    ("name", .string(e.name)), ("rows", .integer(Int64(e.rows))),
+                    ("sum", .hex((0..<8).map { UInt8(truncatingIfNeeded: e.sum >> UInt64(56 - 8 * $0)) })),
+                ])
+            }
+            pairs.insert(("rowDigest", .array(entries)), at: 7)
+        }
         return .object(pairs)
     }
 

@@ -133,6 +133,15 @@ enum SelfCheck {
             }
             pairs.insert(("schemaLineage", .array(lineage)), at: 7)
         }
+        if let digest = h.digest {
+            let entries = digest.tables.map { e in
+                JSON.object([
+                    ("name", .string(e.name)), ("rows", .integer(Int64(e.rows))),
+                    ("sum", .hex((0..<8).map { UInt8(truncatingIfNeeded: e.sum >> UInt64(56 - 8 * $0)) })),
+                ])
+            }
+            pairs.insert(("rowDigest", .array(entries)), at: 7)
+        }
         return .object(pairs)
     }
 

@@ -23,12 +23,16 @@ public struct BundleHeader: Sendable, Hashable {
     public var lineage: [Schema.Version]
     /// Where the transactions of a range start being written under a later schema version.
     public var schemaRuns: [SchemaRun]
+    /// For a watermark: the digest of the rows the sender holds at `through` (Protocol/exchange.md
+    /// §6), when it knows it.
+    public var digest: RowDigest?
 
     /// Creates a header.
     public init(
         kind: BundleFormat.Kind, senderName: String, created: HLCTimestamp, since: History.Token,
         through: History.Token,
-        tables: [TableSchema], ranges: [OriginRange], lineage: [Schema.Version] = [], schemaRuns: [SchemaRun] = []
+        tables: [TableSchema], ranges: [OriginRange], lineage: [Schema.Version] = [], schemaRuns: [SchemaRun] = [],
+        digest: RowDigest? = nil
     ) {
         self.kind = kind
         self.senderName = senderName
@@ -39,6 +43,7 @@ public struct BundleHeader: Sendable, Hashable {
         self.ranges = ranges.sorted { $0.origin < $1.origin }
         self.lineage = lineage
         self.schemaRuns = schemaRuns.sorted { ($0.origin, $0.first) < ($1.origin, $1.first) }
+        self.digest = digest
     }
 
     /// The transactions of `origin` from sequence `first` on (up to the next run of that origin)
@@ -70,9 +75,12 @@ public struct BundleHeader: Sendable, Hashable {
         kind == .changes ? schemaRuns.map(\.position).max() ?? 0 : lineage.count
     }
 
-    /// Header attribute ids (Protocol/schema.md §4).
+    /// Header attribute ids (Protocol/bundle.md §3.3).
     enum Attribute {
+        /// The schema lineage (Protocol/schema.md §4).
         static let schemaLineage: UInt64 = 2
+        /// A watermark's row digest (Protocol/exchange.md §8).
+        static let rowDigest: UInt64 = 3
     }
 
     /// A table as the sender tracks it.
@@ -139,7 +147,13 @@ public struct BundleHeader: Sendable, Hashable {
             RecordEncoding.varint(UInt64(r.last), &out)
             out += r.previous
         }
-        if lineage.isEmpty {
+        if let digest {
+            out.append(1)  // attribute count
+            let data = digest.encoded()
+            RecordEncoding.varint(Attribute.rowDigest, &out)
+            RecordEncoding.varint(UInt64(data.count), &out)
+            out += data
+        } else if lineage.isEmpty {
             out.append(0)  // attribute count
         } else {
             out.append(1)
@@ -227,18 +241,31 @@ public struct BundleHeader: Sendable, Hashable {
         }
         var lineage: [Schema.Version] = []
         var runs: [SchemaRun] = []
+        var digest: RowDigest?
         switch try r.varint() {
         case 0: break
         case 1:
             let id = try r.varint()
-            guard id == Attribute.schemaLineage else { throw bad("unknown header attribute", .unknownAttribute) }
+            guard id == Attribute.schemaLineage || id == Attribute.rowDigest else {
+                throw bad("unknown header attribute", .unknownAttribute)
+            }
             let length = try r.varint()
             guard length <= UInt64(BundleFormat.maxFrameLength), length <= UInt64(r.bytes.count - r.position) else {
                 throw bad("ends early")
             }
             let end = r.position + Int(length)
-            (lineage, runs) = try decodeLineage(&r, ranges: ranges, kind: kind)
-            guard r.position == end else { throw bad("schema lineage: bytes left over") }
+            if id == Attribute.rowDigest {
+                guard kind == .watermark else { throw bad("a row digest belongs only in a watermark") }
+                do {
+                    digest = try RowDigest.decode(&r)
+                } catch let defect as RowDigest.Defect {
+                    throw bad(defect.why)
+                }
+                guard r.position == end else { throw bad("row digest: bytes left over") }
+            } else {
+                (lineage, runs) = try decodeLineage(&r, ranges: ranges, kind: kind)
+                guard r.position == end else { throw bad("schema lineage: bytes left over") }
+            }
         default: throw bad("unknown header attribute", .unknownAttribute)
         }
         guard r.atEnd else { throw bad("extra bytes after the header") }
@@ -246,7 +273,7 @@ public struct BundleHeader: Sendable, Hashable {
         return BundleHeader(
             kind: kind, senderName: name, created: created, since: since, through: through, tables: tables,
             ranges: ranges,
-            lineage: lineage, schemaRuns: runs)
+            lineage: lineage, schemaRuns: runs, digest: digest)
     }
 
     /// Reads the schema lineage attribute's data (Protocol/schema.md §4).

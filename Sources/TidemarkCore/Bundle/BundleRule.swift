@@ -29,7 +29,7 @@ public enum BundleRule: String, Sendable, CaseIterable, CustomStringConvertible 
     case unsupportedKind = "unsupported-kind"
     /// R13: a header payload that ends early or has bytes left over; a key column listed twice or not among the
     /// table's columns; a table listed twice; a kind 3 (watermark) bundle with origin ranges; a schema lineage that
-    /// breaks schema.md §4.
+    /// breaks schema.md §4; a row digest outside a watermark or that breaks exchange.md §8.3.
     case badHeader = "bad-header"
     /// R14: a token whose replica ids are not strictly ascending, or with a sequence number of 0 or above 2^63 − 1.
     case badToken = "bad-token"
@@ -65,7 +65,7 @@ public enum BundleRule: String, Sendable, CaseIterable, CustomStringConvertible 
     /// row state with columns; any record in a watermark (kind 3).
     case columnsNotCanonical = "columns-not-canonical"
     /// R27: a record attribute with an even id it does not know; a header attribute other than one schema lineage (id
-    /// 2).
+    /// 2) or row digest (id 3).
     case unknownAttribute = "unknown-attribute"
     /// R28: a record stream that ends inside a record (transaction or row state).
     case recordTruncated = "record-truncated"

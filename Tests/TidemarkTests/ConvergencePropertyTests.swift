@@ -269,6 +269,7 @@ struct ConvergenceChecks {
         }
         problems += WorkloadConstraints.violations(in: expected, posts: posts).map { "model: \($0)" }
         problems += lostWrites(model, states) + resurrections(model, states)
+        problems += try digestProblems()
         var listed: [Replica.ID: [Store.Conflict]] = [:]
         for replica in cluster.replicas { listed[replica.id] = try replica.store.conflicts() }
         problems += unlistedResolutions(model, listed)

@@ -14,15 +14,8 @@ enum CaptureTriggers {
 
     /// Installs the triggers for `table`.
     static func install(_ table: TrackedTable, in db: Database) throws {
-        let declared = try Dictionary(
-            Row.fetchAll(db, sql: "SELECT name, type FROM pragma_table_xinfo(?)", arguments: [table.name]).map {
-                ($0[0] as String, $0[1] as String)
-            },
-            uniquingKeysWith: { first, _ in first })
-        let classChecked = Set(
-            table.columns.indices.filter {
-                keepsStorageClassOfEqualNumbers(declaredType: declared[table.columns[$0]] ?? "")
-            })
+        let affinities = try ColumnAffinity.of(table.columns, in: table.name, db)
+        let classChecked = Set(table.columns.indices.filter { keepsStorageClassOfEqualNumbers(affinities[$0]) })
         for statement in sql(for: table, classChecked: classChecked) { try db.execute(sql: statement) }
     }
 
@@ -34,12 +27,11 @@ enum CaptureTriggers {
     /// the equal integer; BLOB affinity and `ANY` keep the class as written. The type rules are
     /// SQLite's column affinity rules (datatype3.html §3.1).
     static func keepsStorageClassOfEqualNumbers(declaredType: String) -> Bool {
-        let type = declaredType.uppercased()
-        if type.contains("INT") { return true }
-        if type.contains("CHAR") || type.contains("CLOB") || type.contains("TEXT") { return false }
-        if type.contains("BLOB") || type.isEmpty { return true }
-        if type.contains("REAL") || type.contains("FLOA") || type.contains("DOUB") { return false }
-        return true  // NUMERIC affinity, and ANY.
+        keepsStorageClassOfEqualNumbers(ColumnAffinity(declaredType: declaredType))
+    }
+
+    static func keepsStorageClassOfEqualNumbers(_ affinity: ColumnAffinity) -> Bool {
+        affinity != .real && affinity != .text
     }
 
     /// The column names the insert trigger's SQL gives `NEW`, in order: the table's columns in
@@ -77,10 +69,12 @@ enum CaptureTriggers {
     /// this replica's own changes, and puts them back after it. Runs inside a transaction that
     /// rolls back when `body` throws, which puts them back too.
     static func suspended<T>(_ tables: [TrackedTable], in db: Database, _ body: () throws -> T) throws -> T {
-        for table in tables { try remove(table, in: db) }
-        let result = try body()
-        for table in tables { try install(table, in: db) }
-        return result
+        try Store.ownSchemaChange(db) {
+            for table in tables { try remove(table, in: db) }
+            let result = try body()
+            for table in tables { try install(table, in: db) }
+            return result
+        }
     }
 
     /// Removes the triggers for `table`.

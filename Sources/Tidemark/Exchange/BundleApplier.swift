@@ -148,6 +148,7 @@ struct BundleApplier {
     private func end(_ engine: inout MergeEngine, newest: HLCTimestamp, touched: Set<String>) throws -> Set<String> {
         try ReplicaState.advance(to: newest, db)
         try engine.resolver.settleOrphans()
+        try engine.digests.flush(tables: store.replicatedTables)
         try sealResolutions(engine.resolver.deletes)
         let changed = try ChangedTables.closing(touched.union(engine.resolver.deletes.map(\.table)), in: db)
         // Rows were written through raw statements, which GRDB's observation does not see.

@@ -58,11 +58,15 @@ extension Store {
         try sealForeignWrites()
         let own = replica.id
         // Our chain hash where the receiver's copy of our history ends.
-        let ownPrevious = try mappingErrors {
+        let (ownPrevious, digest) = try mappingErrors {
             try database.write { db in
                 // Every own change needs its generation before it can be encoded.
                 try LocalFold(db: db, store: self).run()
-                return try Chains(db: db, store: self).own(through: since[own])
+                // A watermark carries the digest of the rows at its token (Protocol/exchange.md §8).
+                let digest =
+                    kind == .watermark
+                    ? (try Self.rowDigest(db, tables: replicatedTables), try Self.currentToken(db)) : nil
+                return (try Chains(db: db, store: self).own(through: since[own]), digest)
             }
         }
         let directory = (path as NSString).deletingLastPathComponent
@@ -73,9 +77,11 @@ extension Store {
         do {
             (summary, ownHead) = try mappingErrors {
                 try database.read { db in
-                    try write(
-                        ExportPlan(db: db, store: self, since: since, ownPrevious: ownPrevious), kind: kind,
-                        into: sink, key: key, encryptedFor: try envelopeRecipients(db, for: peer), path: path)
+                    let plan = try ExportPlan(db: db, store: self, since: since, ownPrevious: ownPrevious)
+                    // A digest describes its token only: one written meanwhile is left out.
+                    return try write(
+                        plan, kind: kind, digest: digest.flatMap { $0.1 == plan.through ? $0.0 : nil }, into: sink,
+                        key: key, encryptedFor: try envelopeRecipients(db, for: peer), path: path)
                 }
             }
             try sink.close()
@@ -101,7 +107,7 @@ extension Store {
     /// Encodes what `plan` holds into `sink`, encrypted for `recipients` when there are any;
     /// returns the summary (without the size) and this replica's new attestation, if it made one.
     fileprivate func write(
-        _ plan: ExportPlan, kind: BundleFormat.Kind, into sink: ExchangeSink, key: KeyFile,
+        _ plan: ExportPlan, kind: BundleFormat.Kind, digest: RowDigest?, into sink: ExchangeSink, key: KeyFile,
         encryptedFor recipients: [Curve25519.KeyAgreement.PublicKey]?, path: String
     ) throws -> (ExportSummary, (sequence: Int64, attestation: Attestation)?) {
         let header = BundleHeader(
@@ -109,7 +115,7 @@ extension Store {
             created: HLCTimestamp.next(after: plan.clock, now: options.clock.nowMilliseconds()),
             since: plan.since, through: plan.through, tables: plan.tables,
             ranges: kind == .watermark ? [] : plan.ranges, lineage: kind == .watermark ? [] : plan.lineage,
-            schemaRuns: kind == .watermark ? [] : plan.schemaRuns)
+            schemaRuns: kind == .watermark ? [] : plan.schemaRuns, digest: digest)
         try sink.encrypt(for: recipients)
         var encoder = try BundleEncoder(sink: sink, signingKey: key.privateKey, header: header)
         let counts = kind == .watermark ? (0, 0) : try plan.writeTransactions(into: &encoder)

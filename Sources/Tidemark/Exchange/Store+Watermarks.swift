@@ -24,27 +24,47 @@ extension Store {
         return try knownToken(of: peer.id)
     }
 
-    /// Records that `replica` held `token` at `signedAt` (as its own signature showed); keeps the larger.
-    func noteWatermark(_ token: History.Token, of replica: Replica.ID, signedAt: HLCTimestamp) throws {
+    /// Records that `replica` held `token` at `signedAt` (as its own signature showed); keeps the
+    /// larger. A watermark's `digest` of its rows at `token` replaces the one kept before.
+    func noteWatermark(
+        _ token: History.Token, of replica: Replica.ID, signedAt: HLCTimestamp, digest: RowDigest? = nil
+    ) throws {
         try mappingErrors {
             try database.write { db in
                 let key = Data(replica.bytes)
                 var merged = token
-                if let text = try String.fetchOne(
-                    db, sql: "SELECT token FROM tidemark_watermarks WHERE replica = ?", arguments: [key]),
-                    let known = try? History.Token(parsing: text)
-                {
+                let known = try Row.fetchOne(
+                    db, sql: "SELECT token, signed_at FROM tidemark_watermarks WHERE replica = ?", arguments: [key])
+                if let text = known?[0] as String?, let known = try? History.Token(parsing: text) {
                     if known.covers(token) && known != token { return }
                     merged = known.merged(with: token)
                 }
-                let previous =
-                    try Int64.fetchOne(
-                        db, sql: "SELECT signed_at FROM tidemark_watermarks WHERE replica = ?", arguments: [key]) ?? 0
+                let previous = (known?[1] as Int64?) ?? 0
                 try db.execute(
-                    sql: "INSERT OR REPLACE INTO tidemark_watermarks(replica, token, signed_at) VALUES (?, ?, ?)",
+                    sql: """
+                        INSERT INTO tidemark_watermarks(replica, token, signed_at) VALUES (?, ?, ?)
+                        ON CONFLICT(replica) DO UPDATE SET token = excluded.token, signed_at = excluded.signed_at
+                        """,
                     arguments: [key, merged.description, max(previous, signedAt.packed)])
+                if let digest {
+                    try db.execute(
+                        sql: "UPDATE tidemark_watermarks SET digest = ?, digest_token = ? WHERE replica = ?",
+                        arguments: [Data(digest.bytes), token.description, key])
+                }
             }
         }
+    }
+
+    /// The row digest `replica`'s latest watermark carried, with the token it describes.
+    static func watermarkDigest(of replica: Replica.ID, _ db: Database) throws -> (RowDigest, History.Token)? {
+        guard
+            let row = try Row.fetchOne(
+                db, sql: "SELECT digest, digest_token FROM tidemark_watermarks WHERE replica = ?",
+                arguments: [Data(replica.bytes)]),
+            let bytes = row[0] as Data?, let text = row[1] as String?, let token = try? History.Token(parsing: text),
+            let digest = try? RowDigest(bytes: Array(bytes))
+        else { return nil }
+        return (digest, token)
     }
 
     /// Reads and verifies a watermark file; returns the token if it is intact and signed by a
@@ -66,7 +86,8 @@ extension Store {
                     try Self.checkNotDowngraded(db, header: verified.header, encrypted: source.encrypted, path: path)
                 }
             }
-            try noteWatermark(verified.header.through, of: sender, signedAt: verified.header.created)
+            try noteWatermark(
+                verified.header.through, of: sender, signedAt: verified.header.created, digest: verified.header.digest)
             return (sender, verified.header.through)
         } catch let error as BundleError {
             throw ExchangeError.badBundle(path: path, error)

@@ -130,11 +130,11 @@ struct ConflictResolver {
     {
         try RowAccess(db: db, table: table).delete(key: key)
         let store = metadata[table.name]!
-        let known = try store.fetch(db, key: key)
+        var known = try store.fetch(db, key: key)
         let generation = known.afterDelete
-        try store.save(
-            db, key: key, RowMetadata(generation: generation, clocks: .init(repeating: nil, count: table.columns.count))
-        )
+        known.startLife(generation)
+        known.rowHash = nil
+        try store.save(db, key: key, &known)
         let tombstone = table.columns.indices.map { History.Column(table.columns[$0], values[$0]) }
         let change = History.Change(
             type: .delete, table: table.name, key: zip(table.keyColumns, key).map { History.Column($0, $1) },

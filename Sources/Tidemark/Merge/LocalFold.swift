@@ -9,6 +9,9 @@ import TidemarkCore
 struct LocalFold {
     let db: Database
     let store: Store
+    /// Whether rows are hashed for the row digests. A migration folds without: its tables may no
+    /// longer have the registered columns, and it has every table counted again after.
+    var hashesRows = true
 
     /// Folds every own transaction sealed since the last fold.
     func run() throws {
@@ -22,11 +25,18 @@ struct LocalFold {
             arguments: [own, folded])
         guard let last = transactions.last else { return }
         let origins = OriginNumbers(db: db)
+        let digests = hashesRows ? RowDigests(db: db) : nil
         let stores = Dictionary(
-            uniqueKeysWithValues: store.replicatedTables.map { ($0.id, RowMetadataStore(table: $0, origins: origins)) })
+            uniqueKeysWithValues: store.replicatedTables.map {
+                ($0.id, RowMetadataStore(table: $0, origins: origins, digests: digests))
+            })
+        // A row's hash is made from an insert's values, or read from the table as it is now: every
+        // later write to it is sealed or pending, and is hashed again when it is folded.
+        let access = Dictionary(
+            uniqueKeysWithValues: store.replicatedTables.map { ($0.id, RowAccess(db: db, table: $0)) })
         let layout = try ChangeLayout(db)
-        // Only the key values and the column mask matter here: which row, and which columns the
-        // change wrote.
+        // The key values and the column mask matter here: which row, and which columns the change
+        // wrote; and an insert's values, which make the row's hash without reading it.
         let changes = try RawStatement(
             db, sql: HistoryQuery.changesOfTransaction(selecting: layout.selectList + ", id"))
         let setGeneration = try RawStatement(db, sql: "UPDATE tidemark_changes SET gen = ? WHERE id = ?")
@@ -47,26 +57,34 @@ struct LocalFold {
                 let written = { (i: Int) in mask.contains(table.slots[i]) && !table.keyIndexes.contains(i) }
                 switch op {
                 case .insert:
-                    if !metadata.isAlive {
-                        metadata = RowMetadata(
-                            generation: metadata.afterInsert,
-                            clocks: .init(repeating: nil, count: metadata.clocks.count))
-                    }
+                    if !metadata.isAlive { metadata.startLife(metadata.afterInsert) }
                     for i in table.columns.indices where written(i) { metadata.clocks[i] = clock }
                 case .update:
                     if !metadata.isAlive { metadata.generation = metadata.afterInsert }
                     for i in table.columns.indices where written(i) { metadata.clocks[i] = clock }
                 case .delete, .marker:
-                    metadata = RowMetadata(
-                        generation: metadata.afterDelete, clocks: .init(repeating: nil, count: metadata.clocks.count))
+                    metadata.startLife(metadata.afterDelete)
                 }
-                try metadataStore.save(db, key: key, metadata)
+                metadata.rowHash = nil
+                if metadata.isAlive && hashesRows, let rows = access[table.id] {
+                    if op == .insert {
+                        let values = table.columns.indices.map { i -> SQLValue? in
+                            mask.contains(table.slots[i])
+                                ? changes.value(Int32(layout.valueIndex(table.slots[i]))) : nil
+                        }
+                        metadata.rowHash = try rows.hash(key: key, holding: values)
+                    } else {
+                        metadata.rowHash = try rows.hash(key: key)
+                    }
+                }
+                try metadataStore.save(db, key: key, &metadata)
                 setGeneration.reset()
                 try setGeneration.bind(metadata.generation, at: 1)
                 try setGeneration.bind(id, at: 2)
                 try setGeneration.execute()
             }
         }
+        try digests?.flush(tables: store.replicatedTables)
         try ReplicaState.setFolded(through: last[0], db)
     }
 }

@@ -11,14 +11,18 @@ struct MergeEngine {
     let metadata: [String: RowMetadataStore]
     let rows: [String: RowAccess]
     var resolver: ConflictResolver
+    /// The row digests every metadata save updates; `flush` them before the access ends.
+    let digests: RowDigests
 
     init(db: Database, store: Store, now: @escaping () -> HLCTimestamp) {
         self.db = db
         tables = Dictionary(uniqueKeysWithValues: store.replicatedTables.map { ($0.name, $0) })
         let origins = OriginNumbers(db: db)
+        let digests = RowDigests(db: db)
+        self.digests = digests
         metadata = Dictionary(
             uniqueKeysWithValues: store.replicatedTables.map {
-                ($0.name, RowMetadataStore(table: $0, origins: origins))
+                ($0.name, RowMetadataStore(table: $0, origins: origins, digests: digests))
             })
         rows = Dictionary(uniqueKeysWithValues: store.replicatedTables.map { ($0.name, RowAccess(db: db, table: $0)) })
         resolver = ConflictResolver(db: db, replica: store.replica.id, tables: tables, metadata: metadata, now: now)
@@ -37,15 +41,16 @@ struct MergeEngine {
             return (i, column.value)
         }
         if generation > known.generation {
-            known = RowMetadata(generation: generation, clocks: .init(repeating: nil, count: table.columns.count))
+            known.startLife(generation)
             if change.type == .delete {
                 try access.delete(key: key)
-                try store.save(db, key: key, known)
+                digests.noteMerged(table)
+                known.rowHash = nil
+                try store.save(db, key: key, &known)
                 return
             }
             for (i, _) in incoming { known.clocks[i] = clock }
-            try store.save(db, key: key, known)
-            _ = try write(key: key, columns: incoming, upsert: true, table: table, metadata: known)
+            _ = try write(key: key, columns: incoming, upsert: true, table: table, metadata: &known)
             return
         }
         // Same life.
@@ -54,8 +59,7 @@ struct MergeEngine {
         let winners = incoming.filter { i, _ in known.clocks[i].map { clock >= $0 } ?? true }
         guard !winners.isEmpty else { return }
         for (i, _) in winners { known.clocks[i] = clock }
-        try store.save(db, key: key, known)
-        guard try write(key: key, columns: winners, upsert: false, table: table, metadata: known) else {
+        guard try write(key: key, columns: winners, upsert: false, table: table, metadata: &known) else {
             // Alive by its metadata but absent here: a foreign-key action removed it during an
             // import. Settle that as a delete every replica will see.
             var values = [SQLValue](repeating: .null, count: table.columns.count)
@@ -81,10 +85,12 @@ struct MergeEngine {
         }
         var winners: [(Int, SQLValue)]
         if state.generation > known.generation {
-            known = RowMetadata(generation: state.generation, clocks: .init(repeating: nil, count: table.columns.count))
+            known.startLife(state.generation)
             if state.generation % 2 == 0 {
                 try access.delete(key: key)
-                try store.save(db, key: key, known)
+                digests.noteMerged(table)
+                known.rowHash = nil
+                try store.save(db, key: key, &known)
                 return
             }
             winners = cells.map { ($0.0, $0.1) }
@@ -99,17 +105,19 @@ struct MergeEngine {
             }
             guard !winners.isEmpty else { return }
         }
-        try store.save(db, key: key, known)
-        _ = try write(key: key, columns: winners, upsert: true, table: table, metadata: known)
+        _ = try write(key: key, columns: winners, upsert: true, table: table, metadata: &known)
     }
 
     /// Writes merged values without reading the row first: sets them, and when `upsert` inserts
-    /// the row if it is absent. Returns false when the row is absent and was not inserted. A
-    /// constraint the merged row breaks is settled by the resolver.
+    /// the row if it is absent, then saves `metadata` with the row's new hash. Returns false when
+    /// the row is absent and was not inserted (nothing is saved then). A constraint the merged row
+    /// breaks is settled by the resolver, which saves the metadata of the rows it deletes.
     private mutating func write(
-        key: [SQLValue], columns: [(Int, SQLValue)], upsert: Bool, table: TrackedTable, metadata: RowMetadata
+        key: [SQLValue], columns: [(Int, SQLValue)], upsert: Bool, table: TrackedTable, metadata: inout RowMetadata
     ) throws -> Bool {
         let access = rows[table.name]!
+        let store = self.metadata[table.name]!
+        digests.noteMerged(table)
         var upsert = upsert
         // Read once, at the first broken constraint: a failed statement leaves the row as it was.
         var before: [SQLValue]?
@@ -118,13 +126,18 @@ struct MergeEngine {
             do {
                 if upsert {
                     try access.write(key: key, columns: columns)
-                    return true
+                } else if try !access.update(key: key, columns: columns) {
+                    return false
                 }
-                return try access.update(key: key, columns: columns)
+                metadata.rowHash = try access.hash(key: key, written: columns)
+                try store.save(db, key: key, &metadata)
+                return true
             } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
                 if !readBefore {
                     before = try access.values(key: key)
                     readBefore = true
+                    // The resolver reads this row's metadata as merged so far; the row is unchanged.
+                    try store.save(db, key: key, &metadata)
                 }
                 var candidate = before ?? [SQLValue](repeating: .null, count: table.columns.count)
                 for (i, v) in zip(table.keyIndexes, key) { candidate[i] = v }

@@ -12,6 +12,8 @@ final class RowAccess {
     private let selectSQL: String
     private let deleteSQL: String
     private let statements: RawStatementCache
+    /// Made on the first hash: it reads the columns' declared types.
+    private var madeHasher: RowHasher?
 
     init(db: Database, table: TrackedTable) {
         self.db = db
@@ -31,6 +33,21 @@ final class RowAccess {
         try statement.bind(key)
         guard try statement.step() else { return nil }
         return (0..<Int32(table.columns.count)).map { statement.value($0) }
+    }
+
+    /// The hash of the row with `key` (Protocol/exchange.md §8.1), or nil when it is absent.
+    func hash(key: [SQLValue]) throws -> Int64? {
+        let statement = try statements.statement(selectSQL)
+        try statement.bind(key)
+        defer { statement.reset() }
+        return try statement.step() ? hasher().hash(statement) : nil
+    }
+
+    private func hasher() throws -> RowHasher {
+        if let madeHasher { return madeHasher }
+        let made = try RowHasher(table: table, db)
+        madeHasher = made
+        return made
     }
 
     /// Writes columns (index, value) of the row with `key`: sets them when the row is present,
@@ -64,6 +81,32 @@ final class RowAccess {
         try statement.bind(key, from: Int32(ordered.count) + 1)
         try statement.execute()
         return db.changesCount > 0
+    }
+
+    /// The hash of the row with `key` just after a write of `columns` (index, value), or nil when
+    /// it is absent.
+    func hash(key: [SQLValue], written columns: [(Int, SQLValue)]) throws -> Int64? {
+        guard columns.count + key.count == table.columns.count else { return try hash(key: key) }
+        var values: [SQLValue?] = []
+        swap(&values, &written)
+        defer { swap(&values, &written) }
+        values.removeAll(keepingCapacity: true)
+        values.append(contentsOf: repeatElement(nil, count: table.columns.count))
+        for (i, v) in zip(table.keyIndexes, key) { values[i] = v }
+        for (i, v) in columns { values[i] = v }
+        return try hash(key: key, holding: values)
+    }
+
+    /// The row a write left, reused from write to write.
+    private var written: [SQLValue?] = []
+
+    /// The hash of the row with `key`, which a write just left holding `values` (by column index,
+    /// nil where the write did not set the column), or nil when it is absent. Computed from the
+    /// values when they make the whole row and SQLite stores each as given
+    /// (`RowHasher.hash(writing:)`), as for most inserts; read otherwise.
+    func hash(key: [SQLValue], holding values: [SQLValue?]) throws -> Int64? {
+        if !values.contains(where: { $0 == nil }), let hash = try hasher().hash(writing: values) { return hash }
+        return try hash(key: key)
     }
 
     /// Statements by the column indexes they write, in order.

@@ -9,6 +9,18 @@ struct RowMetadata: Equatable {
     var generation: Int64
     /// Per column index; nil for key columns and columns not written in the current life.
     var clocks: [MergeClock?]
+    /// The hash of the row's values as this replica last wrote or read them (Protocol/exchange.md
+    /// §6); nil while the row is absent.
+    var rowHash: Int64? = nil
+    /// What the store held for this row when it was fetched (or last saved): a save replaces that
+    /// hash with `rowHash` in the table's row digest.
+    var saved = Saved(hash: nil, exists: false)
+
+    /// The row hash and whether a metadata row existed, as stored.
+    struct Saved: Equatable {
+        var hash: Int64?
+        var exists: Bool
+    }
 
     var isAlive: Bool { generation % 2 == 1 }
 
@@ -16,4 +28,10 @@ struct RowMetadata: Equatable {
     var afterDelete: Int64 { isAlive ? generation + 1 : (generation == 0 ? 2 : generation) }
     /// The generation an insert leads to.
     var afterInsert: Int64 { isAlive ? generation : generation + 1 }
+
+    /// Starts row life `generation`: no column has a clock yet. The row hash and what was saved stay.
+    mutating func startLife(_ generation: Int64) {
+        self.generation = generation
+        clocks = .init(repeating: nil, count: clocks.count)
+    }
 }

@@ -7,6 +7,7 @@ final class RowMetadataStore {
     let table: TrackedTable
     private let nonKey: [Int]
     private let origins: OriginNumbers
+    private let digests: RowDigests?
     private let fetchSQL: String
     /// Saves a row whose non-key columns share one clock, and one with a clock per column.
     private let saveSharedSQL: String
@@ -14,10 +15,15 @@ final class RowMetadataStore {
     private var fetchStatement: RawStatement?
     private var saveSharedStatement: RawStatement?
     private var saveStatement: RawStatement?
+    /// The column of `h` in the fetch.
+    private let hashIndex: Int32
 
-    init(table: TrackedTable, origins: OriginNumbers) {
+    /// `digests` receives each save's change to the table's row digest. A store that only fetches
+    /// needs none, nor one whose caller has every table counted again after (a migration's fold).
+    init(table: TrackedTable, origins: OriginNumbers, digests: RowDigests?) {
         self.table = table
         self.origins = origins
+        self.digests = digests
         let nonKey = table.columns.indices.filter { !table.keyIndexes.contains($0) }
         self.nonKey = nonKey
         let name = Bookkeeping.rowMetadataTable(table)
@@ -25,15 +31,16 @@ final class RowMetadataStore {
         // After a migration added columns, `w` says how many columns a row's shared clock covers.
         let width = table.sharedClockWidth == nil ? [] : ["w"]
         let clocks = ["t", "o"] + nonKey.flatMap { ["t\(table.slots[$0])", "o\(table.slots[$0])"] }
-        fetchSQL = "SELECT \((["gen"] + clocks + width).joined(separator: ", ")) FROM \(name) WHERE \(keyMatch)"
+        fetchSQL = "SELECT \((["gen"] + clocks + width + ["h"]).joined(separator: ", ")) FROM \(name) WHERE \(keyMatch)"
         let keys = table.keyIndexes.indices.map { "k\($0)" }
         // Each names only the columns it sets: the others of the row it replaces become NULL.
         func insert(_ columns: [String]) -> String {
             "INSERT OR REPLACE INTO \(name)(\(columns.joined(separator: ", "))) "
                 + "VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
         }
-        saveSharedSQL = insert(keys + ["gen", "t", "o"] + width)
-        saveSQL = insert(keys + ["gen"] + clocks.dropFirst(2) + width)
+        saveSharedSQL = insert(keys + ["gen", "t", "o"] + width + ["h"])
+        saveSQL = insert(keys + ["gen"] + clocks.dropFirst(2) + width + ["h"])
+        hashIndex = Int32(1 + clocks.count + width.count)
     }
 
     /// The metadata of the row with `key` (values in key order), or generation 0 if never seen.
@@ -42,6 +49,7 @@ final class RowMetadataStore {
         try statement.bind(key)
         var clocks = [MergeClock?](repeating: nil, count: table.columns.count)
         guard try statement.step() else { return RowMetadata(generation: 0, clocks: clocks) }
+        let hash = statement.optionalInt64(hashIndex)
         if let shared = try clock(statement, 1) {
             // A row saved before a migration added columns: its shared clock covers the old ones.
             let width = table.sharedClockWidth.map {
@@ -51,11 +59,12 @@ final class RowMetadataStore {
         } else {
             for (n, column) in nonKey.enumerated() { clocks[column] = try clock(statement, Int32(3 + 2 * n)) }
         }
-        return RowMetadata(generation: statement.int64(0), clocks: clocks)
+        return RowMetadata(
+            generation: statement.int64(0), clocks: clocks, rowHash: hash, saved: .init(hash: hash, exists: true))
     }
 
-    /// Stores the metadata of the row with `key`.
-    func save(_ db: Database, key: [SQLValue], _ metadata: RowMetadata) throws {
+    /// Stores the metadata of the row with `key`, and replaces its hash in the table's row digest.
+    func save(_ db: Database, key: [SQLValue], _ metadata: inout RowMetadata) throws {
         let first = nonKey.first.flatMap { metadata.clocks[$0] }
         let statement: RawStatement
         var index = Int32(key.count) + 2
@@ -76,8 +85,14 @@ final class RowMetadataStore {
         }
         try statement.bind(key)
         try statement.bind(metadata.generation, at: Int32(key.count) + 1)
-        if table.sharedClockWidth != nil { try statement.bind(Int64(table.slotCount), at: index) }
+        if table.sharedClockWidth != nil {
+            try statement.bind(Int64(table.slotCount), at: index)
+            index += 1
+        }
+        try statement.bind(metadata.rowHash, at: index)
         try statement.execute()
+        digests?.replace(table: table, old: metadata.saved, new: metadata.rowHash)
+        metadata.saved = .init(hash: metadata.rowHash, exists: true)
     }
 
     /// The clock stored in columns `index` (packed timestamp) and `index + 1` (origin number).

@@ -24,6 +24,21 @@ extension Store {
         public var behindChanges: Int64
         /// The timestamp of the oldest transaction it lacks, where history still holds it.
         public var lackingSince: HLCTimestamp?
+        /// How its rows compare with this replica's, by the row digest of its latest watermark.
+        public var rows: RowComparison = .unknown
+    }
+
+    /// How a member's rows compare with this replica's (Protocol/exchange.md §8): known only when
+    /// its latest watermark carried a row digest of this replica's current token.
+    public enum RowComparison: Sendable, Equatable {
+        /// It holds the same rows as this replica, at the same token.
+        case same
+        /// At the same token, it holds different rows in these tables.
+        case differ(tables: [String])
+        /// Its latest digest describes another token (this one): compare again once both have synced.
+        case otherToken(History.Token)
+        /// None of its watermarks carried a digest.
+        case unknown
     }
 
     /// This replica and every trusted peer, with their watermarks and lag.
@@ -32,6 +47,14 @@ extension Store {
         return try mappingErrors {
             try database.read { db in
                 let token = try Self.currentToken(db)
+                // Counted only when a member's latest digest is of this token.
+                var digest: RowDigest?
+                let ours = {
+                    if digest == nil {
+                        digest = try Self.rowDigestReading(db, tables: self.replicatedTables, own: self.replica.id)
+                    }
+                    return digest!
+                }
                 let retired = Set(try String.fetchAll(db, sql: "SELECT id FROM tidemark_members WHERE retired = 1"))
                 var result = [
                     Member(
@@ -65,11 +88,21 @@ extension Store {
                             watermark: watermark,
                             signedAt: (row?[1] as Int64?).map(HLCTimestamp.init(packed:)), behindTransactions: behind,
                             behindChanges: changes,
-                            lackingSince: since))
+                            lackingSince: since, rows: try Self.compare(ours, at: token, with: peer.id, db)))
                 }
                 return result
             }
         }
+    }
+
+    /// Compares this replica's row digest at `token` with the one `peer`'s latest watermark carried.
+    private static func compare(
+        _ digest: () throws -> RowDigest, at token: History.Token, with peer: Replica.ID, _ db: Database
+    ) throws -> RowComparison {
+        guard let (theirs, at) = try watermarkDigest(of: peer, db) else { return .unknown }
+        guard at == token else { return .otherToken(at) }
+        let tables = try digest().differingTables(from: theirs)
+        return tables.isEmpty ? .same : .differ(tables: tables)
     }
 
     /// Retires the trusted peer named `name`: pruning stops waiting for it. The retirement is a

@@ -123,7 +123,7 @@ struct SnapshotReader {
 
     /// Calls `body` with each row state; returns how many.
     func readAll(_ body: (RowState) throws -> Void) throws -> Int {
-        let store = RowMetadataStore(table: table, origins: origins)
+        let store = RowMetadataStore(table: table, origins: origins, digests: nil)
         let access = RowAccess(db: db, table: table)
         let keys = table.keyIndexes.indices.map { "k\($0)" }.joined(separator: ", ")
         let cursor = try Row.fetchCursor(

@@ -70,7 +70,7 @@ extension Store {
             try database.writeWithoutTransaction { db in
                 var summary: MigrationSummary!
                 try db.inTransaction(.immediate) {
-                    summary = try SchemaMigrator(db: db, store: self).run(migration)
+                    summary = try Store.ownSchemaChange(db) { try SchemaMigrator(db: db, store: self).run(migration) }
                     return .commit
                 }
                 try registrations.refresh(db)
@@ -87,7 +87,8 @@ struct SchemaMigrator {
 
     func run(_ migration: Store.Migration) throws -> Store.MigrationSummary {
         _ = try store.sealForeign(db)
-        try LocalFold(db: db, store: store).run()
+        try LocalFold(db: db, store: store, hashesRows: false).run()
+        try RowDigests.forgetAll(db)  // hashes name columns and the SQL may write rows: count again
         let registrations = try TrackedTable.fetchAll(db, includingUntracked: true)
         let before = registrations.filter { $0.untrackedAt == nil }
         let lastChange = try Sealer.lastChangeID(db)

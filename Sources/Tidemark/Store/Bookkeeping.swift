@@ -100,7 +100,9 @@ enum Bookkeeping {
                 CREATE TABLE tidemark_watermarks(
                     replica BLOB PRIMARY KEY NOT NULL,
                     token TEXT NOT NULL,              -- the latest token the replica is known to hold, signed by it
-                    signed_at INTEGER NOT NULL        -- the replica's clock when it signed that token (packed)
+                    signed_at INTEGER NOT NULL,       -- the replica's clock when it signed that token (packed)
+                    digest BLOB,                      -- the row digest its latest watermark carried (RowDigest.bytes)
+                    digest_token TEXT                 -- the token that digest describes
                 ) WITHOUT ROWID;
                 CREATE TABLE tidemark_folders(
                     path TEXT PRIMARY KEY NOT NULL,   -- exchange folders this replica has pushed to or pulled from
@@ -130,6 +132,7 @@ enum Bookkeeping {
                 """)
         try createAuthorship(db)
         try createSchemas(db)
+        try createDigests(db)
         try createRemoteFiles(db)
         try createCheckedFiles(db)
     }
@@ -181,6 +184,14 @@ enum Bookkeeping {
             try db.execute(sql: "ALTER TABLE tidemark_transactions ADD COLUMN schema INTEGER NOT NULL DEFAULT 0")
         }
         try createSchemas(db)
+        try createDigests(db)
+        if try !db.columns(in: "tidemark_watermarks").contains(where: { $0.name == "digest" }) {
+            try db.execute(sql: "ALTER TABLE tidemark_watermarks ADD COLUMN digest BLOB")
+            try db.execute(sql: "ALTER TABLE tidemark_watermarks ADD COLUMN digest_token TEXT")
+        }
+        for table in try String.fetchAll(db, sql: rowMetadataWithoutHash) {
+            try db.execute(sql: "ALTER TABLE \(table.quotedDatabaseIdentifier) ADD COLUMN h INTEGER")
+        }
         if try !db.columns(in: "tidemark_held").contains(where: { $0.name == "encrypted" }) {
             try db.execute(sql: "ALTER TABLE tidemark_held ADD COLUMN encrypted INTEGER NOT NULL DEFAULT 0")
         }
@@ -201,6 +212,23 @@ enum Bookkeeping {
             || !db.tableExists("tidemark_checked_files")
             || !db.columns(in: "tidemark_held").contains { $0.name == "encrypted" }
             || String.fetchOne(db, sql: rowMetadataNamedCausalLength) != nil
+            || !db.tableExists("tidemark_digests") || String.fetchOne(db, sql: rowMetadataWithoutHash) != nil
+            || !db.columns(in: "tidemark_watermarks").contains { $0.name == "digest" }
+    }
+
+    /// The row-metadata tables made before rows had their hash `h`.
+    private static let rowMetadataWithoutHash = """
+        SELECT name FROM sqlite_schema
+        WHERE type = 'table' AND name LIKE 'tidemark\\_rows\\_%' ESCAPE '\\' AND sql NOT LIKE '%, h INTEGER%'
+        """
+
+    /// Each replicated table's row digest (`RowDigests`): the row count, the sum of the row hashes
+    /// modulo 2^64 (as a signed integer), and how many rows the last count found without metadata.
+    /// A table with no row here has no known digest.
+    static func createDigests(_ db: Database) throws {
+        try db.execute(
+            sql: "CREATE TABLE IF NOT EXISTS tidemark_digests(table_id INTEGER PRIMARY KEY, "
+                + "rows INTEGER NOT NULL, sum INTEGER NOT NULL, untracked INTEGER NOT NULL)")
     }
 
     /// The row-metadata tables made before their generation column was named `gen`.
@@ -300,7 +328,8 @@ enum Bookkeeping {
     /// seen, kept beside the rows and never pruned. `k<i>` hold the key values in key order, `gen`
     /// the row's generation. Clocks are stored compactly: when every non-key column was set by the same
     /// write, `t`/`o` hold that one clock; otherwise each non-key column `i` has its own `t<i>`/`o<i>`.
-    /// `t` is a packed hybrid timestamp and `o` the writer's number in `tidemark_origins`.
+    /// `t` is a packed hybrid timestamp and `o` the writer's number in `tidemark_origins`. `h` is
+    /// the row's hash for the row digest (Protocol/exchange.md §8), NULL while the row is absent.
     static func rowMetadataTable(_ table: TrackedTable) -> String { "tidemark_rows_\(table.id)" }
 
     /// Creates the row-metadata table of `table`.
@@ -313,7 +342,7 @@ enum Bookkeeping {
             }
         try db.execute(
             sql:
-                "CREATE TABLE \(rowMetadataTable(table))(\((keys + ["gen INTEGER NOT NULL"] + clocks).joined(separator: ", ")), "
+                "CREATE TABLE \(rowMetadataTable(table))(\((keys + ["gen INTEGER NOT NULL"] + clocks + ["h INTEGER"]).joined(separator: ", ")), "
                 + "PRIMARY KEY(\(keys.joined(separator: ", ")))) WITHOUT ROWID")
     }
 
@@ -356,6 +385,8 @@ enum Bookkeeping {
         static let format = "format"
         static let replicaName = "replica_name"
         static let publicKey = "public_key"
+        /// SQLite's schema cookie when the row digests were last known to be trustworthy.
+        static let digestSchemaVersion = "digest_schema_version"
     }
 
     static func meta(_ db: Database, _ key: String) throws -> DatabaseValue {

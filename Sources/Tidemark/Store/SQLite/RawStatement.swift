@@ -122,6 +122,39 @@ final class RawStatement {
         }
     }
 
+    /// Appends column `index`'s value in the bundle encoding (Protocol/bundle.md §4.1) without
+    /// making a `SQLValue`: tag, then payload. TEXT is taken as stored, every byte; an INTEGER is
+    /// taken as a REAL when `asReal`.
+    func appendEncodedValue(_ index: Int32, asReal: Bool, to out: inout [UInt8]) {
+        switch sqlite3_column_type(statement, index) {
+        case SQLITE_INTEGER where asReal:
+            appendEncodedReal(Double(sqlite3_column_int64(statement, index)), to: &out)
+        case SQLITE_INTEGER:
+            let v = sqlite3_column_int64(statement, index)
+            out.append(1)
+            Varint.append(UInt64(bitPattern: (v << 1) ^ (v >> 63)), to: &out)
+        case SQLITE_FLOAT:
+            appendEncodedReal(sqlite3_column_double(statement, index), to: &out)
+        case SQLITE_TEXT, SQLITE_BLOB:
+            let isText = sqlite3_column_type(statement, index) == SQLITE_TEXT
+            let pointer =
+                isText ? UnsafeRawPointer(sqlite3_column_text(statement, index)) : sqlite3_column_blob(statement, index)
+            let count = Int(sqlite3_column_bytes(statement, index))
+            out.append(isText ? 3 : 4)
+            Varint.append(UInt64(count), to: &out)
+            if count > 0, let pointer { out.append(contentsOf: UnsafeRawBufferPointer(start: pointer, count: count)) }
+        default: out.append(0)
+        }
+    }
+
+    private func appendEncodedReal(_ value: Double, to out: inout [UInt8]) {
+        let bits = value.bitPattern
+        out.append(2)
+        for shift in stride(from: 56, through: 0, by: -8) {
+            out.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift)))
+        }
+    }
+
     private func check(_ code: Int32) throws {
         guard code != SQLITE_OK else { return }
         throw DatabaseError(

@@ -1,0 +1,104 @@
+import Foundation
+import GRDB
+import TidemarkCore
+
+/// Keeps each replicated table's row digest (Protocol/exchange.md §8) in `tidemark_digests`, its
+/// only writer. Every save of row metadata replaces the row's old hash with its new one here, and
+/// `flush` adds the sums up once per access: no write scans a table.
+///
+/// A table with no row in `tidemark_digests` has no known digest, and `Store.rowDigest` counts it
+/// again with a scan the next time one is needed: after an upgrade or a migration, after a
+/// foreign-key action may have changed rows behind the merge, and after a client changed the
+/// schema (which is how capture triggers are removed and put back).
+final class RowDigests {
+    let db: Database
+    /// What this access did to each table, by table id: one lookup per saved row.
+    private var pending: [Int64: Pending] = [:]
+
+    private struct Pending {
+        /// The change to the row count and to the sum of hashes.
+        var rows: Int64 = 0
+        var sum: UInt64 = 0
+        var changed = false
+        /// A row with no metadata was saved for the first time.
+        var firstSeen = false
+        /// The merge wrote or removed rows (foreign-key actions may follow).
+        var merged = false
+
+        mutating func replace(old: RowMetadata.Saved, new: Int64?) {
+            if !old.exists { firstSeen = true }
+            guard old.hash != new else { return }
+            changed = true
+            if let hash = old.hash {
+                rows -= 1
+                sum &-= UInt64(bitPattern: hash)
+            }
+            if let hash = new {
+                rows += 1
+                sum &+= UInt64(bitPattern: hash)
+            }
+        }
+    }
+
+    init(db: Database) { self.db = db }
+
+    /// Replaces a row's hash: `old` as stored before, `new` after (nil: the row is absent).
+    func replace(table: TrackedTable, old: RowMetadata.Saved, new: Int64?) {
+        pending[table.id, default: Pending()].replace(old: old, new: new)
+    }
+
+    /// Notes that the merge wrote or removed rows of `table` (foreign-key actions may follow).
+    func noteMerged(_ table: TrackedTable) { pending[table.id, default: Pending()].merged = true }
+
+    /// Adds what was replaced to the stored digests, and forgets those it can no longer vouch for.
+    func flush(tables: [TrackedTable]) throws {
+        for (id, delta) in pending where delta.changed {
+            guard
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT rows, sum, untracked FROM tidemark_digests WHERE table_id = ?", arguments: [id])
+            else { continue }
+            if delta.firstSeen, row[2] as Int64 > 0 {
+                // A row the last count found without metadata may be the one just saved: count again.
+                try Self.forget(id, db)
+                continue
+            }
+            let sum = UInt64(bitPattern: row[1]) &+ delta.sum
+            try db.execute(
+                sql: "UPDATE tidemark_digests SET rows = ?, sum = ? WHERE table_id = ?",
+                arguments: [(row[0] as Int64) + delta.rows, Int64(bitPattern: sum), id])
+        }
+        let merged = Set(tables.filter { pending[$0.id]?.merged == true }.map(\.name))
+        pending = [:]
+        if !merged.isEmpty {
+            for table in tables where try Self.foreignKeyActions(of: table, db).contains(where: merged.contains) {
+                try Self.forget(table.id, db)
+            }
+        }
+    }
+
+    /// Forgets a table's digest: the next `Store.rowDigest` counts it again.
+    static func forget(_ table: Int64, _ db: Database) throws {
+        try db.execute(sql: "DELETE FROM tidemark_digests WHERE table_id = ?", arguments: [table])
+    }
+
+    /// Forgets every table's digest.
+    static func forgetAll(_ db: Database) throws {
+        try db.execute(sql: "DELETE FROM tidemark_digests")
+    }
+
+    /// The parent tables whose deletes or updates change `table`'s rows by a foreign-key action.
+    static func foreignKeyActions(of table: TrackedTable, _ db: Database) throws -> Set<String> {
+        Set(
+            try String.fetchAll(
+                db,
+                sql: """
+                    SELECT "table" FROM pragma_foreign_key_list(?)
+                    WHERE on_delete NOT IN ('NO ACTION', 'RESTRICT') OR on_update NOT IN ('NO ACTION', 'RESTRICT')
+                    """,
+                arguments: [table.name]))
+    }
+}
+
+/// Bound to one connection inside one database access: never shared between threads.
+@available(*, unavailable)
+extension RowDigests: Sendable {}

@@ -1,0 +1,121 @@
+import Foundation
+import GRDB
+import Testing
+import Tidemark
+import TidemarkTestSupport
+
+/// The row digest (Protocol/exchange.md §8): kept up to date write by write, equal on replicas that
+/// hold the same rows, carried in watermarks, and compared per member.
+@Suite struct RowDigestTests {
+    /// Two replicas that wrote, updated and deleted, then synced until both hold the same rows.
+    static func convergedPair() throws -> ExchangeGroup {
+        let group = try ExchangeGroup(["a", "b"])
+        let (a, b) = (group["a"], group["b"])
+        // Half the prices are integral reals, which SQLite keeps as integers on disk (REAL affinity).
+        for i in 0..<20 {
+            _ = try a.store.execute(
+                sql: "INSERT INTO items(id, name, qty, price, photo, note) "
+                    + "VALUES ('a\(i)', 'item \(i)', \(i), \(Double(i) / 2), x'0102', NULL)")
+            _ = try b.store.execute(sql: "INSERT INTO tags(item, tag, weight) VALUES ('a\(i)', 'b', \(i))")
+        }
+        _ = try b.store.execute(sql: "INSERT INTO items(id, name) VALUES ('b0', 'from b')")
+        try group.round()
+        _ = try a.store.execute(sql: "UPDATE items SET name = 'renamed' WHERE id = 'a3'")
+        _ = try b.store.execute(sql: "DELETE FROM items WHERE id = 'a4'")
+        _ = try b.store.execute(sql: "UPDATE items SET qty = 99 WHERE id = 'a5'")
+        try group.round()
+        try group.round()
+        return group
+    }
+
+    @Test func convergedReplicasHaveEqualDigestsAndSaySoOfEachOther() throws {
+        let group = try Self.convergedPair()
+        let (a, b) = (group["a"], group["b"])
+        #expect(try group.tableDifferences() == [])
+        let (digestA, tokenA) = try a.store.rowDigest()
+        let (digestB, tokenB) = try b.store.rowDigest()
+        #expect(tokenA == tokenB)
+        #expect(digestA == digestB)
+        // Kept write by write, it is what the rows give when counted from scratch.
+        #expect(digestA == (try a.tables().rowDigest))
+        #expect(digestA["items"].rows == 20)
+        #expect(try group.member("b", seenBy: "a")?.rows == .same)
+        #expect(try group.member("a", seenBy: "b")?.rows == .same)
+    }
+
+    @Test func aRowChangedBehindTrackingIsReportedNamingItsTable() throws {
+        let group = try Self.convergedPair()
+        let (a, b) = (group["a"], group["b"])
+        // Another client removes b's capture triggers on items, writes, and puts them back.
+        try Self.writeBehindTracking(b.path, table: "items", sql: "UPDATE items SET name = 'astray' WHERE id = 'a7'")
+        let kept = try b.store.rowDigest().digest
+        #expect(kept == (try b.tables().rowDigest), "the schema change made b count its rows again")
+        #expect(kept.differingTables(from: try a.store.rowDigest().digest) == ["items"])
+        // b's next pull writes a watermark with its digest; a reads it on the pull after.
+        try group.round()
+        try group.round()
+        #expect(try group.member("b", seenBy: "a")?.rows == .differ(tables: ["items"]))
+        #expect(try group.member("a", seenBy: "b")?.rows == .differ(tables: ["items"]))
+    }
+
+    @Test func aForeignKeyActionDuringAnImportIsCounted() throws {
+        let schema = """
+            CREATE TABLE lists(id TEXT PRIMARY KEY, title TEXT);
+            CREATE TABLE entries(id TEXT PRIMARY KEY, list TEXT REFERENCES lists(id) ON DELETE CASCADE, body TEXT);
+            """
+        let group = try ExchangeGroup(["a", "b"], schema: schema, preserve: [])
+        let (a, b) = (group["a"], group["b"])
+        _ = try a.store.execute(sql: "INSERT INTO lists VALUES ('l', 'groceries')")
+        try group.round()
+        // b adds an entry a never sees before a's delete of the list reaches b and cascades.
+        _ = try b.store.execute(sql: "INSERT INTO entries VALUES ('e', 'l', 'milk')")
+        _ = try a.store.execute(sql: "DELETE FROM lists WHERE id = 'l'")
+        try group.push("a")
+        try group.pull("b", prune: false)
+        #expect(try b.store.rowDigest().digest == (try b.tables().rowDigest))
+        try group.round()
+        try group.round()
+        #expect(try group.tableDifferences() == [])
+        for replica in group.replicas {
+            #expect(try replica.store.rowDigest().digest == (try replica.tables().rowDigest), "\(replica.name)")
+        }
+    }
+
+    @Test func aStoreFromBeforeDigestsCountsItsRowsOnce() throws {
+        let group = try Self.convergedPair()
+        let a = group["a"]
+        let expected = try a.tables().rowDigest
+        // As an earlier build left it: no digests, no row hashes.
+        let queue = try DatabaseQueue(path: a.path)
+        try queue.write { db in
+            try db.execute(sql: "DROP TABLE tidemark_digests")
+            for table in try String.fetchAll(
+                db, sql: "SELECT name FROM sqlite_master WHERE name LIKE 'tidemark_rows_%'")
+            {
+                try db.execute(sql: "ALTER TABLE \(table.quotedDatabaseIdentifier) DROP COLUMN h")
+            }
+        }
+        try queue.close()
+        let reopened = try TestReplica(opening: a.path)
+        #expect(try reopened.store.rowDigest().digest == expected)
+        _ = try reopened.store.execute(sql: "UPDATE items SET qty = 7 WHERE id = 'a1'")
+        #expect(try reopened.store.rowDigest().digest == (try reopened.tables().rowDigest))
+    }
+
+    /// Writes `sql` from a connection of its own with `table`'s capture triggers removed, then puts
+    /// them back exactly as they were, as a client working behind Tidemark's back would.
+    static func writeBehindTracking(_ path: String, table: String, sql: String) throws {
+        let queue = try DatabaseQueue(path: path)
+        try queue.write { db in
+            let triggers = try Row.fetchAll(
+                db, sql: "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ?",
+                arguments: [table])
+            for trigger in triggers {
+                try db.execute(sql: "DROP TRIGGER \((trigger[0] as String).quotedDatabaseIdentifier)")
+            }
+            try db.execute(sql: sql)
+            for trigger in triggers { try db.execute(sql: trigger[1] as String) }
+        }
+        try queue.close()
+    }
+}

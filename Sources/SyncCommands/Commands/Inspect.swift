@@ -45,7 +45,7 @@ extension SyncCLI {
                     ["id": .string($0.origin.description), "first": .integer($0.first), "last": .integer($0.last)]
                         as JSON
                 }
-                let document: JSON = [
+                var document: JSON = [
                     "format": .integer(BundleFormat.version), "kind": .string(kind),
                     "sender": [
                         "name": .string(header.senderName), "id": .string(verified.sender.description),
@@ -57,6 +57,9 @@ extension SyncCLI {
                     "change_count": .integer(verified.changeCount),
                     "transactions": .lines(transactions.map(HistoryFormatter.json)),
                 ]
+                if let digest = header.digest, case .object(let members) = document {
+                    document = .object(members + [("row_digest", DigestWording.json(digest))])
+                }
                 Output.line(document.text)
                 return
             }
@@ -68,6 +71,7 @@ extension SyncCLI {
             Output.line("created    \(header.created.iso8601)")
             Output.line("since      \(header.since)")
             Output.line("through    \(header.through)")
+            if let digest = header.digest { Output.line("rows       \(DigestWording.line(digest))") }
             for range in header.ranges { Output.line("origin     \(range.origin) #\(range.first)..#\(range.last)") }
             for transaction in transactions { Output.line(HistoryFormatter.text(transaction)) }
         }

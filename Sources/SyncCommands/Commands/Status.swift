@@ -16,8 +16,9 @@ extension SyncCLI {
             let status = try opened.status()
             let members = try opened.members()
             let encrypted = try opened.encryption().isOn
+            let digest = try opened.rowDigest().digest
             if json {
-                Output.line(Self.json(status, members: members, encrypted: encrypted).text)
+                Output.line(Self.json(status, members: members, encrypted: encrypted, digest: digest).text)
                 return
             }
             Output.line("replica  \(status.replica.name) \(status.replica.id)")
@@ -36,6 +37,7 @@ extension SyncCLI {
                 history += ", \(oldest.iso8601) .. \(newest.iso8601)"
             }
             Output.line(history)
+            Output.line("rows     \(DigestWording.line(digest))")
             for m in members where !m.isSelf {
                 var line = "member   \(m.name)\(m.retired ? " (retired)" : "")"
                 if m.behindTransactions == 0 {
@@ -46,6 +48,12 @@ extension SyncCLI {
                     if let since = m.lackingSince { line += " since \(since.iso8601)" }
                 }
                 line += m.signedAt.map { ", watermark signed \($0.iso8601)" } ?? ", no watermark yet"
+                switch m.rows {
+                case .same: line += "; same rows as here"
+                case .differ(let tables): line += "; rows differ in \(tables.map { "'\($0)'" }.joined(separator: ", "))"
+                case .otherToken: line += "; rows not compared (its digest is of another token)"
+                case .unknown: break
+                }
                 Output.line(line)
             }
             if status.pendingChangeCount > 0 {
@@ -54,9 +62,10 @@ extension SyncCLI {
         }
 
         /// The object `status --json` prints.
-        static func json(_ status: Store.Status, members: [Store.Member], encrypted: Bool) -> JSON {
+        static func json(_ status: Store.Status, members: [Store.Member], encrypted: Bool, digest: RowDigest) -> JSON {
             let list = members.map { m in
                 [
+                    "rows": rowsJSON(m.rows),
                     "name": .string(m.name), "id": .string(m.id.description), "self": .bool(m.isSelf),
                     "retired": .bool(m.retired), "watermark": .string(m.watermark.description),
                     "signed_at": .date(m.signedAt),
@@ -79,8 +88,19 @@ extension SyncCLI {
                     "oldest": .date(status.oldest), "newest": .date(status.newest),
                 ],
                 "schema": SchemaWording.json(status), "encryption": .bool(encrypted), "members": .array(list),
+                "digest": DigestWording.json(digest),
             ]
             return document
+        }
+
+        /// A member's `"rows"`: how its rows compare with this replica's.
+        static func rowsJSON(_ rows: Store.RowComparison) -> JSON {
+            switch rows {
+            case .same: return ["state": .string("same")]
+            case .differ(let tables): return ["state": .string("differ"), "tables": .strings(tables)]
+            case .otherToken(let token): return ["state": .string("other_token"), "token": .string(token.description)]
+            case .unknown: return ["state": .string("unknown")]
+            }
         }
     }
 }

@@ -1,0 +1,25 @@
+import Tidemark
+
+/// How `status` and `inspect` show a row digest (Protocol/exchange.md §8).
+enum DigestWording {
+    /// One line: the rows and tables it counts, and its fingerprint.
+    static func line(_ digest: RowDigest) -> String {
+        let rows = digest.tables.reduce(UInt64(0)) { $0 + $1.rows }
+        return "\(rows) rows in \(digest.tables.count) tables, digest \(digest.fingerprint)"
+    }
+
+    /// `{"fingerprint", "tables": [{"name", "rows", "sum"}]}`, the sum as 16 hex digits.
+    static func json(_ digest: RowDigest) -> JSON {
+        [
+            "fingerprint": .string(digest.fingerprint),
+            "tables": .array(
+                digest.tables.map {
+                    let hex = String($0.sum, radix: 16)
+                    return [
+                        "name": .string($0.name), "rows": .integer(Int($0.rows)),
+                        "sum": .string(String(repeating: "0", count: 16 - hex.count) + hex),
+                    ] as JSON
+                }),
+        ]
+    }
+}

@@ -10,7 +10,7 @@ struct RowMetadata: Equatable {
     /// Per column index; nil for key columns and columns not written in the current life.
     var clocks: [MergeClock?]
     /// The hash of the row's values as this replica last wrote or read them (Protocol/exchange.md
-    /// §6); nil while the row is absent.
+    /// §8); nil while the row is absent.
     var rowHash: Int64? = nil
     /// What the store held for this row when it was fetched (or last saved): a save replaces that
     /// hash with `rowHash` in the table's row digest.

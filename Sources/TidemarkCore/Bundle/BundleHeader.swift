@@ -24,7 +24,7 @@ public struct BundleHeader: Sendable, Hashable {
     /// Where the transactions of a range start being written under a later schema version.
     public var schemaRuns: [SchemaRun]
     /// For a watermark: the digest of the rows the sender holds at `through` (Protocol/exchange.md
-    /// §6), when it knows it.
+    /// §8), when it knows it.
     public var digest: RowDigest?
 
     /// Creates a header.

@@ -63,6 +63,9 @@ public enum HexCoding {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// Encodes a 64-bit value as 16 lowercase hex digits, most significant first.
+    public static func encode(bigEndian value: UInt64) -> String { encode(RecordEncoding.uint64BigEndian(value)) }
+
     /// Decodes hex (either case); nil on odd length or a non-hex character.
     public static func decode(_ text: String) -> [UInt8]? {
         let chars = Array(text.utf8)

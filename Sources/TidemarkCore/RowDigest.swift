@@ -80,9 +80,7 @@ public struct RowDigest: Sendable, Hashable {
     /// A short form of the whole digest for people to compare: 16 hex digits of the hash of its
     /// encoding.
     public var fingerprint: String {
-        let hash = bytes.withUnsafeBytes { SipHash24.hash($0, k0: Self.key.0, k1: Self.key.1) }
-        let hex = String(hash, radix: 16)
-        return String(repeating: "0", count: 16 - hex.count) + hex
+        HexCoding.encode(bigEndian: bytes.withUnsafeBytes { SipHash24.hash($0, k0: Self.key.0, k1: Self.key.1) })
     }
 
     /// The digest in the header attribute's encoding, for storing it.

@@ -341,9 +341,8 @@ struct DecodedBundle: Decodable, Equatable {
             }
         rowStates = rows
         rowDigest = h.digest.map { digest in
-            digest.tables.map { entry in
-                let sum: [UInt8] = (0..<8).map { i in UInt8(truncatingIfNeeded: entry.sum >> UInt64(56 - 8 * i)) }
-                return DigestEntry(name: entry.name, rows: Int64(entry.rows), sum: HexCoding.encode(sum))
+            digest.tables.map {
+                DigestEntry(name: $0.name, rows: Int64($0.rows), sum: HexCoding.encode(bigEndian: $0.sum))
             }
         }
         attestations = v.attestations.map {

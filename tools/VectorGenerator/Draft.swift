@@ -100,7 +100,7 @@ struct Draft {
             var data = Wire.varint(UInt64(rowDigest.count))
             for entry in rowDigest {
                 data += Wire.name(entry.name) + Wire.varint(entry.rows)
-                data += (0..<8).map { UInt8(truncatingIfNeeded: entry.sum >> UInt64(56 - 8 * $0)) }
+                data += Wire.be64(entry.sum)
             }
             return out + [1] + Wire.varint(3) + Wire.varint(UInt64(data.count)) + data
         }

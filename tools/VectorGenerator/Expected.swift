@@ -62,7 +62,7 @@ extension Draft {
             let entries = rowDigest.map { e in
                 JSON.object([
                     ("name", .string(e.name)), ("rows", .integer(Int64(e.rows))),
-                    ("sum", .hex((0..<8).map { UInt8(truncatingIfNeeded: e.sum >> UInt64(56 - 8 * $0)) })),
+                    ("sum", .hex(Wire.be64(e.sum))),
                 ])
             }
             pairs.insert(("rowDigest", .array(entries)), at: 7)

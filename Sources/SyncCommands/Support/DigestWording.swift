@@ -14,10 +14,9 @@ enum DigestWording {
             "fingerprint": .string(digest.fingerprint),
             "tables": .array(
                 digest.tables.map {
-                    let hex = String($0.sum, radix: 16)
-                    return [
+                    [
                         "name": .string($0.name), "rows": .integer(Int($0.rows)),
-                        "sum": .string(String(repeating: "0", count: 16 - hex.count) + hex),
+                        "sum": .string(HexCoding.encode(bigEndian: $0.sum)),
                     ] as JSON
                 }),
         ]

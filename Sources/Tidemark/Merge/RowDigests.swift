@@ -3,7 +3,7 @@ import GRDB
 import TidemarkCore
 
 /// Keeps each replicated table's row digest (Protocol/exchange.md §8) in `tidemark_digests`, its
-/// only writer. Every save of row metadata replaces the row's old hash with its new one here, and
+/// only owner, and notes when the kept digests can be vouched for. Every save of row metadata replaces the row's old hash with its new one here, and
 /// `flush` adds the sums up once per access: no write scans a table.
 ///
 /// A table with no row in `tidemark_digests` has no known digest, and `Store.rowDigest` counts it
@@ -74,6 +74,35 @@ final class RowDigests {
                 try Self.forget(table.id, db)
             }
         }
+    }
+
+    /// The digest kept for `table`, if it is known.
+    static func kept(_ table: TrackedTable, _ db: Database) throws -> RowDigest.Table? {
+        try Row.fetchOne(db, sql: "SELECT rows, sum FROM tidemark_digests WHERE table_id = ?", arguments: [table.id])
+            .map { .init(name: table.name, rows: UInt64($0[0] as Int64), sum: UInt64(bitPattern: $0[1])) }
+    }
+
+    /// Keeps what a count of `table` found, and returns its entry.
+    static func keep(_ count: RowCount.Result, of table: TrackedTable, _ db: Database) throws -> RowDigest.Table {
+        try db.execute(
+            sql: "INSERT INTO tidemark_digests(table_id, rows, sum, untracked) VALUES (?, ?, ?, ?)",
+            arguments: [table.id, count.rows, Int64(bitPattern: count.sum), count.untracked])
+        return count.entry(table)
+    }
+
+    /// Whether the kept digests can be vouched for: no client changed the schema since they were
+    /// (SQLite's schema cookie, which every schema change by any client increments, is as noted).
+    static func trusted(_ db: Database) throws -> Bool {
+        try Bookkeeping.meta(db, Bookkeeping.Meta.digestSchemaVersion) == schemaVersion(db).databaseValue
+    }
+
+    /// Notes the schema cookie as it is now: the kept digests are vouched for from here on.
+    static func trust(_ db: Database) throws {
+        try Bookkeeping.setMeta(db, Bookkeeping.Meta.digestSchemaVersion, schemaVersion(db))
+    }
+
+    private static func schemaVersion(_ db: Database) throws -> Int64 {
+        try Int64.fetchOne(db, sql: "PRAGMA schema_version") ?? 0
     }
 
     /// Forgets a table's digest: the next `Store.rowDigest` counts it again.

@@ -19,7 +19,7 @@ extension Store {
     /// The digest of the rows as they are, without writing: the kept digest of each table the
     /// fold is up to date with, and a count of every other (see `rowDigest()`).
     static func rowDigestReading(_ db: Database, tables: [TrackedTable], own: Replica.ID) throws -> RowDigest {
-        let trusted = try Bookkeeping.meta(db, Bookkeeping.Meta.digestSchemaVersion) == schemaVersion(db).databaseValue
+        let trusted = try RowDigests.trusted(db)
         let unfolded = Set(
             try Int64.fetchAll(
                 db,
@@ -30,9 +30,8 @@ extension Store {
                     """, arguments: [Data(own.bytes), try ReplicaState.fetch(db).foldedSequence]))
         return RowDigest(
             try tables.map { table in
-                if trusted, !unfolded.contains(table.id), let kept = try keptDigest(of: table, db) { return kept }
-                let count = try RowCount(db: db, table: table, fixesHashes: false).run()
-                return .init(name: table.name, rows: UInt64(count.rows), sum: count.sum)
+                if trusted, !unfolded.contains(table.id), let kept = try RowDigests.kept(table, db) { return kept }
+                return try RowCount(db: db, table: table, fixesHashes: false).run().entry(table)
             })
     }
 
@@ -40,43 +39,27 @@ extension Store {
     /// scan, each table whose digest is not known, and keeping what it counted. Runs in a write
     /// access, after the fold, so that it describes the rows at the current token.
     static func rowDigest(_ db: Database, tables: [TrackedTable]) throws -> RowDigest {
-        if try Bookkeeping.meta(db, Bookkeeping.Meta.digestSchemaVersion) != schemaVersion(db).databaseValue {
+        if try !RowDigests.trusted(db) {
             // A client changed the schema: it may have removed the capture triggers, written, and
             // put them back. Count every table again.
             try RowDigests.forgetAll(db)
-            try Bookkeeping.setMeta(db, Bookkeeping.Meta.digestSchemaVersion, schemaVersion(db))
+            try RowDigests.trust(db)
         }
         return RowDigest(
             try tables.map { table in
-                if let kept = try keptDigest(of: table, db) { return kept }
-                let count = try RowCount(db: db, table: table, fixesHashes: true).run()
-                try db.execute(
-                    sql: "INSERT INTO tidemark_digests(table_id, rows, sum, untracked) VALUES (?, ?, ?, ?)",
-                    arguments: [table.id, count.rows, Int64(bitPattern: count.sum), count.untracked])
-                return .init(name: table.name, rows: UInt64(count.rows), sum: count.sum)
+                if let kept = try RowDigests.kept(table, db) { return kept }
+                return try RowDigests.keep(RowCount(db: db, table: table, fixesHashes: true).run(), of: table, db)
             })
     }
 
-    /// The digest kept for `table`, if it is known.
-    private static func keptDigest(of table: TrackedTable, _ db: Database) throws -> RowDigest.Table? {
-        try Row.fetchOne(db, sql: "SELECT rows, sum FROM tidemark_digests WHERE table_id = ?", arguments: [table.id])
-            .map { .init(name: table.name, rows: UInt64($0[0] as Int64), sum: UInt64(bitPattern: $0[1])) }
-    }
-
     /// Runs `body`, a schema change Tidemark makes itself (capture triggers lifted for an import,
-    /// a table tracked, a migration), without making the row digests look untrustworthy: when they
-    /// were trusted before, they stay so.
+    /// a migration), without making the row digests look untrustworthy: when they were trusted
+    /// before, they stay so.
     static func ownSchemaChange<T>(_ db: Database, _ body: () throws -> T) throws -> T {
-        let trusted =
-            try Bookkeeping.meta(db, Bookkeeping.Meta.digestSchemaVersion) == schemaVersion(db).databaseValue
+        let trusted = try RowDigests.trusted(db)
         let result = try body()
-        if trusted { try Bookkeeping.setMeta(db, Bookkeeping.Meta.digestSchemaVersion, schemaVersion(db)) }
+        if trusted { try RowDigests.trust(db) }
         return result
-    }
-
-    /// SQLite's schema cookie, which every schema change, by any client, increments.
-    private static func schemaVersion(_ db: Database) throws -> Int64 {
-        try Int64.fetchOne(db, sql: "PRAGMA schema_version") ?? 0
     }
 }
 
@@ -88,9 +71,20 @@ struct RowCount {
     let table: TrackedTable
     let fixesHashes: Bool
 
-    /// The row count, the sum of the hashes, and how many rows have no metadata (written with the
-    /// capture triggers removed; 0 when it does not fix hashes, which does not look).
-    func run() throws -> (rows: Int64, sum: UInt64, untracked: Int64) {
+    /// What a count found.
+    struct Result {
+        var rows: Int64
+        var sum: UInt64
+        /// Rows with no metadata (written with the capture triggers removed); 0 when the count
+        /// does not fix hashes, which does not look.
+        var untracked: Int64
+
+        func entry(_ table: TrackedTable) -> RowDigest.Table {
+            .init(name: table.name, rows: UInt64(rows), sum: sum)
+        }
+    }
+
+    func run() throws -> Result {
         let hasher = try RowHasher(table: table, db)
         let quoted = table.name.quotedDatabaseIdentifier
         let metadata = Bookkeeping.rowMetadataTable(table)
@@ -104,7 +98,7 @@ struct RowCount {
                 count += 1
                 sum &+= UInt64(bitPattern: hasher.hash(rows))
             }
-            return (count, sum, 0)
+            return Result(rows: count, sum: sum, untracked: 0)
         }
         let stored = try RawStatement(db, sql: "SELECT h FROM \(metadata) WHERE \(keyMatch)")
         let setHash = try RawStatement(db, sql: "UPDATE \(metadata) SET h = ? WHERE \(keyMatch)")
@@ -136,6 +130,6 @@ struct RowCount {
                 UPDATE \(metadata) AS m SET h = NULL
                 WHERE h IS NOT NULL AND NOT EXISTS (SELECT 1 FROM \(quoted) AS t WHERE \(matches))
                 """)
-        return (count, sum, untracked)
+        return Result(rows: count, sum: sum, untracked: untracked)
     }
 }

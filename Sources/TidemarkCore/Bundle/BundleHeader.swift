@@ -26,13 +26,16 @@ public struct BundleHeader: Sendable, Hashable {
     /// For a watermark: the digest of the rows the sender holds at `through` (Protocol/exchange.md
     /// §8), when it knows it.
     public var digest: RowDigest?
+    /// For a snapshot: the generation floors of the sender's tables that have one (Protocol/pruning.md
+    /// §6.4), in ascending order of name.
+    public var floors: [GenerationFloor]
 
     /// Creates a header.
     public init(
         kind: BundleFormat.Kind, senderName: String, created: HLCTimestamp, since: History.Token,
         through: History.Token,
         tables: [TableSchema], ranges: [OriginRange], lineage: [Schema.Version] = [], schemaRuns: [SchemaRun] = [],
-        digest: RowDigest? = nil
+        digest: RowDigest? = nil, floors: [GenerationFloor] = []
     ) {
         self.kind = kind
         self.senderName = senderName
@@ -44,6 +47,7 @@ public struct BundleHeader: Sendable, Hashable {
         self.lineage = lineage
         self.schemaRuns = schemaRuns.sorted { ($0.origin, $0.first) < ($1.origin, $1.first) }
         self.digest = digest
+        self.floors = floors.sorted { $0.table.utf8.lexicographicallyPrecedes($1.table.utf8) }
     }
 
     /// The transactions of `origin` from sequence `first` on (up to the next run of that origin)
@@ -81,6 +85,8 @@ public struct BundleHeader: Sendable, Hashable {
         static let schemaLineage: UInt64 = 2
         /// A watermark's row digest (Protocol/exchange.md §8).
         static let rowDigest: UInt64 = 3
+        /// A snapshot's generation floors (Protocol/pruning.md §6.3).
+        static let generationFloors: UInt64 = 4
     }
 
     /// A table as the sender tracks it.
@@ -147,16 +153,9 @@ public struct BundleHeader: Sendable, Hashable {
             RecordEncoding.varint(UInt64(r.last), &out)
             out += r.previous
         }
-        if let digest {
-            out.append(1)  // attribute count
-            let data = digest.encoded()
-            RecordEncoding.varint(Attribute.rowDigest, &out)
-            RecordEncoding.varint(UInt64(data.count), &out)
-            out += data
-        } else if lineage.isEmpty {
-            out.append(0)  // attribute count
-        } else {
-            out.append(1)
+        // Attributes in ascending order of id.
+        var attributes: [(id: UInt64, data: [UInt8])] = []
+        if !lineage.isEmpty {
             var data: [UInt8] = []
             RecordEncoding.varint(UInt64(lineage.count), &data)
             for version in lineage { data += version.change.encoded() }
@@ -166,9 +165,15 @@ public struct BundleHeader: Sendable, Hashable {
                 RecordEncoding.varint(UInt64(run.first), &data)
                 RecordEncoding.varint(UInt64(run.position), &data)
             }
-            RecordEncoding.varint(Attribute.schemaLineage, &out)
-            RecordEncoding.varint(UInt64(data.count), &out)
-            out += data
+            attributes.append((Attribute.schemaLineage, data))
+        }
+        if let digest { attributes.append((Attribute.rowDigest, digest.encoded())) }
+        if !floors.isEmpty { attributes.append((Attribute.generationFloors, GenerationFloor.encoded(floors))) }
+        RecordEncoding.varint(UInt64(attributes.count), &out)
+        for attribute in attributes {
+            RecordEncoding.varint(attribute.id, &out)
+            RecordEncoding.varint(UInt64(attribute.data.count), &out)
+            out += attribute.data
         }
         return out
     }
@@ -242,19 +247,24 @@ public struct BundleHeader: Sendable, Hashable {
         var lineage: [Schema.Version] = []
         var runs: [SchemaRun] = []
         var digest: RowDigest?
-        switch try r.varint() {
-        case 0: break
-        case 1:
+        var floors: [GenerationFloor] = []
+        let attributeCount = try r.varint()
+        guard attributeCount <= 2 else { throw bad("unknown header attribute", .unknownAttribute) }
+        var lastID: UInt64 = 0
+        for _ in 0..<attributeCount {
             let id = try r.varint()
-            guard id == Attribute.schemaLineage || id == Attribute.rowDigest else {
+            guard [Attribute.schemaLineage, Attribute.rowDigest, Attribute.generationFloors].contains(id) else {
                 throw bad("unknown header attribute", .unknownAttribute)
             }
+            guard id > lastID else { throw bad("header attributes not in ascending order of id") }
+            lastID = id
             let length = try r.varint()
             guard length <= UInt64(BundleFormat.maxFrameLength), length <= UInt64(r.bytes.count - r.position) else {
                 throw bad("ends early")
             }
             let end = r.position + Int(length)
-            if id == Attribute.rowDigest {
+            switch id {
+            case Attribute.rowDigest:
                 guard kind == .watermark else { throw bad("a row digest belongs only in a watermark") }
                 do {
                     digest = try RowDigest.decode(&r)
@@ -262,18 +272,25 @@ public struct BundleHeader: Sendable, Hashable {
                     throw bad(defect.why)
                 }
                 guard r.position == end else { throw bad("row digest: bytes left over") }
-            } else {
+            case Attribute.generationFloors:
+                guard kind == .snapshot else { throw bad("generation floors belong only in a snapshot") }
+                do {
+                    floors = try GenerationFloor.decode(&r)
+                } catch let defect as RowDigest.Defect {
+                    throw bad(defect.why)
+                }
+                guard r.position == end else { throw bad("generation floors: bytes left over") }
+            default:
                 (lineage, runs) = try decodeLineage(&r, ranges: ranges, kind: kind)
                 guard r.position == end else { throw bad("schema lineage: bytes left over") }
             }
-        default: throw bad("unknown header attribute", .unknownAttribute)
         }
         guard r.atEnd else { throw bad("extra bytes after the header") }
         if kind != .changes && !ranges.isEmpty { throw bad("only a change bundle carries transactions") }
         return BundleHeader(
             kind: kind, senderName: name, created: created, since: since, through: through, tables: tables,
             ranges: ranges,
-            lineage: lineage, schemaRuns: runs, digest: digest)
+            lineage: lineage, schemaRuns: runs, digest: digest, floors: floors)
     }
 
     /// Reads the schema lineage attribute's data (Protocol/schema.md §4).

@@ -245,6 +245,13 @@ import TidemarkTestSupport
         let bundle = try await group.bundle(of: "a", 1)
         #expect(FileManager.default.fileExists(atPath: bundle))
 
+        /// `status --json`'s count of tombstones.
+        func tombstones() async throws -> Int? {
+            let status = try await a.sync("status", "--json")
+            let object = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
+            return object?["tombstones"] as? Int
+        }
+        #expect(try await tombstones() == 1)
         let dump = try await a.dump()
         let tree = FolderTree(group.folder)
         let dry = try await a.sync("prune", "--dry-run")
@@ -265,6 +272,8 @@ import TidemarkTestSupport
             ], "\(real)")
         #expect(!FileManager.default.fileExists(atPath: bundle))
         #expect(try await a.log().isEmpty)
+        // b applied the delete and a holds all b held: the tombstone went with the history.
+        #expect(try await tombstones() == 0)
     }
 
     @Test func maxLagRetiresMembersWhoseLastWatermarkIsOlder() async throws {

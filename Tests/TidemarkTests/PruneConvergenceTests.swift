@@ -123,7 +123,9 @@ struct PruneScenario {
             "seed \(seed): \(n) replicas: " + cluster.replicas.map { "\($0.name) = \($0.id)" }.joined(separator: ", "))
         var workloads = (0..<n).map { CardWorkload(tag: "r\($0)") }
         var model = ReferenceModel(tables: CardWorkload.tables)
-        var counts = (writes: 0, pushes: 0, pulls: 0, prunes: 0, pruned: 0, retirements: 0, snapshots: 0)
+        var counts = (
+            writes: 0, pushes: 0, pulls: 0, prunes: 0, pruned: 0, dropped: 0, retirements: 0, snapshots: 0
+        )
 
         /// A token as `r0:5 r1:2 …`, by replica name.
         func names(_ token: History.Token) -> String {
@@ -173,6 +175,7 @@ struct PruneScenario {
                 let snapshots = summary.imported.filter { $0.header.kind == .snapshot }.count
                 counts.snapshots += snapshots
                 counts.pruned += summary.prune?.removedTransactions ?? 0
+                counts.dropped += summary.prune?.droppedTombstones ?? 0
                 log.add(
                     "\(label): pull r\(r)\(prune ? "" : " (no prune)"): \(summary.imported.count) bundles (\(snapshots) snapshots)"
                         + (summary.prune.map { ", pruned \($0.removedTransactions), blockers \($0.blockers)" } ?? "")
@@ -199,6 +202,7 @@ struct PruneScenario {
             let report = try replica.store.prune(dryRun: dryRun, key: replica.key)
             counts.prunes += 1
             counts.pruned += dryRun ? 0 : report.removedTransactions
+            counts.dropped += dryRun ? 0 : report.droppedTombstones
             log.add(
                 "\(label): prune r\(r)\(dryRun ? " (dry run)" : ""): \(report.removedTransactions) transactions, "
                     + "\(report.removedFiles.count) files, blockers \(report.blockers) \(try state(r))")
@@ -301,7 +305,8 @@ struct PruneScenario {
 
         let summary =
             "\(n) replicas, \(steps) steps, \(counts.writes) writes, \(counts.pushes) pushes, \(counts.pulls) pulls, "
-            + "\(counts.prunes) prunes removing \(counts.pruned) transactions, \(counts.retirements) retirements, "
+            + "\(counts.prunes) prunes removing \(counts.pruned) transactions and \(counts.dropped) tombstones, "
+            + "\(counts.retirements) retirements, "
             + "\(counts.snapshots) snapshot catch-ups, \(model.transactions.count) transactions, quiescent after \(rounds) rounds"
         print("seed=\(seed) \(problems.isEmpty ? "converged" : "FAILED"): \(summary)")
         let file = NSTemporaryDirectory() + "tidemark-prune-convergence-\(seed).txt"

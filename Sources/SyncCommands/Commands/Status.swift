@@ -38,6 +38,7 @@ extension SyncCLI {
             }
             Output.line(history)
             Output.line("rows     \(DigestWording.line(digest))")
+            Output.line("deleted  \(status.tombstones) tombstones, kept until every member has applied their delete")
             for m in members where !m.isSelf {
                 var line = "member   \(m.name)\(m.retired ? " (retired)" : "")"
                 if m.behindTransactions == 0 {
@@ -88,7 +89,7 @@ extension SyncCLI {
                     "oldest": .date(status.oldest), "newest": .date(status.newest),
                 ],
                 "schema": SchemaWording.json(status), "encryption": .bool(encrypted), "members": .array(list),
-                "digest": DigestWording.json(digest),
+                "digest": DigestWording.json(digest), "tombstones": .integer(status.tombstones),
             ]
             return document
         }

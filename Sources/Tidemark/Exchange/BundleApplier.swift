@@ -196,6 +196,13 @@ struct BundleApplier {
                     rows += 1
                 }
             }
+            // Lives this store starts where the sender dropped tombstones must outrank them too.
+            for floor in verified.header.floors {
+                let position = verified.header.lineage.count
+                guard let table = try? translations.translation(of: floor.table, at: position, path: path).table
+                else { continue }
+                try Tombstones(db: db).raiseFloor(of: table.id, to: floor.floor)
+            }
             try skipHistory(through: verified.header.through)
             return (verified, try end(&engine, newest: newest, touched: touched))
         }

@@ -34,6 +34,8 @@ struct LocalFold {
         // later write to it is sealed or pending, and is hashed again when it is folded.
         let access = Dictionary(
             uniqueKeysWithValues: store.replicatedTables.map { ($0.id, RowAccess(db: db, table: $0)) })
+        // Where a row's tombstone was dropped, a life started here must outrank it (merge.md §3).
+        let floors = try Tombstones.floors(db)
         let layout = try ChangeLayout(db)
         // The key values and the column mask matter here: which row, and which columns the change
         // wrote; and an insert's values, which make the row's hash without reading it.
@@ -54,6 +56,7 @@ struct LocalFold {
                 let id = changes.int64(Int32(layout.count))
                 let key = table.keyIndexes.map { changes.value(Int32(layout.valueIndex(table.slots[$0]))) }
                 var metadata = try metadataStore.fetch(db, key: key)
+                if metadata.generation == 0, let floor = floors[table.id] { metadata.generation = floor }
                 let written = { (i: Int) in mask.contains(table.slots[i]) && !table.keyIndexes.contains(i) }
                 switch op {
                 case .insert:

@@ -17,6 +17,8 @@ final class RowMetadataStore {
     private var saveStatement: RawStatement?
     /// The column of `h` in the fetch.
     private let hashIndex: Int32
+    /// The epoch tombstones saved in this access are stamped with (`Tombstones`), once read.
+    private var epoch: Int64?
 
     /// `digests` receives each save's change to the table's row digest. A store that only fetches
     /// needs none, nor one whose caller has every table counted again after (a migration's fold).
@@ -68,7 +70,14 @@ final class RowMetadataStore {
         let first = nonKey.first.flatMap { metadata.clocks[$0] }
         let statement: RawStatement
         var index = Int32(key.count) + 2
-        if let first, nonKey.allSatisfy({ metadata.clocks[$0] == first }) {
+        if !metadata.isAlive {
+            // A tombstone has no clock: `t` holds the epoch that says when it may be dropped.
+            if epoch == nil { epoch = try Tombstones.openEpoch(db) }
+            statement = try RawStatement.reusing(&saveSharedStatement, db) { saveSharedSQL }
+            try statement.bind(epoch, at: index)
+            try statement.bind(nil as Int64?, at: index + 1)
+            index += 2
+        } else if let first, nonKey.allSatisfy({ metadata.clocks[$0] == first }) {
             // One write set every column: one shared clock, the per-column pairs stay NULL.
             statement = try RawStatement.reusing(&saveSharedStatement, db) { saveSharedSQL }
             try statement.bind(first.timestamp.packed, at: index)

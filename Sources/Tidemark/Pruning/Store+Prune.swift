@@ -17,6 +17,9 @@ extension Store {
         public var blockers: [String]
         /// Members retired by the `maxLag` policy in this run.
         public var retired: [String]
+        /// Tombstones removed: deleted rows whose delete every member, retired ones too, has applied
+        /// (Protocol/pruning.md §6).
+        public var droppedTombstones: Int = 0
         /// Whether nothing was changed.
         public var dryRun: Bool
     }
@@ -46,6 +49,7 @@ extension Store {
             horizon[replica.id] = min(horizon[replica.id], try pushedThrough(folder)?[replica.id] ?? 0)
         }
         let removed = dryRun ? try transactionCount(coveredBy: horizon) : try deleteHistory(before: horizon)
+        let dropped = try dropTombstones(members: members, dryRun: dryRun)
         var files: [String] = []
         var snapshots: [String] = []
         for location in try exchangeFolders() {
@@ -69,7 +73,38 @@ extension Store {
         return PruneReport(
             horizon: horizon, removedTransactions: removed, removedFiles: files, snapshots: snapshots,
             blockers: blockers,
-            retired: retired, dryRun: dryRun)
+            retired: retired, droppedTombstones: dropped, dryRun: dryRun)
+    }
+
+    /// Drops the tombstones of deletes that every member, retired ones too, has applied, once this
+    /// replica holds everything each member held when it signed its watermark: a write a member
+    /// made before it applied a delete has then met the tombstone here (Protocol/pruning.md §6.2).
+    /// Returns how many were dropped, or with `dryRun` would be.
+    private func dropTombstones(members: [Member], dryRun: Bool) throws -> Int {
+        let own = members.first(where: \.isSelf)!.watermark
+        var horizon = own
+        for member in members where !member.isSelf {
+            guard own.covers(member.watermark) else { return 0 }
+            horizon = horizon.meet(member.watermark)
+        }
+        return try mappingErrors {
+            if dryRun {
+                return try database.read { db in
+                    let tombstones = Tombstones(db: db)
+                    // The real run first closes the open epoch at the token this replica holds.
+                    let epoch =
+                        horizon.covers(try Self.currentToken(db))
+                        ? try Tombstones.openEpoch(db) : try tombstones.lastEpoch(coveredBy: horizon)
+                    return try tombstones.drop(through: epoch, tables: replicatedTables, dryRun: true)
+                }
+            }
+            return try writeImmediately { db in
+                let tombstones = Tombstones(db: db)
+                try tombstones.closeEpoch(at: try Self.currentToken(db))
+                return try tombstones.drop(
+                    through: try tombstones.lastEpoch(coveredBy: horizon), tables: replicatedTables)
+            }
+        }
     }
 
     /// Retires the members whose last watermark is older than `maxLag` seconds (without changing

@@ -98,7 +98,7 @@ extension Store {
             tables: replicatedTables.map {
                 BundleHeader.TableSchema(name: $0.name, keyColumns: $0.keyColumns, columns: $0.columns)
             },
-            ranges: [], lineage: try SchemaLineage.fetch(db))
+            ranges: [], lineage: try SchemaLineage.fetch(db), floors: try floors(db))
         // A snapshot is rewritten whenever a prune removes bundles, and its size is the
         // state's, not the history's: the fastest DEFLATE level keeps that cheap.
         var encoder = try BundleEncoder(
@@ -112,6 +112,16 @@ extension Store {
         return ExportSummary(
             path: path, since: .zero, through: through, transactionCount: 0, changeCount: rows, bytes: 0,
             kind: .snapshot)
+    }
+}
+
+extension Store {
+    /// The generation floors a snapshot carries, by today's table names (Protocol/pruning.md §6.3).
+    fileprivate func floors(_ db: Database) throws -> [GenerationFloor] {
+        let floors = try Tombstones.floors(db)
+        return replicatedTables.compactMap { table in
+            floors[table.id].map { GenerationFloor(table: table.name, floor: $0) }
+        }
     }
 }
 

@@ -135,6 +135,7 @@ enum Bookkeeping {
         try createDigests(db)
         try createRemoteFiles(db)
         try createCheckedFiles(db)
+        try createTombstones(db)
     }
 
     /// The registrations of tracked tables (`TrackedTable`), untracked ones included.
@@ -153,75 +154,6 @@ enum Bookkeeping {
         CREATE UNIQUE INDEX tidemark_tables_by_name ON tidemark_tables(name) WHERE untracked IS NULL;
         """
 
-    /// Whether `tidemark_tables` has slots (stores made before renames and drops lack them).
-    static func hasSlots(_ db: Database) throws -> Bool {
-        try db.columns(in: "tidemark_tables").contains { $0.name == "layout" }
-    }
-
-    /// Brings the bookkeeping of a store made by an earlier build up to date; each step is cheap
-    /// and does nothing once done.
-    static func upgrade(_ db: Database) throws {
-        try createAuthorship(db)
-        try createRemoteFiles(db)
-        try createCheckedFiles(db)
-        if try !hasSlots(db) {
-            // The registrations gain slots, and an untracked table's name may be tracked again.
-            try addSharedClockWidth(db)
-            try db.execute(sql: "ALTER TABLE tidemark_tables RENAME TO tidemark_tables_old")
-            try db.execute(sql: tablesDDL)
-            try db.execute(
-                sql: """
-                    INSERT INTO tidemark_tables(id, name, columns, key_columns, preserved, shared_width)
-                    SELECT id, name, columns, key_columns, preserved, shared_width FROM tidemark_tables_old;
-                    DROP TABLE tidemark_tables_old;
-                    """)
-        }
-        for table in try String.fetchAll(db, sql: rowMetadataNamedCausalLength) {
-            // The generation was once stored as `cl`, its other name (causal length).
-            try db.execute(sql: "ALTER TABLE \(table.quotedDatabaseIdentifier) RENAME COLUMN cl TO gen")
-        }
-        if try !db.columns(in: "tidemark_transactions").contains(where: { $0.name == "schema" }) {
-            try db.execute(sql: "ALTER TABLE tidemark_transactions ADD COLUMN schema INTEGER NOT NULL DEFAULT 0")
-        }
-        try createSchemas(db)
-        try createDigests(db)
-        if try !db.columns(in: "tidemark_watermarks").contains(where: { $0.name == "digest" }) {
-            try db.execute(sql: "ALTER TABLE tidemark_watermarks ADD COLUMN digest BLOB")
-            try db.execute(sql: "ALTER TABLE tidemark_watermarks ADD COLUMN digest_token TEXT")
-        }
-        for table in try String.fetchAll(db, sql: rowMetadataWithoutHash) {
-            try db.execute(sql: "ALTER TABLE \(table.quotedDatabaseIdentifier) ADD COLUMN h INTEGER")
-        }
-        if try !db.columns(in: "tidemark_held").contains(where: { $0.name == "encrypted" }) {
-            try db.execute(sql: "ALTER TABLE tidemark_held ADD COLUMN encrypted INTEGER NOT NULL DEFAULT 0")
-        }
-        if try !db.tableExists(settingsTable) {
-            // Registered like the membership table of a new store; table ids stay local to a store.
-            try createSettings(db)
-            let id = try Int64.fetchOne(db, sql: "SELECT max(id) FROM tidemark_tables") ?? 0
-            try Store.registerTable(
-                try TrackedTable.describe(settingsTable, id: id + 1, preserving: [], in: db, allowReserved: true), db)
-        }
-    }
-
-    /// Whether `upgrade` has anything to do.
-    static func needsUpgrade(_ db: Database) throws -> Bool {
-        try !db.tableExists("tidemark_authorship") || !db.tableExists("tidemark_schemas")
-            || !db.tableExists("tidemark_held")
-            || !hasSlots(db) || !db.tableExists(settingsTable) || !db.tableExists("tidemark_remote_files")
-            || !db.tableExists("tidemark_checked_files")
-            || !db.columns(in: "tidemark_held").contains { $0.name == "encrypted" }
-            || String.fetchOne(db, sql: rowMetadataNamedCausalLength) != nil
-            || !db.tableExists("tidemark_digests") || String.fetchOne(db, sql: rowMetadataWithoutHash) != nil
-            || !db.columns(in: "tidemark_watermarks").contains { $0.name == "digest" }
-    }
-
-    /// The row-metadata tables made before rows had their hash `h`.
-    private static let rowMetadataWithoutHash = """
-        SELECT name FROM sqlite_schema
-        WHERE type = 'table' AND name LIKE 'tidemark\\_rows\\_%' ESCAPE '\\' AND sql NOT LIKE '%, h INTEGER%'
-        """
-
     /// Each replicated table's row digest (`RowDigests`): the row count, the sum of the row hashes
     /// modulo 2^64 (as a signed integer), and how many rows the last count found without metadata.
     /// A table with no row here has no known digest.
@@ -231,11 +163,23 @@ enum Bookkeeping {
                 + "rows INTEGER NOT NULL, sum INTEGER NOT NULL, untracked INTEGER NOT NULL)")
     }
 
-    /// The row-metadata tables made before their generation column was named `gen`.
-    private static let rowMetadataNamedCausalLength = """
-        SELECT name FROM sqlite_schema
-        WHERE type = 'table' AND name LIKE 'tidemark\\_rows\\_%' ESCAPE '\\' AND sql LIKE '%cl INTEGER NOT NULL%'
-        """
+    /// When tombstones may be dropped (`Tombstones`): each prune closes the open epoch at this
+    /// replica's token, and a tombstone saved in an epoch is stamped with its number (in `t`). Per
+    /// table, `floor` is the greatest generation of a tombstone dropped or learned of from a snapshot:
+    /// a row life started here where no metadata is left begins above it.
+    static func createTombstones(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE IF NOT EXISTS tidemark_epochs(
+                    epoch INTEGER PRIMARY KEY,        -- 1, 2, …: the open epoch is one past the last closed
+                    token TEXT NOT NULL               -- this replica's token when the epoch closed
+                );
+                CREATE TABLE IF NOT EXISTS tidemark_floors(
+                    table_id INTEGER PRIMARY KEY,     -- tidemark_tables.id
+                    floor INTEGER NOT NULL            -- even: the greatest generation forgotten
+                );
+                """)
+    }
 
     /// The schema lineage (`SchemaLineage`) and the bundles held for a version not made here yet
     /// (`HeldBundles`; `encrypted` is 1 when the bundle came encrypted, Protocol/encryption.md §5.3).
@@ -324,12 +268,14 @@ enum Bookkeeping {
             .count
     }
 
-    /// The row-metadata table of a tracked table (Protocol/merge.md §2): one row per identity ever
-    /// seen, kept beside the rows and never pruned. `k<i>` hold the key values in key order, `gen`
-    /// the row's generation. Clocks are stored compactly: when every non-key column was set by the same
+    /// The row-metadata table of a tracked table (Protocol/merge.md §2): one row per identity seen,
+    /// kept beside the rows and never pruned with history; a tombstone goes once every member has
+    /// applied its delete (`Tombstones`). `k<i>` hold the key values in key order, `gen` the row's
+    /// generation. Clocks are stored compactly: when every non-key column was set by the same
     /// write, `t`/`o` hold that one clock; otherwise each non-key column `i` has its own `t<i>`/`o<i>`.
-    /// `t` is a packed hybrid timestamp and `o` the writer's number in `tidemark_origins`. `h` is
-    /// the row's hash for the row digest (Protocol/exchange.md §8), NULL while the row is absent.
+    /// `t` is a packed hybrid timestamp and `o` the writer's number in `tidemark_origins`; a
+    /// tombstone has no clock, and its `t` is the epoch it was saved in (`o` NULL). `h` is the row's
+    /// hash for the row digest (Protocol/exchange.md §8), NULL while the row is absent.
     static func rowMetadataTable(_ table: TrackedTable) -> String { "tidemark_rows_\(table.id)" }
 
     /// Creates the row-metadata table of `table`.

@@ -28,6 +28,9 @@ extension Store {
         public var lineage: [Schema.Version] = []
         /// The schema versions that held bundles wait for.
         public var waiting: [SchemaWait] = []
+        /// Deleted rows whose identity and generation are still kept, until every member has applied
+        /// their delete (Protocol/pruning.md §6).
+        public var tombstones = 0
     }
 
     /// Reads the store's status. Does not seal foreign writes; they show as pending.
@@ -53,7 +56,8 @@ extension Store {
                     changeCount: changes, pendingChangeCount: pending, historyBytes: bytes,
                     oldest: (counts[1] as Int64?).map(HLCTimestamp.init(packed:)),
                     newest: (counts[2] as Int64?).map(HLCTimestamp.init(packed:)),
-                    lineage: try SchemaLineage.fetch(db), waiting: try HeldBundles.waits(db))
+                    lineage: try SchemaLineage.fetch(db), waiting: try HeldBundles.waits(db),
+                    tombstones: try Tombstones.count(db, tables: replicatedTables))
             }
         }
     }

@@ -1,0 +1,83 @@
+import GRDB
+
+// MARK: - Stores made by earlier builds
+
+extension Bookkeeping {
+    /// Whether `tidemark_tables` has slots (stores made before renames and drops lack them).
+    static func hasSlots(_ db: Database) throws -> Bool {
+        try db.columns(in: "tidemark_tables").contains { $0.name == "layout" }
+    }
+
+    /// Brings the bookkeeping of a store made by an earlier build up to date; each step is cheap
+    /// and does nothing once done.
+    static func upgrade(_ db: Database) throws {
+        try createAuthorship(db)
+        try createRemoteFiles(db)
+        try createCheckedFiles(db)
+        if try !hasSlots(db) {
+            // The registrations gain slots, and an untracked table's name may be tracked again.
+            try addSharedClockWidth(db)
+            try db.execute(sql: "ALTER TABLE tidemark_tables RENAME TO tidemark_tables_old")
+            try db.execute(sql: tablesDDL)
+            try db.execute(
+                sql: """
+                    INSERT INTO tidemark_tables(id, name, columns, key_columns, preserved, shared_width)
+                    SELECT id, name, columns, key_columns, preserved, shared_width FROM tidemark_tables_old;
+                    DROP TABLE tidemark_tables_old;
+                    """)
+        }
+        for table in try String.fetchAll(db, sql: rowMetadataNamedCausalLength) {
+            // The generation was once stored as `cl`, its other name (causal length).
+            try db.execute(sql: "ALTER TABLE \(table.quotedDatabaseIdentifier) RENAME COLUMN cl TO gen")
+        }
+        if try !db.columns(in: "tidemark_transactions").contains(where: { $0.name == "schema" }) {
+            try db.execute(sql: "ALTER TABLE tidemark_transactions ADD COLUMN schema INTEGER NOT NULL DEFAULT 0")
+        }
+        try createSchemas(db)
+        try createDigests(db)
+        try createTombstones(db)
+        if try !db.columns(in: "tidemark_watermarks").contains(where: { $0.name == "digest" }) {
+            try db.execute(sql: "ALTER TABLE tidemark_watermarks ADD COLUMN digest BLOB")
+            try db.execute(sql: "ALTER TABLE tidemark_watermarks ADD COLUMN digest_token TEXT")
+        }
+        for table in try String.fetchAll(db, sql: rowMetadataWithoutHash) {
+            try db.execute(sql: "ALTER TABLE \(table.quotedDatabaseIdentifier) ADD COLUMN h INTEGER")
+        }
+        if try !db.columns(in: "tidemark_held").contains(where: { $0.name == "encrypted" }) {
+            try db.execute(sql: "ALTER TABLE tidemark_held ADD COLUMN encrypted INTEGER NOT NULL DEFAULT 0")
+        }
+        if try !db.tableExists(settingsTable) {
+            // Registered like the membership table of a new store; table ids stay local to a store.
+            try createSettings(db)
+            let id = try Int64.fetchOne(db, sql: "SELECT max(id) FROM tidemark_tables") ?? 0
+            try Store.registerTable(
+                try TrackedTable.describe(settingsTable, id: id + 1, preserving: [], in: db, allowReserved: true), db)
+        }
+    }
+
+    /// Whether `upgrade` has anything to do.
+    static func needsUpgrade(_ db: Database) throws -> Bool {
+        try !db.tableExists("tidemark_authorship") || !db.tableExists("tidemark_schemas")
+            || !db.tableExists("tidemark_held")
+            || !hasSlots(db) || !db.tableExists(settingsTable) || !db.tableExists("tidemark_remote_files")
+            || !db.tableExists("tidemark_checked_files")
+            || !db.columns(in: "tidemark_held").contains { $0.name == "encrypted" }
+            || String.fetchOne(db, sql: rowMetadataNamedCausalLength) != nil
+            || !db.tableExists("tidemark_digests") || String.fetchOne(db, sql: rowMetadataWithoutHash) != nil
+            || !db.columns(in: "tidemark_watermarks").contains { $0.name == "digest" }
+            || !db.tableExists("tidemark_epochs")
+    }
+
+    /// The row-metadata tables made before rows had their hash `h`.
+    private static let rowMetadataWithoutHash = """
+        SELECT name FROM sqlite_schema
+        WHERE type = 'table' AND name LIKE 'tidemark\\_rows\\_%' ESCAPE '\\' AND sql NOT LIKE '%, h INTEGER%'
+        """
+
+    /// The row-metadata tables made before their generation column was named `gen`.
+    private static let rowMetadataNamedCausalLength = """
+        SELECT name FROM sqlite_schema
+        WHERE type = 'table' AND name LIKE 'tidemark\\_rows\\_%' ESCAPE '\\' AND sql LIKE '%cl INTEGER NOT NULL%'
+        """
+
+}

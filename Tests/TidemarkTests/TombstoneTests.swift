@@ -1,0 +1,108 @@
+import Foundation
+import Testing
+import Tidemark
+import TidemarkTestSupport
+
+/// Tombstones go once every member has applied their delete (Protocol/pruning.md §6), and a row
+/// whose tombstone went never comes back, whichever replica still remembers it.
+@Suite struct TombstoneTests {
+    static let schema = "CREATE TABLE notes(id TEXT PRIMARY KEY, body TEXT);"
+
+    /// a, b and c each write two notes and sync until everyone holds everything.
+    static func group() throws -> ExchangeGroup {
+        let group = try ExchangeGroup(["a", "b", "c"], schema: schema, preserve: [])
+        for replica in group.replicas {
+            _ = try replica.store.execute(
+                sql: "INSERT INTO notes VALUES ('\(replica.name)-1', 'one'), ('\(replica.name)-2', 'two')")
+        }
+        try group.round()
+        try group.round()
+        return group
+    }
+
+    static func tombstones(_ replica: TestReplica) throws -> Int { try replica.store.status().tombstones }
+
+    /// The notes `replica` holds, ordered by id.
+    static func notes(_ replica: TestReplica) throws -> [[SQLValue]] {
+        try StoreSnapshot.trackedTables(of: replica.path)["notes"]?.rows ?? []
+    }
+
+    @Test func aTombstoneGoesOnlyOnceEveryMemberHasAppliedItsDelete() throws {
+        let group = try Self.group()
+        _ = try group["a"].store.execute(sql: "DELETE FROM notes WHERE id = 'b-1'")
+        try group.round(["a", "b"])
+        try group.round(["a", "b"])
+        // c has not applied the delete: a and b keep its tombstone however often they prune.
+        for name in ["a", "b"] {
+            #expect(try group.prune(name).droppedTombstones == 0)
+            #expect(try Self.tombstones(group[name]) == 1, "\(name)")
+        }
+        // A dry run reports what the real run drops, and drops nothing.
+        try group.round()
+        try group.round(prune: false)
+        #expect(try group.prune("a", dryRun: true).droppedTombstones == 1)
+        #expect(try Self.tombstones(group["a"]) == 1)
+        #expect(try group.prune("a").droppedTombstones == 1)
+        #expect(try Self.tombstones(group["a"]) == 0)
+        try group.round()
+        for replica in group.replicas { #expect(try Self.tombstones(replica) == 0, "\(replica.name)") }
+        try group.expectConverged()
+    }
+
+    @Test func aRetiredMemberThatHasNotAppliedADeleteKeepsItsTombstone() throws {
+        let group = try Self.group()
+        try group["a"].store.retire(peer: "c")
+        _ = try group["a"].store.execute(sql: "DELETE FROM notes WHERE id = 'c-1'")
+        // c, retired and away, edits the row a deleted.
+        _ = try group["c"].store.execute(sql: "UPDATE notes SET body = 'edited while away' WHERE id = 'c-1'")
+        for _ in 0..<3 { try group.round(["a", "b"]) }
+        for name in ["a", "b"] {
+            #expect(try Self.tombstones(group[name]) == 1, "\(name) keeps the tombstone c may still write to")
+        }
+        // c returns: its stale edit does not bring the row back anywhere.
+        for _ in 0..<3 { try group.round() }
+        for replica in group.replicas {
+            let ids = try Self.notes(replica).map { $0[0] }
+            #expect(!ids.contains(.text("c-1")), "\(replica.name)")
+        }
+        try group.expectConverged()
+        for replica in group.replicas { #expect(try Self.tombstones(replica) == 0, "\(replica.name)") }
+    }
+
+    @Test func aLifeStartedWhereATombstoneWentOutranksTheTombstoneOthersStillKeep() throws {
+        let group = try Self.group()
+        _ = try group["a"].store.execute(sql: "DELETE FROM notes WHERE id = 'b-2'")
+        // c applies everything but never prunes; a drops the tombstone.
+        _ = try group.push("a")
+        _ = try group.pull("c", prune: false)
+        for _ in 0..<2 { try group.round(["a", "b"]) }
+        #expect(try Self.tombstones(group["a"]) == 0)
+        #expect(try Self.tombstones(group["c"]) == 1)
+
+        // a writes the row again: its new life must beat the tombstone c remembers.
+        _ = try group["a"].store.execute(sql: "INSERT INTO notes VALUES ('b-2', 'back, on purpose')")
+        _ = try group.push("a")
+        _ = try group.pull("c", prune: false)
+        #expect(try Self.notes(group["c"]).contains { $0 == [.text("b-2"), .text("back, on purpose")] })
+
+        // A replica joining from a's snapshot learns the floor too: its own life of a row whose
+        // tombstone a dropped outranks c's tombstone.
+        _ = try group["a"].store.execute(sql: "DELETE FROM notes WHERE id = 'a-1'")
+        for _ in 0..<2 { try group.round(["a", "b"]) }
+        _ = try group.pull("c", prune: false)
+        for _ in 0..<2 { try group.round(["a", "b"]) }
+        #expect(try Self.tombstones(group["a"]) == 0)
+        let snapshot = group.directory.file("a.tms")
+        _ = try group["a"].store.exportSnapshot(to: snapshot, key: group["a"].key)
+        #expect(try ExchangeGroup.header(of: snapshot).floors.map(\.table) == ["notes"])
+        let d = try group.add("d")
+        _ = try d.store.importBundle(at: snapshot)
+        _ = try d.store.execute(sql: "INSERT INTO notes VALUES ('a-1', 'new from d')")
+        _ = try group.push("d")
+        _ = try group.pull("c", prune: false)
+        #expect(try Self.notes(group["c"]).contains { $0 == [.text("a-1"), .text("new from d")] })
+        try group.round()
+        try group.round()
+        try group.expectConverged()
+    }
+}

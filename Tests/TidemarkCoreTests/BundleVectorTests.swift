@@ -268,6 +268,12 @@ struct DecodedBundle: Decodable, Equatable {
         var rows: Int64
         var sum: String
     }
+    /// Present only when a snapshot's header carries generation floors.
+    var generationFloors: [Floor]?
+    struct Floor: Decodable, Equatable {
+        var name: String
+        var floor: Int64
+    }
     /// Present for snapshots only.
     var rowStates: [Row]?
     var attestations: [Attestation]
@@ -345,6 +351,7 @@ struct DecodedBundle: Decodable, Equatable {
                 DigestEntry(name: $0.name, rows: Int64($0.rows), sum: HexCoding.encode(bigEndian: $0.sum))
             }
         }
+        generationFloors = h.floors.isEmpty ? nil : h.floors.map { Floor(name: $0.table, floor: $0.floor) }
         attestations = v.attestations.map {
             Attestation(
                 origin: $0.origin.description, sequence: $0.sequence, head: HexCoding.encode($0.head),
@@ -370,6 +377,7 @@ struct DecodedBundle: Decodable, Equatable {
         if let header { return header }
         if let lineage = differ("schema lineage", schemaLineage, actual.schemaLineage) { return lineage }
         if let digest = differ("row digest", rowDigest, actual.rowDigest) { return digest }
+        if let floors = differ("generation floors", generationFloors, actual.generationFloors) { return floors }
         if transactions.count != actual.transactions.count {
             return "expected \(transactions.count) transactions, decoded \(actual.transactions.count)"
         }

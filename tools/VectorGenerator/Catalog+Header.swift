@@ -166,7 +166,8 @@ extension Catalog {
         d.headerTail = [1, 1, 0]
         invalid(
             "header-attribute",
-            "A header attribute with odd id 1: the header attributes are the schema lineage (id 2) and a watermark's row digest (id 3)",
+            "A header attribute with odd id 1: the header attributes are the schema lineage (id 2), a watermark's row digest "
+                + "(id 3) and a snapshot's generation floors (id 4)",
             flags: flags + ["Extensibility"],
             error: "unknown-attribute", d)
         addRowDigestDefects(base)

@@ -48,6 +48,8 @@ struct Catalog {
         addRecordLimit()
         group = "schema"
         addSchema()
+        group = "header"
+        addGenerationFloors()
         let names = vectors.map(\.name)
         precondition(Set(names).count == names.count, "duplicate vector names")
     }

@@ -26,6 +26,11 @@ struct Draft {
     /// A watermark's row digest attribute (Protocol/exchange.md §8.3), entries written in the order
     /// given; when set, it is written instead of `headerTail`.
     var rowDigest: [(name: String, rows: UInt64, sum: UInt64)]?
+    /// A snapshot's generation floors attribute (§3.3, attribute 4), entries written in the order
+    /// given; when set, it is written instead of `headerTail`.
+    var floors: [(name: String, floor: UInt64)]?
+    /// Writes the header's attributes in descending order of id, as no writer may.
+    var attributesReversed = false
 
     /// Offsets in the record stream where a new TRANSACTIONS frame starts (the first starts at 0).
     var cuts: [Int] = []
@@ -96,22 +101,32 @@ struct Draft {
         for t in tables { out += t.encoded }
         out += Wire.varint(UInt64(ranges.count))
         for r in ranges { out += r.encoded }
+        var attributes: [(id: UInt64, data: [UInt8])] = []
+        if !schemaChanges.isEmpty {
+            var data =
+                Wire.varint(UInt64(schemaChanges.count)) + schemaChanges.flatMap { $0 }
+                + Wire.varint(UInt64(schemaRuns.count))
+            for run in schemaRuns {
+                data +=
+                    Wire.varint(UInt64(run.range)) + Wire.varint(UInt64(run.first)) + Wire.varint(UInt64(run.position))
+            }
+            attributes.append((2, data))
+        }
         if let rowDigest {
             var data = Wire.varint(UInt64(rowDigest.count))
-            for entry in rowDigest {
-                data += Wire.name(entry.name) + Wire.varint(entry.rows)
-                data += Wire.be64(entry.sum)
-            }
-            return out + [1] + Wire.varint(3) + Wire.varint(UInt64(data.count)) + data
+            for entry in rowDigest { data += Wire.name(entry.name) + Wire.varint(entry.rows) + Wire.be64(entry.sum) }
+            attributes.append((3, data))
         }
-        guard !schemaChanges.isEmpty else { return out + headerTail }
-        var data =
-            Wire.varint(UInt64(schemaChanges.count)) + schemaChanges.flatMap { $0 }
-            + Wire.varint(UInt64(schemaRuns.count))
-        for run in schemaRuns {
-            data += Wire.varint(UInt64(run.range)) + Wire.varint(UInt64(run.first)) + Wire.varint(UInt64(run.position))
+        if let floors {
+            var data = Wire.varint(UInt64(floors.count))
+            for entry in floors { data += Wire.name(entry.name) + Wire.varint(entry.floor) }
+            attributes.append((4, data))
         }
-        return out + Wire.varint(1) + Wire.varint(2) + Wire.bytes(data)
+        guard !attributes.isEmpty else { return out + headerTail }
+        if attributesReversed { attributes.reverse() }
+        out += Wire.varint(UInt64(attributes.count))
+        for attribute in attributes { out += Wire.varint(attribute.id) + Wire.bytes(attribute.data) }
+        return out
     }
 
     /// Schema.md §2: the ids of the lineage's versions.

@@ -50,6 +50,13 @@ extension Draft {
         ]
         // Only a snapshot carries row states; the key is absent from other kinds' JSON.
         if kind == 2 { pairs.insert(("rowStates", .array(rowStates.map(Self.rowState))), at: 8) }
+        // Only a snapshot with generation floors (§3.3, attribute 4) has the key; it follows the lineage.
+        if let floors {
+            let entries = floors.map {
+                JSON.object([("name", .string($0.name)), ("floor", .integer(Int64($0.floor)))])
+            }
+            pairs.insert(("generationFloors", .array(entries)), at: 7)
+        }
         // Only a bundle with a schema lineage (Protocol/schema.md §4) has the key.
         if !schemaChanges.isEmpty {
             let lineage = zip(schemaIDs, schemaChanges).enumerated().map { n, entry in

@@ -125,6 +125,10 @@ enum SelfCheck {
             ("signature", .hex(signature)),
         ]
         if h.kind == .snapshot { pairs.insert(("rowStates", .array(rowStates)), at: 8) }
+        if !h.floors.isEmpty {
+            let entries = h.floors.map { JSON.object([("name", .string($0.table)), ("floor", .integer($0.floor))]) }
+            pairs.insert(("generationFloors", .array(entries)), at: 7)
+        }
         if !h.lineage.isEmpty {
             let lineage = h.lineage.map { v in
                 JSON.object([

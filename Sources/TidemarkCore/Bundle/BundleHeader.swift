@@ -249,7 +249,7 @@ public struct BundleHeader: Sendable, Hashable {
         var digest: RowDigest?
         var floors: [GenerationFloor] = []
         let attributeCount = try r.varint()
-        guard attributeCount <= 2 else { throw bad("unknown header attribute", .unknownAttribute) }
+        guard attributeCount <= 2 else { throw bad("more than two header attributes", .unknownAttribute) }
         var lastID: UInt64 = 0
         for _ in 0..<attributeCount {
             let id = try r.varint()

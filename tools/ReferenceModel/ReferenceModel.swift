@@ -243,15 +243,17 @@ public struct ReferenceModel: Sendable {
     }
 
     /// "No write is lost unless a later write to the same column of the same life, or a delete it
-    /// had not seen, supersedes it" (merge.md, Consequences): every (write, column) such that no
-    /// write of the same row and generation carrying the column orders after it, and no delete of a
-    /// greater generation exists. Each must be visible on every replica.
+    /// had not seen, or a life started above a higher generation floor supersedes it" (merge.md,
+    /// Consequences): every (write, column) such that no write of the same row and generation
+    /// carrying the column orders after it, and no change of a greater generation exists. (Without
+    /// floors a greater generation implies a delete of one; with them, an insert on a replica that
+    /// dropped tombstones starts above its floor.) Each must be visible on every replica.
     public func survivors() -> [Survivor] {
         var result: [Survivor] = []
         for (row, changes) in writes {
-            let deletes = changes.filter { $0.type == .delete }.map(\.generation)
+            let newest = changes.map(\.generation).max() ?? 0
             for write in changes where write.type != .delete {
-                if deletes.contains(where: { $0 > write.generation }) { continue }
+                if write.generation < newest { continue }
                 for (column, value) in write.values {
                     let superseded = changes.contains {
                         $0.generation == write.generation && $0.values[column] != nil && write.order < $0.order

@@ -35,6 +35,7 @@ struct BundleApplier {
         var newest = HLCTimestamp.zero
         let started = try ReplicaState.fetch(db).lastTimestamp
         var engine = MergeEngine(db: db, store: store) { max(started, newest) }
+        try engine.discarded.sender(through: decoder.header.through)
         let (verified, changed) = try CaptureTriggers.suspended(store.replicatedTables, in: db) {
             let verified = try decode(decoder) {
                 while let head = try decoder.nextTransaction() {
@@ -89,12 +90,13 @@ struct BundleApplier {
             // Named as the transaction's version names it; merged under today's names.
             let translation = try translations.translation(of: change.table, at: head.schemaPosition, path: path)
             if let current = try translation.current(change, path: path) {
-                try engine.apply(current, clock: clock)
-                touched.insert(current.table)
+                // Listed before merging: a resolution is listed as such, not as the edits it discarded.
                 if isResolution && current.type == .delete {
                     try engine.resolver.record(
                         current, kind: .remote, detail: "resolved by replica \(head.origin.short)", origin: head.origin)
                 }
+                try engine.apply(current, clock: clock)
+                touched.insert(current.table)
             }
             last = try history.record(change, as: translation)
             if first == nil { first = last }
@@ -178,6 +180,7 @@ struct BundleApplier {
         var newest = HLCTimestamp.zero
         let started = try ReplicaState.fetch(db).lastTimestamp
         var engine = MergeEngine(db: db, store: store) { started }
+        try engine.discarded.sender(through: decoder.header.through)
         var rows = 0
         let (verified, changed) = try CaptureTriggers.suspended(store.replicatedTables, in: db) {
             let verified = try decode(decoder) {
@@ -188,7 +191,7 @@ struct BundleApplier {
                         let state = try translations.translation(of: state.table, at: position, path: path).current(
                             state)
                     else { continue }
-                    try engine.apply(state)
+                    try engine.apply(state, from: decoder.sender)
                     touched.insert(state.table)
                     for cell in state.cells {
                         if let clock = cell.clock { newest = max(newest, clock.timestamp) }

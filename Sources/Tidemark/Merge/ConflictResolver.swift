@@ -22,7 +22,7 @@ struct ConflictResolver {
         case foreignKey = "foreign_key"
         case check
         case notNull = "not_null"
-        case removed, remote
+        case removed, remote, deleted
     }
 
     let db: Database

@@ -13,6 +13,8 @@ struct MergeEngine {
     var resolver: ConflictResolver
     /// The row digests every metadata save updates; `flush` them before the access ends.
     let digests: RowDigests
+    /// Finds the edits the generation rule discards, to list them (merge.md §4.5).
+    var discarded: DiscardedEdits
 
     init(db: Database, store: Store, now: @escaping () -> HLCTimestamp) {
         self.db = db
@@ -26,6 +28,7 @@ struct MergeEngine {
             })
         rows = Dictionary(uniqueKeysWithValues: store.replicatedTables.map { ($0.name, RowAccess(db: db, table: $0)) })
         resolver = ConflictResolver(db: db, replica: store.replica.id, tables: tables, metadata: metadata, now: now)
+        discarded = DiscardedEdits(db: db, replica: store.replica.id)
     }
 
     /// Merges one change written at `clock`.
@@ -35,12 +38,26 @@ struct MergeEngine {
         let key = change.key.map { $0.value }
         var known = try store.fetch(db, key: key)
         let generation = change.generation
-        if generation < known.generation { return }
+        if generation < known.generation {
+            if change.type != .delete, !table.isInternal, try discarded.isRetired(clock.origin) {
+                try listLate(change, of: table, key: key, generation: known.generation, by: clock.origin)
+            }
+            return
+        }
+        if known.generation == 0, change.type == .update, try discarded.isBelowFloor(generation, of: table) {
+            // Its writer held the row in this life, and this replica has applied everything its
+            // writer had: the life ended here and its tombstone was dropped (merge.md §4.1).
+            try listForgotten(change, of: table, key: key, by: clock.origin)
+            return
+        }
         let incoming: [(Int, SQLValue)] = change.values.compactMap { column in
             guard let i = table.index(of: column.name), !table.keyIndexes.contains(i) else { return nil }
             return (i, column.value)
         }
         if generation > known.generation {
+            try listOwnUnseen(
+                of: table, key: key, known: known, against: clock, generation: generation, by: clock.origin,
+                how: change.type == .delete ? "deleted the row" : "wrote a later life of the row")
             known.startLife(generation)
             if change.type == .delete {
                 try access.delete(key: key)
@@ -72,8 +89,9 @@ struct MergeEngine {
         }
     }
 
-    /// Merges one row state from a snapshot: the same rules, with each column's own clock.
-    mutating func apply(_ state: RowState) throws {
+    /// Merges one row state from a snapshot sent by `sender`: the same rules, with each column's own
+    /// clock.
+    mutating func apply(_ state: RowState, from sender: Replica.ID) throws {
         guard let table = tables[state.table], let store = metadata[state.table], let access = rows[state.table] else {
             return
         }
@@ -85,6 +103,9 @@ struct MergeEngine {
         }
         var winners: [(Int, SQLValue)]
         if state.generation > known.generation {
+            try listOwnUnseen(
+                of: table, key: key, known: known, against: nil, generation: state.generation, by: sender,
+                how: state.generation % 2 == 0 ? "holds the row deleted" : "holds a later life of the row")
             known.startLife(state.generation)
             if state.generation % 2 == 0 {
                 try access.delete(key: key)

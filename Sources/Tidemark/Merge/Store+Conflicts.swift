@@ -3,8 +3,9 @@ import GRDB
 import TidemarkCore
 
 extension Store {
-    /// A row that a merge rule deleted because merged state broke a constraint (Protocol/merge.md §5).
-    /// The values are kept here so the application can repair: a repair is an ordinary write.
+    /// A row that a merge rule deleted because merged state broke a constraint (Protocol/merge.md §5),
+    /// or whose edits a delete that had not seen them discarded (§4.5). The values are kept here so
+    /// the application can repair: a repair is an ordinary write.
     public struct Conflict: Sendable, Hashable {
         /// The table.
         public var table: String
@@ -12,7 +13,8 @@ extension Store {
         public var key: String
         /// The row's causal length after the resolution.
         public var generation: Int64
-        /// unique, foreign_key, check, not_null, removed, or remote (resolved by another replica).
+        /// unique, foreign_key, check, not_null, removed, remote (resolved by another replica), or
+        /// deleted (edits discarded by a delete that had not seen them).
         public var kind: String
         /// What clashed.
         public var detail: String
@@ -20,7 +22,8 @@ extension Store {
         public var row: String
         /// When this store recorded it.
         public var detected: HLCTimestamp
-        /// The replica that resolved it.
+        /// The replica that resolved it; for `deleted`, the replica whose delete (or later life)
+        /// won, or the retired member whose late edit was discarded.
         public var resolvedBy: Replica.ID
     }
 

@@ -118,7 +118,7 @@ enum Bookkeeping {
                     table_name TEXT NOT NULL,
                     key TEXT NOT NULL,                -- the row's key as a JSON object
                     generation INTEGER NOT NULL,      -- the causal length the resolution gave the row
-                    kind TEXT NOT NULL,               -- unique, foreign_key, check, not_null, removed, remote
+                    kind TEXT NOT NULL,               -- unique, foreign_key, check, not_null, removed, remote, deleted
                     detail TEXT NOT NULL,
                     row TEXT NOT NULL,                -- the discarded values as a JSON object
                     detected INTEGER NOT NULL,        -- hybrid clock, packed

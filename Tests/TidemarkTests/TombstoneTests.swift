@@ -49,6 +49,31 @@ import TidemarkTestSupport
         try group.expectConverged()
     }
 
+    @Test func aTombstoneStaysUntilThisReplicaHoldsWhatEveryMemberHeldWhenItAppliedTheDelete() throws {
+        let group = try Self.group()
+        _ = try group["a"].store.execute(sql: "DELETE FROM notes WHERE id = 'b-1'")
+        // c edits the row before it learns of the delete; its bundle is slow to reach a.
+        _ = try group["c"].store.execute(sql: "UPDATE notes SET body = 'late' WHERE id = 'b-1'")
+        _ = try group.push("c")
+        let slow = try #require(group.bundles.filter { $0.hasPrefix(group.folder(of: "c")) }.max())
+        let aside = group.directory.file("aside.tmb")
+        try FileManager.default.moveItem(atPath: slow, toPath: aside)
+        _ = try group.push("a")
+        for name in ["b", "c"] { _ = try group.pull(name) }
+        // a sees b's and c's watermarks cover the delete, but c's covers an edit a does not hold.
+        _ = try group.pull("a", prune: false)
+        #expect(try group.prune("a").droppedTombstones == 0)
+        #expect(try Self.tombstones(group["a"]) == 1)
+        try FileManager.default.moveItem(atPath: aside, toPath: slow)
+        _ = try group.pull("a", prune: false)
+        #expect(try group.prune("a").droppedTombstones == 1)
+        for _ in 0..<2 { try group.round() }
+        for replica in group.replicas {
+            #expect(try !Self.notes(replica).contains { $0.first == .text("b-1") }, "\(replica.name)")
+        }
+        try group.expectConverged()
+    }
+
     @Test func aRetiredMemberThatHasNotAppliedADeleteKeepsItsTombstone() throws {
         let group = try Self.group()
         try group["a"].store.retire(peer: "c")

@@ -49,7 +49,7 @@ extension Store {
             horizon[replica.id] = min(horizon[replica.id], try pushedThrough(folder)?[replica.id] ?? 0)
         }
         let removed = dryRun ? try transactionCount(coveredBy: horizon) : try deleteHistory(before: horizon)
-        let dropped = try dropTombstones(members: members, dryRun: dryRun)
+        let dropped = try dropTombstones(dryRun: dryRun)
         var files: [String] = []
         var snapshots: [String] = []
         for location in try exchangeFolders() {
@@ -79,32 +79,45 @@ extension Store {
     /// Drops the tombstones of deletes that every member, retired ones too, has applied, once this
     /// replica holds everything each member held when it signed its watermark: a write a member
     /// made before it applied a delete has then met the tombstone here (Protocol/pruning.md §6.2).
-    /// Returns how many were dropped, or with `dryRun` would be.
-    private func dropTombstones(members: [Member], dryRun: Bool) throws -> Int {
-        let own = members.first(where: \.isSelf)!.watermark
-        var horizon = own
-        for member in members where !member.isSelf {
-            guard own.covers(member.watermark) else { return 0 }
-            horizon = horizon.meet(member.watermark)
-        }
-        return try mappingErrors {
+    /// The members and their watermarks are read in the transaction that drops, so a peer trusted
+    /// meanwhile counts. Returns how many were dropped, or with `dryRun` would be.
+    private func dropTombstones(dryRun: Bool) throws -> Int {
+        try mappingErrors {
             if dryRun {
                 return try database.read { db in
+                    let own = try Self.currentToken(db)
+                    guard let horizon = try Self.tombstoneHorizon(own: own, db) else { return 0 }
                     let tombstones = Tombstones(db: db)
                     // The real run first closes the open epoch at the token this replica holds.
                     let epoch =
-                        horizon.covers(try Self.currentToken(db))
+                        horizon.covers(own)
                         ? try Tombstones.openEpoch(db) : try tombstones.lastEpoch(coveredBy: horizon)
                     return try tombstones.drop(through: epoch, tables: replicatedTables, dryRun: true)
                 }
             }
             return try writeImmediately { db in
+                let own = try Self.currentToken(db)
                 let tombstones = Tombstones(db: db)
-                try tombstones.closeEpoch(at: try Self.currentToken(db))
+                try tombstones.closeEpoch(at: own)
+                guard let horizon = try Self.tombstoneHorizon(own: own, db) else { return 0 }
                 return try tombstones.drop(
                     through: try tombstones.lastEpoch(coveredBy: horizon), tables: replicatedTables)
             }
         }
+    }
+
+    /// The meet of every member's watermark, retired members included, or nil while `own` does
+    /// not cover one of them (pruning.md §6.2).
+    private static func tombstoneHorizon(own: History.Token, _ db: Database) throws -> History.Token? {
+        var horizon = own
+        for peer in try peers(db) {
+            let text = try String.fetchOne(
+                db, sql: "SELECT token FROM tidemark_watermarks WHERE replica = ?", arguments: [Data(peer.id.bytes)])
+            let watermark = text.flatMap { try? History.Token(parsing: $0) } ?? .zero
+            guard own.covers(watermark) else { return nil }
+            horizon = horizon.meet(watermark)
+        }
+        return horizon
     }
 
     /// Retires the members whose last watermark is older than `maxLag` seconds (without changing

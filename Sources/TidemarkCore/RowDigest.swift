@@ -91,7 +91,7 @@ public struct RowDigest: Sendable, Hashable {
         var r = PayloadReader(bytes, base: 0)
         do {
             self = try Self.decode(&r)
-        } catch let defect as Defect {
+        } catch let defect as BundleHeader.AttributeDefect {
             throw BundleError.framing(.badHeader(defect.why), offset: r.position)
         }
         guard r.atEnd else { throw BundleError.framing(.badHeader("row digest: bytes left over"), offset: r.position) }
@@ -110,15 +110,10 @@ public struct RowDigest: Sendable, Hashable {
         return out
     }
 
-    /// A defect of the attribute's data, for the header to report where it is.
-    struct Defect: Error {
-        var why: String
-    }
-
-    /// Reads the attribute's data; throws `Defect` for data that breaks exchange.md §8.3, and the
+    /// Reads the attribute's data; throws `BundleHeader.AttributeDefect` for data that breaks exchange.md §8.3, and the
     /// reader's own errors where it ends early.
     static func decode(_ r: inout PayloadReader) throws -> RowDigest {
-        func bad(_ why: String) -> Defect { Defect(why: why) }
+        func bad(_ why: String) -> BundleHeader.AttributeDefect { BundleHeader.AttributeDefect(why: why) }
         let count = try r.varint()
         guard count <= UInt64(BundleFormat.maxHeaderEntries) else { throw bad("row digest: too many tables") }
         var tables: [Table] = []

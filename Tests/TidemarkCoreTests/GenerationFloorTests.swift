@@ -54,7 +54,8 @@ import TidemarkCore
             (.snapshot, [.init(table: "notes", floor: 2), .init(table: "notes", floor: 4)], "a table listed twice"),
         ] {
             let file = try Self.bundle(kind: kind, floors: floors)
-            #expect(throws: BundleError.self, "\(why)") { _ = try Self.header(file) }
+            let error = #expect(throws: BundleError.self, "\(why)") { _ = try Self.header(file) }
+            #expect(error?.rule == .badHeader, "\(why)")
         }
     }
 }

@@ -48,7 +48,7 @@ struct Catalog {
         addRecordLimit()
         group = "schema"
         addSchema()
-        group = "header"
+        group = "generation-floors"
         addGenerationFloors()
         let names = vectors.map(\.name)
         precondition(Set(names).count == names.count, "duplicate vector names")

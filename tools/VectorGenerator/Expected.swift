@@ -1,6 +1,8 @@
 /// The expected decoding of a valid vector (Protocol/bundle.md §10.2), derived from the draft the
 /// bundle was built from, never from a decoder.
 extension Draft {
+    /// Long by design: the expected JSON's keys in the order bundle.md §10.2 lists them, each beside
+    /// the draft field it comes from.
     func expectedJSON(_ built: Built) -> JSON {
         let kindWord = [1: "changes", 2: "snapshot", 3: "watermark"][Int(kind)] ?? "unknown"
         var pairs: [(String, JSON)] = [

@@ -27,7 +27,7 @@ public struct BundleHeader: Sendable, Hashable {
     /// §8), when it knows it.
     public var digest: RowDigest?
     /// For a snapshot: the generation floors of the sender's tables that have one (Protocol/pruning.md
-    /// §6.4), in ascending order of name.
+    /// §6.3), in ascending order of name.
     public var floors: [GenerationFloor]
 
     /// Creates a header.
@@ -87,6 +87,11 @@ public struct BundleHeader: Sendable, Hashable {
         static let rowDigest: UInt64 = 3
         /// A snapshot's generation floors (Protocol/pruning.md §6.3).
         static let generationFloors: UInt64 = 4
+    }
+
+    /// A defect in a header attribute's data, which the header reports at the offset it reached.
+    struct AttributeDefect: Error {
+        var why: String
     }
 
     /// A table as the sender tracks it.
@@ -268,7 +273,7 @@ public struct BundleHeader: Sendable, Hashable {
                 guard kind == .watermark else { throw bad("a row digest belongs only in a watermark") }
                 do {
                     digest = try RowDigest.decode(&r)
-                } catch let defect as RowDigest.Defect {
+                } catch let defect as AttributeDefect {
                     throw bad(defect.why)
                 }
                 guard r.position == end else { throw bad("row digest: bytes left over") }
@@ -276,7 +281,7 @@ public struct BundleHeader: Sendable, Hashable {
                 guard kind == .snapshot else { throw bad("generation floors belong only in a snapshot") }
                 do {
                     floors = try GenerationFloor.decode(&r)
-                } catch let defect as RowDigest.Defect {
+                } catch let defect as AttributeDefect {
                     throw bad(defect.why)
                 }
                 guard r.position == end else { throw bad("generation floors: bytes left over") }

@@ -26,10 +26,12 @@ public struct GenerationFloor: Sendable, Hashable {
         return out
     }
 
-    /// Reads the attribute's data; throws `RowDigest.Defect` for data that breaks bundle.md §3.3,
+    /// Reads the attribute's data; throws `BundleHeader.AttributeDefect` for data that breaks bundle.md §3.3,
     /// and the reader's own errors where it ends early.
     static func decode(_ r: inout PayloadReader) throws -> [GenerationFloor] {
-        func bad(_ why: String) -> RowDigest.Defect { RowDigest.Defect(why: "generation floors: \(why)") }
+        func bad(_ why: String) -> BundleHeader.AttributeDefect {
+            BundleHeader.AttributeDefect(why: "generation floors: \(why)")
+        }
         let count = try r.varint()
         guard count >= 1, count <= UInt64(BundleFormat.maxHeaderEntries) else { throw bad("1 to 4096 tables") }
         var floors: [GenerationFloor] = []
@@ -40,9 +42,8 @@ public struct GenerationFloor: Sendable, Hashable {
                 throw bad("tables not in ascending order")
             }
             let floor = try r.varint()
-            guard floor >= 2, floor % 2 == 0, floor <= UInt64(Int64.max) else {
-                throw bad("a floor must be an even generation of at least 2")
-            }
+            guard floor >= 2, floor % 2 == 0 else { throw bad("a floor must be an even generation of at least 2") }
+            guard floor <= UInt64(Int64.max) else { throw bad("a floor must be below 2^63") }
             floors.append(GenerationFloor(table: name, floor: Int64(floor)))
         }
         return floors

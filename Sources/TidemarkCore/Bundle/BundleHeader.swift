@@ -268,26 +268,22 @@ public struct BundleHeader: Sendable, Hashable {
                 throw bad("ends early")
             }
             let end = r.position + Int(length)
+            /// Reads the attribute's data with `decode`, reporting its defects as the header's.
+            func data<T>(_ what: String, _ decode: (inout PayloadReader) throws -> T) throws -> T {
+                let value: T
+                do { value = try decode(&r) } catch let defect as AttributeDefect { throw bad(defect.why) }
+                guard r.position == end else { throw bad("\(what): bytes left over") }
+                return value
+            }
             switch id {
             case Attribute.rowDigest:
                 guard kind == .watermark else { throw bad("a row digest belongs only in a watermark") }
-                do {
-                    digest = try RowDigest.decode(&r)
-                } catch let defect as AttributeDefect {
-                    throw bad(defect.why)
-                }
-                guard r.position == end else { throw bad("row digest: bytes left over") }
+                digest = try data("row digest", RowDigest.decode)
             case Attribute.generationFloors:
                 guard kind == .snapshot else { throw bad("generation floors belong only in a snapshot") }
-                do {
-                    floors = try GenerationFloor.decode(&r)
-                } catch let defect as AttributeDefect {
-                    throw bad(defect.why)
-                }
-                guard r.position == end else { throw bad("generation floors: bytes left over") }
+                floors = try data("generation floors", GenerationFloor.decode)
             default:
-                (lineage, runs) = try decodeLineage(&r, ranges: ranges, kind: kind)
-                guard r.position == end else { throw bad("schema lineage: bytes left over") }
+                (lineage, runs) = try data("schema lineage") { try decodeLineage(&$0, ranges: ranges, kind: kind) }
             }
         }
         guard r.atEnd else { throw bad("extra bytes after the header") }

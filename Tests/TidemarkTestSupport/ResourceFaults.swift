@@ -59,7 +59,8 @@ public enum Unprivileged {
 }
 
 /// Another process holding a store's write lock: a `sqlite3` shell inside `BEGIN IMMEDIATE` with
-/// an uncommitted insert, waiting until `release()` (or 120 s) before it rolls back and exits.
+/// an uncommitted insert, waiting until `release()` (or 15 minutes, past any test's wait for a
+/// thread in a run that is busy with long tests) before it rolls back and exits.
 public final class StoreLockHolder: @unchecked Sendable {  // @unchecked: immutable after init.
     private let child: ChildProcess
     private let releaseFile: String
@@ -72,7 +73,7 @@ public final class StoreLockHolder: @unchecked Sendable {  // @unchecked: immuta
             SQLiteShell.path,
             [
                 store, "BEGIN IMMEDIATE", sql,
-                ".shell touch '\(marker)'; i=0; while [ ! -e '\(releaseFile)' ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done",
+                ".shell touch '\(marker)'; i=0; while [ ! -e '\(releaseFile)' ] && [ $i -lt 9000 ]; do sleep 0.1; i=$((i+1)); done",
                 "ROLLBACK",
             ], stdout: .null, stderr: .null)
         let deadline = Date().addingTimeInterval(20)

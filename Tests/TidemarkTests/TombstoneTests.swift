@@ -49,6 +49,25 @@ import TidemarkTestSupport
         try group.expectConverged()
     }
 
+    @Test func tombstonesOfLaterDeletesGoAfterAnEarlierDrop() throws {
+        let group = try Self.group()
+        _ = try group["a"].store.execute(sql: "DELETE FROM notes WHERE id = 'b-1'")
+        for _ in 0..<2 { try group.round() }
+        #expect(try Self.tombstones(group["a"]) == 0)
+        // Nothing newer to drop: prunes change nothing, and mark nothing that hides a later delete.
+        for _ in 0..<2 { #expect(try group.prune("a").droppedTombstones == 0) }
+        _ = try group["b"].store.execute(sql: "DELETE FROM notes WHERE id = 'c-1'")
+        try group.round(["a", "b"])
+        #expect(try group.prune("a").droppedTombstones == 0, "c has not applied the second delete")
+        _ = try group["c"].store.execute(sql: "DELETE FROM notes WHERE id = 'a-2'")
+        for _ in 0..<2 { try group.round() }
+        for replica in group.replicas { #expect(try Self.tombstones(replica) == 0, "\(replica.name)") }
+        for replica in group.replicas {
+            #expect(try Self.notes(replica).map { $0[0] } == [.text("a-1"), .text("b-2"), .text("c-2")])
+        }
+        try group.expectConverged()
+    }
+
     @Test func aTombstoneStaysUntilThisReplicaHoldsWhatEveryMemberHeldWhenItAppliedTheDelete() throws {
         let group = try Self.group()
         _ = try group["a"].store.execute(sql: "DELETE FROM notes WHERE id = 'b-1'")

@@ -42,8 +42,13 @@ struct Tombstones {
     /// Drops the tombstones of every epoch up to `epoch` from the row metadata of `tables`, and
     /// raises each table's floor to the greatest generation dropped; returns how many were dropped.
     /// With `dryRun`, only counts them.
+    /// Nothing is read when the tombstones through `epoch` were dropped already: every tombstone
+    /// saved since belongs to a later epoch.
     func drop(through epoch: Int64, tables: [TrackedTable], dryRun: Bool = false) throws -> Int {
-        guard epoch > 0 else { return 0 }
+        guard epoch > 0,
+            try Bool.fetchOne(db, sql: "SELECT dropped FROM tidemark_epochs WHERE epoch = ?", arguments: [epoch])
+                != true
+        else { return 0 }
         var dropped = 0
         for table in tables {
             let name = Bookkeeping.rowMetadataTable(table)
@@ -57,7 +62,10 @@ struct Tombstones {
             try db.execute(sql: "DELETE \(tombstones)", arguments: [epoch])
             try raiseFloor(of: table.id, to: greatest)
         }
-        if !dryRun { try db.execute(sql: "DELETE FROM tidemark_epochs WHERE epoch < ?", arguments: [epoch]) }
+        if !dryRun {
+            try db.execute(sql: "DELETE FROM tidemark_epochs WHERE epoch < ?", arguments: [epoch])
+            try db.execute(sql: "UPDATE tidemark_epochs SET dropped = 1 WHERE epoch = ?", arguments: [epoch])
+        }
         return dropped
     }
 

@@ -36,6 +36,9 @@ extension Bookkeeping {
         try createSchemas(db)
         try createDigests(db)
         try createTombstones(db)
+        if try !db.columns(in: "tidemark_epochs").contains(where: { $0.name == "dropped" }) {
+            try db.execute(sql: "ALTER TABLE tidemark_epochs ADD COLUMN dropped INTEGER NOT NULL DEFAULT 0")
+        }
         if try !db.columns(in: "tidemark_watermarks").contains(where: { $0.name == "digest" }) {
             try db.execute(sql: "ALTER TABLE tidemark_watermarks ADD COLUMN digest BLOB")
             try db.execute(sql: "ALTER TABLE tidemark_watermarks ADD COLUMN digest_token TEXT")
@@ -66,6 +69,7 @@ extension Bookkeeping {
             || !db.tableExists("tidemark_digests") || String.fetchOne(db, sql: rowMetadataWithoutHash) != nil
             || !db.columns(in: "tidemark_watermarks").contains { $0.name == "digest" }
             || !db.tableExists("tidemark_epochs")
+            || !db.columns(in: "tidemark_epochs").contains { $0.name == "dropped" }
     }
 
     /// The row-metadata tables made before rows had their hash `h`.

@@ -164,15 +164,17 @@ enum Bookkeeping {
     }
 
     /// When tombstones may be dropped (`Tombstones`): each prune closes the open epoch at this
-    /// replica's token, and a tombstone saved in an epoch is stamped with its number (in `t`). Per
-    /// table, `floor` is the greatest generation of a tombstone dropped or learned of from a snapshot:
-    /// a row life started here where no metadata is left begins above it.
+    /// replica's token, and a tombstone saved in an epoch is stamped with its number (in `t`); the
+    /// epoch dropped through stays, marked, so that a prune with nothing newer to drop reads no row
+    /// metadata. Per table, `floor` is the greatest generation of a tombstone dropped or learned of
+    /// from a snapshot: a row life started here where no metadata is left begins above it.
     static func createTombstones(_ db: Database) throws {
         try db.execute(
             sql: """
                 CREATE TABLE IF NOT EXISTS tidemark_epochs(
                     epoch INTEGER PRIMARY KEY,        -- 1, 2, …: the open epoch is one past the last closed
-                    token TEXT NOT NULL               -- this replica's token when the epoch closed
+                    token TEXT NOT NULL,              -- this replica's token when the epoch closed
+                    dropped INTEGER NOT NULL DEFAULT 0 -- 1 once its tombstones and all earlier ones are dropped
                 );
                 CREATE TABLE IF NOT EXISTS tidemark_floors(
                     table_id INTEGER PRIMARY KEY,     -- tidemark_tables.id

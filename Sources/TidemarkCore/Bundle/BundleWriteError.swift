@@ -45,7 +45,13 @@ extension RecordEncoding {
 
     /// The value bytes (§4.1) of a change as §4.3 encodes it: its key values and the columns it carries.
     static func valueBytes(_ c: History.Change) -> Int {
-        c.key.reduce(0) { $0 + valueBytes($1.value) } + carriedColumns(c).reduce(0) { $0 + valueBytes($1.value) }
+        var total = c.key.reduce(0) { $0 + valueBytes($1.value) }
+        // The columns `carriedColumns` returns, counted without building that array.
+        for column in c.type == .delete ? c.tombstone ?? [] : c.values where c.type == .update || !isKey(column, of: c)
+        {
+            total += valueBytes(column.value)
+        }
+        return total
     }
 
     /// The value bytes (§4.1) of a row state (§4.4): its key values and its cells.

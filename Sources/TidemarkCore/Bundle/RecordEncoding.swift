@@ -103,14 +103,16 @@ enum RecordEncoding {
     /// columns, a delete's tombstone (unsorted).
     static func carriedColumns(_ c: History.Change) -> [History.Column] {
         switch c.type {
-        case .insert:
-            let keyNames = Set(c.key.map(\.name))
-            return c.values.filter { !keyNames.contains($0.name) }
+        case .insert: return c.values.filter { !isKey($0, of: c) }
         case .update: return c.values
-        case .delete:
-            let keyNames = Set(c.key.map(\.name))
-            return (c.tombstone ?? []).filter { !keyNames.contains($0.name) }
+        case .delete: return (c.tombstone ?? []).filter { !isKey($0, of: c) }
         }
+    }
+
+    /// Whether `column` is one of the key columns of `c`. Keys have a few columns: a scan of them
+    /// costs less than building a set once per change.
+    static func isKey(_ column: History.Column, of c: History.Change) -> Bool {
+        c.key.contains { $0.name == column.name }
     }
 
     /// §4.3: one change: type, the row's generation, table, key columns in key order, other columns

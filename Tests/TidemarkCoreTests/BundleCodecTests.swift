@@ -84,6 +84,39 @@ import TidemarkCore
         #expect(throws: Never.self) { _ = try Fixture.decode(file) }
     }
 
+    @Test func namesCutByTheChunkBoundaryAreTheNamesTheyWereBefore() throws {
+        let fixture = Fixture(origins: 1)
+        // Transaction #1 ends `d` bytes before 1 MiB, so that the cut falls, for one `d` or another,
+        // after the length of each name of #2: the table, its key column and its other column,
+        // which #1 used first. Each must still be the header's table, key and column.
+        let target = 1 << 20
+        for d in 1...64 {
+            var blobSize = target - d
+            for _ in 0..<3 { blobSize += (target - d) - fixture.recordLength(blobSize: blobSize) }
+            guard fixture.recordLength(blobSize: blobSize) == target - d else { continue }
+            let key = [History.Column("k", .integer(1))]
+            let transactions = [
+                fixture.transaction(
+                    origin: 0, sequence: 1,
+                    changes: [
+                        History.Change(
+                            type: .insert, table: "t", key: key,
+                            values: key + [History.Column("a", .blob([UInt8](repeating: 7, count: blobSize)))],
+                            generation: 1)
+                    ]),
+                fixture.transaction(
+                    origin: 0, sequence: 2,
+                    changes: [
+                        History.Change(
+                            type: .update, table: "t", key: key, values: [History.Column("a", .integer(2))],
+                            generation: 1)
+                    ]),
+            ]
+            let decoded = try Fixture.decode(try fixture.encode(transactions))
+            #expect(decoded.map(\.changes) == transactions.map(\.changes), "cut \(d) bytes before 1 MiB")
+        }
+    }
+
     @Test func truncationAtEveryByteIsRefused() async {
         await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             let file = try Fixture(origins: 2).smallBundle()

@@ -12,6 +12,8 @@ final class HistoryWriter {
     private let changeSQL: [Int64: (sql: String, words: Int, slots: Int)]
     /// Per registration: that statement, prepared on first use.
     private var statements: [Int64: RawStatement] = [:]
+    /// The slot values of the change being recorded, kept to reuse its storage.
+    private var values: [SQLValue] = []
 
     /// A writer of changes in the slots of `registrations` (every table ever tracked).
     init(db: Database, registrations: [TrackedTable]) {
@@ -32,7 +34,8 @@ final class HistoryWriter {
     /// returns its change id.
     func record(_ change: History.Change, as translation: SchemaTranslations.Translation) throws -> Int64 {
         let (sql, words, slots) = changeSQL[translation.id]!
-        var values = [SQLValue](repeating: .null, count: slots)
+        values.removeAll(keepingCapacity: true)
+        values.append(contentsOf: repeatElement(.null, count: slots))
         var mask = ColumnMask()
         let carried: [History.Column]
         switch change.type {
@@ -52,7 +55,7 @@ final class HistoryWriter {
         for (i, word) in mask.words(count: words).enumerated() { try statement.bind(word, at: Int32(4 + i)) }
         try statement.bind(values, from: Int32(4 + words))
         try statement.execute()
-        return db.lastInsertedRowID
+        return statement.lastInsertedRowID
     }
 
     /// Records a transaction that owns the change ids `first` through `last` (none when `first` is

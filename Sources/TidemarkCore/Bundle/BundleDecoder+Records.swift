@@ -6,18 +6,18 @@ extension BundleDecoder {
     public func nextRowState() throws -> RowState? {
         if position == chunk.count { guard try refill() else { return nil } }
         guard header.kind == .snapshot else { throw fail(.unexpectedRecord("a row state outside a snapshot")) }
-        let table = try name()
-        let lookup = try headerEntry(of: table)
+        let (table, index) = try headerEntry(of: try internedName())
         let generation = try varint()
         guard generation >= 1, generation <= UInt64(Int64.max) else { throw fail(.badGeneration(generation)) }
-        let key = try keyColumns(of: table, lookup)
+        let key = try keyColumns(of: table, index)
         let cellCount = try columnCount()
         guard generation % 2 == 1 || cellCount == 0 else {
             throw fail(.columnsNotCanonical("a tombstone carries no columns"))
         }
         var cells: [RowState.Cell] = []
+        var rank = 0
         for _ in 0..<cellCount {
-            let cellName = try name()
+            let cellName = try internedName()
             let cellValue = try value()
             var clock: MergeClock?
             switch try byte() {
@@ -29,8 +29,8 @@ extension BundleDecoder {
                     origin: Replica.ID(bytes: try bytes(16))!)
             case let b: throw fail(.badPresenceByte(b))
             }
-            try checkColumn(cellName, after: cells.last?.name, of: table, lookup)
-            cells.append(RowState.Cell(name: cellName, value: cellValue, clock: clock))
+            rank = try checkColumn(cellName, after: (cells.last?.name, rank), of: table, index)
+            cells.append(RowState.Cell(name: cellName.string, value: cellValue, clock: clock))
         }
         try attributes()
         changeCount += 1
@@ -117,15 +117,16 @@ extension BundleDecoder {
         guard generation >= 1, generation <= UInt64(Int64.max), (generation % 2 == 0) == (type == .delete) else {
             throw fail(.badGeneration(generation))
         }
-        let table = try name()
-        let lookup = try headerEntry(of: table)
-        let key = try keyColumns(of: table, lookup)
+        let (table, index) = try headerEntry(of: try internedName())
+        let key = try keyColumns(of: table, index)
         let columnCount = try columnCount()
         var columns: [History.Column] = []
         columns.reserveCapacity(Int(columnCount))
+        var rank = 0
         for _ in 0..<columnCount {
-            let column = History.Column(try name(), try value())
-            try checkColumn(column.name, after: columns.last?.name, of: table, lookup)
+            let name = try internedName()
+            let column = History.Column(name.string, try value())
+            rank = try checkColumn(name, after: (columns.last?.name, rank), of: table, index)
             columns.append(column)
         }
         if type == .update && columns.isEmpty { throw fail(.columnsNotCanonical("an update changes no column")) }
@@ -147,16 +148,17 @@ extension BundleDecoder {
     }
 
     /// The header's entry of a record's table (§4.3, §4.4).
-    private func headerEntry(of table: String) throws -> TableLookup {
-        guard let lookup = tables.first(where: { $0.name.elementsEqual(table.utf8) }) else {
-            throw fail(.columnsNotCanonical("table '\(table)' is not in the header"))
+    /// Returns the table's name and the index of its entry.
+    private func headerEntry(of table: Name) throws -> (String, Int) {
+        guard let index = headerNames.table(table) else {
+            throw fail(.columnsNotCanonical("table '\(table.string)' is not in the header"))
         }
-        return lookup
+        return (table.string, index)
     }
 
     /// Reads a record's key: its count, then each key column, which must be the table's key columns
     /// as its header entry lists them. Starts the record's count of value bytes.
-    private func keyColumns(of table: String, _ lookup: TableLookup) throws -> [History.Column] {
+    private func keyColumns(of table: String, _ index: Int) throws -> [History.Column] {
         let keyCount = try varint()
         guard keyCount >= 1, keyCount <= UInt64(BundleFormat.maxColumns) else {
             throw fail(.tooManyColumns(Int(min(keyCount, 1_000_000))))
@@ -164,9 +166,13 @@ extension BundleDecoder {
         recordValueBytes = 0
         var key: [History.Column] = []
         key.reserveCapacity(Int(keyCount))
-        for _ in 0..<keyCount { key.append(History.Column(try name(), try value())) }
-        guard key.count == lookup.keys.count, zip(key, lookup.keys).allSatisfy({ $0.name.utf8.elementsEqual($1) })
-        else {
+        var matches = keyCount == tables[index].keys.count
+        for position in 0..<Int(keyCount) {
+            let name = try internedName()
+            matches = matches && headerNames.isKey(name, at: position, of: index)
+            key.append(History.Column(name.string, try value()))
+        }
+        guard matches else {
             throw fail(.columnsNotCanonical("key columns of '\(table)' do not match its header entry"))
         }
         return key
@@ -180,16 +186,18 @@ extension BundleDecoder {
     }
 
     /// Checks a record's non-key column: named after the one before it (strictly ascending), and one
-    /// of the table's non-key columns in the header.
-    private func checkColumn(_ column: String, after previous: String?, of table: String, _ lookup: TableLookup)
-        throws
+    /// of the table's non-key columns in the header (entry `index`). `previous` is the column
+    /// before it and its rank (0 for none); returns this column's rank.
+    private func checkColumn(_ column: Name, after previous: (name: String?, rank: Int), of table: String, _ index: Int)
+        throws -> Int
     {
-        if let previous, !previous.utf8.lexicographicallyPrecedes(column.utf8) {
+        // Ranks follow bytewise order: a greater rank is a name after the previous one.
+        if let rank = headerNames.rank(column, in: index), rank > previous.rank { return rank }
+        if let name = previous.name, !name.utf8.lexicographicallyPrecedes(column.string.utf8) {
             throw fail(.columnsNotCanonical("column names not strictly ascending"))
         }
-        guard !TableLookup.contains(lookup.keys, column), TableLookup.contains(lookup.columns, column) else {
-            throw fail(.columnsNotCanonical("column '\(column)' of '\(table)' is a key column or not in the header"))
-        }
+        throw fail(
+            .columnsNotCanonical("column '\(column.string)' of '\(table)' is a key column or not in the header"))
     }
 
     func closeTransaction() throws {

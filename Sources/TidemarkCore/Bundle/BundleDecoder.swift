@@ -33,23 +33,16 @@ public final class BundleDecoder {
         let schema: BundleHeader.TableSchema
         let name: [UInt8]
         let keys: [[UInt8]]
-        /// A set: a wide table's changes are checked column by column.
-        let columns: Set<[UInt8]>
+        let columns: [[UInt8]]
         init(_ schema: BundleHeader.TableSchema) {
             self.schema = schema
             name = Array(schema.name.utf8)
             keys = schema.keyColumns.map { Array($0.utf8) }
-            columns = Set(schema.columns.map { Array($0.utf8) })
+            columns = schema.columns.map { Array($0.utf8) }
         }
-
-        /// Whether `name` is one of `names`, byte for byte (not by Unicode equivalence).
-        static func contains(_ names: [[UInt8]], _ name: String) -> Bool {
-            names.contains { $0.elementsEqual(name.utf8) }
-        }
-
-        static func contains(_ names: Set<[UInt8]>, _ name: String) -> Bool { names.contains(Array(name.utf8)) }
     }
     var tables: [TableLookup] = []
+    var headerNames = HeaderNames([])
     var open: History.TransactionHeader?
     var changesLeft = 0
     var txHasher = SHA256()
@@ -60,7 +53,7 @@ public final class BundleDecoder {
     var hasherReady = false
     var prefix: [UInt8] = []
     /// Names read so far, by a hash of their bytes, so that a repeated name costs no allocation.
-    var names: [UInt64: [(bytes: [UInt8], string: String)]] = [:]
+    var names: [UInt64: [(bytes: [UInt8], name: Name)]] = [:]
     var nameCount = 0
     /// The TEXT and BLOB bytes the change or row state being read has declared so far (§4.1, R36).
     var recordValueBytes = 0
@@ -84,6 +77,7 @@ public final class BundleDecoder {
                 head: range.previous, done: range.first - 1, last: range.last, timestamp: .zero)
         }
         tables = header.tables.map { TableLookup($0) }
+        headerNames = HeaderNames(tables)
     }
 
     // MARK: - Record stream
@@ -164,7 +158,16 @@ public final class BundleDecoder {
         return Int(n)
     }
 
-    func name() throws -> String {
+    /// A name read from the record stream, with its number: the same bytes always have the same
+    /// number, -1 for a name read after the first 4,096 distinct ones (not remembered).
+    struct Name {
+        let string: String
+        let id: Int
+    }
+
+    func name() throws -> String { try internedName().string }
+
+    func internedName() throws -> Name {
         let n = try length(limit: BundleFormat.maxNameLength)
         guard n > 0 else { throw fail(.emptyName) }
         if n <= chunk.count - position {
@@ -173,7 +176,7 @@ public final class BundleDecoder {
             let hash = Self.fnv1a(slice)
             if let known = names[hash]?.first(where: { $0.bytes.elementsEqual(slice) }) {
                 position += n
-                return known.string
+                return known.name
             }
             position += n
             return try intern(Array(slice), hash: hash)
@@ -182,13 +185,16 @@ public final class BundleDecoder {
         return try intern(raw, hash: Self.fnv1a(raw[...]))
     }
 
-    func intern(_ raw: [UInt8], hash: UInt64) throws -> String {
+    /// The name with bytes `raw`: the one remembered, or a new one.
+    func intern(_ raw: [UInt8], hash: UInt64) throws -> Name {
+        // A name split across chunks may be remembered already: it keeps its number.
+        if let known = names[hash]?.first(where: { $0.bytes == raw }) { return known.name }
         guard let s = String(validating: raw, as: UTF8.self) else { throw fail(.invalidUTF8) }
-        if nameCount < 4096 {
-            names[hash, default: []].append((raw, s))
-            nameCount += 1
-        }
-        return s
+        guard nameCount < 4096 else { return Name(string: s, id: -1) }
+        let name = Name(string: s, id: nameCount)
+        names[hash, default: []].append((raw, name))
+        nameCount += 1
+        return name
     }
 
     /// FNV-1a over `bytes`: a cheap hash for the name cache (collisions only cost a comparison).

@@ -33,6 +33,10 @@ final class RawStatement {
 
     deinit { sqlite3_finalize(statement) }
 
+    /// The rowid of the last row this statement's connection inserted (GRDB's
+    /// `Database.lastInsertedRowID` without its check of the calling queue, once per change).
+    var lastInsertedRowID: Int64 { sqlite3_last_insert_rowid(connection) }
+
     /// Ends the previous run. Bindings stay: every user binds every parameter before each run
     /// (clearing them cost as much as binding them again).
     func reset() {

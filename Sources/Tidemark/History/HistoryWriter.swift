@@ -37,15 +37,18 @@ final class HistoryWriter {
         values.removeAll(keepingCapacity: true)
         values.append(contentsOf: repeatElement(.null, count: slots))
         var mask = ColumnMask()
-        let carried: [History.Column]
-        switch change.type {
-        case .insert, .update: carried = change.key + change.values
-        case .delete: carried = change.tombstone ?? change.key
+        func carry(_ columns: [History.Column]) {
+            for column in columns {
+                guard let slot = translation.slots[column.name] else { continue }
+                values[slot] = column.value
+                mask.insert(slot)
+            }
         }
-        for column in carried {
-            guard let slot = translation.slots[column.name] else { continue }
-            values[slot] = column.value
-            mask.insert(slot)
+        switch change.type {
+        case .insert, .update:
+            carry(change.key)
+            carry(change.values)
+        case .delete: carry(change.tombstone ?? change.key)
         }
         let op: Bookkeeping.Op = change.type == .insert ? .insert : change.type == .update ? .update : .delete
         let statement = try RawStatement.reusing(&statements[translation.id], db) { sql }

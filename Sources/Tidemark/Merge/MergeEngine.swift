@@ -10,6 +10,8 @@ struct MergeEngine {
     let tables: [String: TrackedTable]
     let metadata: [String: RowMetadataStore]
     let rows: [String: RowAccess]
+    /// Per table name, the three above: looked up once per change.
+    private let targets: [String: Target]
     var resolver: ConflictResolver
     /// The row digests every metadata save updates; `flush` them before the access ends.
     let digests: RowDigests
@@ -27,14 +29,17 @@ struct MergeEngine {
                 ($0.name, RowMetadataStore(table: $0, origins: origins, digests: digests))
             })
         rows = Dictionary(uniqueKeysWithValues: store.replicatedTables.map { ($0.name, RowAccess(db: db, table: $0)) })
+        targets = tables.mapValues { [metadata, rows] table in
+            Target(table: table, metadata: metadata[table.name]!, rows: rows[table.name]!)
+        }
         resolver = ConflictResolver(db: db, replica: store.replica.id, tables: tables, metadata: metadata, now: now)
         discarded = DiscardedEdits(db: db, replica: store.replica.id)
     }
 
     /// Merges one change written at `clock`.
     mutating func apply(_ change: History.Change, clock: MergeClock) throws {
-        guard let table = tables[change.table], let store = metadata[change.table], let access = rows[change.table]
-        else { return }
+        guard let target = targets[change.table] else { return }
+        let (table, store, access) = (target.table, target.metadata, target.rows)
         let key = change.key.map { $0.value }
         var known = try store.fetch(db, key: key)
         let generation = change.generation
@@ -67,7 +72,7 @@ struct MergeEngine {
                 return
             }
             for (i, _) in incoming { known.clocks[i] = clock }
-            _ = try write(key: key, columns: incoming, upsert: true, table: table, metadata: &known)
+            _ = try write(key: key, columns: incoming, upsert: true, into: target, metadata: &known)
             return
         }
         // Same life.
@@ -76,7 +81,7 @@ struct MergeEngine {
         let winners = incoming.filter { i, _ in known.clocks[i].map { clock >= $0 } ?? true }
         guard !winners.isEmpty else { return }
         for (i, _) in winners { known.clocks[i] = clock }
-        guard try write(key: key, columns: winners, upsert: false, table: table, metadata: &known) else {
+        guard try write(key: key, columns: winners, upsert: false, into: target, metadata: &known) else {
             // Alive by its metadata but absent here: a foreign-key action removed it during an
             // import. Settle that as a delete every replica will see.
             var values = [SQLValue](repeating: .null, count: table.columns.count)
@@ -92,9 +97,8 @@ struct MergeEngine {
     /// Merges one row state from a snapshot sent by `sender`: the same rules, with each column's own
     /// clock.
     mutating func apply(_ state: RowState, from sender: Replica.ID) throws {
-        guard let table = tables[state.table], let store = metadata[state.table], let access = rows[state.table] else {
-            return
-        }
+        guard let target = targets[state.table] else { return }
+        let (table, store, access) = (target.table, target.metadata, target.rows)
         let key = state.key.map { $0.value }
         var known = try store.fetch(db, key: key)
         if state.generation < known.generation { return }
@@ -126,7 +130,7 @@ struct MergeEngine {
             }
             guard !winners.isEmpty else { return }
         }
-        _ = try write(key: key, columns: winners, upsert: true, table: table, metadata: &known)
+        _ = try write(key: key, columns: winners, upsert: true, into: target, metadata: &known)
     }
 
     /// Writes merged values without reading the row first: sets them, and when `upsert` inserts
@@ -134,10 +138,9 @@ struct MergeEngine {
     /// the row is absent and was not inserted (nothing is saved then). A constraint the merged row
     /// breaks is settled by the resolver, which saves the metadata of the rows it deletes.
     private mutating func write(
-        key: [SQLValue], columns: [(Int, SQLValue)], upsert: Bool, table: TrackedTable, metadata: inout RowMetadata
+        key: [SQLValue], columns: [(Int, SQLValue)], upsert: Bool, into target: Target, metadata: inout RowMetadata
     ) throws -> Bool {
-        let access = rows[table.name]!
-        let store = self.metadata[table.name]!
+        let (table, store, access) = (target.table, target.metadata, target.rows)
         digests.noteMerged(table)
         var upsert = upsert
         // Read once, at the first broken constraint: a failed statement leaves the row as it was.
@@ -172,5 +175,12 @@ struct MergeEngine {
             }
         }
         throw StoreError.database(path: "", message: "could not settle constraints on table '\(table.name)'")
+    }
+
+    /// One table's registration, row metadata and rows.
+    private struct Target {
+        let table: TrackedTable
+        let metadata: RowMetadataStore
+        let rows: RowAccess
     }
 }

@@ -23,11 +23,16 @@ final class SchemaTranslations {
         /// The change under today's names, without the columns dropped since; nil when the table
         /// is no longer tracked. Throws if it names a column its version does not have.
         func current(_ change: History.Change, path: String) throws -> History.Change? {
-            for column in change.key + change.values + (change.tombstone ?? []) where slots[column.name] == nil {
-                throw ExchangeError.schemaMismatch(
-                    path: path, table: name,
-                    detail: "has no column '\(column.name)' under the schema version the change was written under")
+            func check(_ columns: [History.Column]) throws {
+                for column in columns where slots[column.name] == nil {
+                    throw ExchangeError.schemaMismatch(
+                        path: path, table: name,
+                        detail: "has no column '\(column.name)' under the schema version the change was written under")
+                }
             }
+            try check(change.key)
+            try check(change.values)
+            try check(change.tombstone ?? [])
             guard let table else { return nil }
             if identity { return change }
             var current = change
@@ -58,6 +63,8 @@ final class SchemaTranslations {
     private let current: Int
     private let tables: [Int64: TrackedTable]
     private var cache: [Key: Translation] = [:]
+    /// The translation returned last: consecutive changes mostly share their table.
+    private var last: (key: Key, translation: Translation)?
 
     /// A table name at a position: what an import looks a translation up by, once per change.
     private struct Key: Hashable {
@@ -76,7 +83,11 @@ final class SchemaTranslations {
     /// that name there.
     func translation(of table: String, at position: Int, path: String) throws -> Translation {
         let key = Key(position: position, table: table)
-        if let known = cache[key] { return known }
+        if let last, last.key == key { return last.translation }
+        if let known = cache[key] {
+            last = (key, known)
+            return known
+        }
         guard let named = naming.table(named: table, at: position) else {
             throw ExchangeError.schemaMismatch(
                 path: path, table: table,

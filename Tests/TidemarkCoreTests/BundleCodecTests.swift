@@ -117,6 +117,34 @@ import TidemarkCore
         }
     }
 
+    @Test func namesPastThoseTheDecoderRemembersDecodeTheSame() throws {
+        // The decoder remembers the first 4,096 distinct names; later ones are compared with the
+        // header each time they are read. Changes mixing both kinds must decode as written.
+        let fixture = Fixture(origins: 1)
+        let extra = (0..<5_000).map { "c\($0)" }
+        let key = [History.Column("k", .integer(1))]
+        let all = extra.enumerated().map { History.Column($1, .integer(Int64($0))) }
+        let some = ["c1", "c4999", "c2500", "c4095", "c4096"].map { History.Column($0, .text($0)) }
+        let transactions = [
+            fixture.transaction(
+                origin: 0, sequence: 1,
+                changes: [History.Change(type: .insert, table: "t", key: key, values: key + all, generation: 1)]),
+            fixture.transaction(
+                origin: 0, sequence: 2,
+                changes: [
+                    History.Change(type: .update, table: "t", key: key, values: some, generation: 1),
+                    History.Change(
+                        type: .delete, table: "t", key: key, values: [], tombstone: key + some.reversed(),
+                        generation: 2),
+                ]),
+        ]
+        let decoded = try Fixture.decode(try fixture.encode(transactions, extraColumns: extra))
+        #expect(decoded.map(\.changes.count) == [1, 2])
+        #expect(decoded[0].changes[0].values.count == 5_001)
+        #expect(Set(decoded[1].changes[0].values.map(\.name)) == Set(some.map(\.name)))
+        #expect(Set(decoded[1].changes[1].tombstone!.map(\.name)) == Set(["k"] + some.map(\.name)))
+    }
+
     @Test func truncationAtEveryByteIsRefused() async {
         await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             let file = try Fixture(origins: 2).smallBundle()

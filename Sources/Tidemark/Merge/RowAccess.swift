@@ -11,7 +11,9 @@ final class RowAccess {
     private let keyColumns: String
     private let selectSQL: String
     private let deleteSQL: String
-    private let statements: RawStatementCache
+    /// The statements of `selectSQL` and `deleteSQL`, prepared on first use.
+    private var select: RawStatement?
+    private var deleteStatement: RawStatement?
     /// Made on the first hash: it reads the columns' declared types.
     private var madeHasher: RowHasher?
 
@@ -24,12 +26,11 @@ final class RowAccess {
         selectSQL =
             "SELECT \(table.columns.map(\.quotedDatabaseIdentifier).joined(separator: ", ")) FROM \(quotedTable) WHERE \(keyMatch)"
         deleteSQL = "DELETE FROM \(quotedTable) WHERE \(keyMatch)"
-        statements = RawStatementCache(db: db)
     }
 
     /// Every column's value, by column index, or nil when the row is absent.
     func values(key: [SQLValue]) throws -> [SQLValue]? {
-        let statement = try statements.statement(selectSQL)
+        let statement = try RawStatement.reusing(&select, db) { selectSQL }
         try statement.bind(key)
         guard try statement.step() else { return nil }
         return (0..<Int32(table.columns.count)).map { statement.value($0) }
@@ -37,7 +38,7 @@ final class RowAccess {
 
     /// The hash of the row with `key` (Protocol/exchange.md §8.1), or nil when it is absent.
     func hash(key: [SQLValue]) throws -> Int64? {
-        let statement = try statements.statement(selectSQL)
+        let statement = try RawStatement.reusing(&select, db) { selectSQL }
         try statement.bind(key)
         defer { statement.reset() }
         return try statement.step() ? hasher().hash(statement) : nil
@@ -115,7 +116,7 @@ final class RowAccess {
 
     /// Deletes the row with `key`, if present.
     func delete(key: [SQLValue]) throws {
-        let statement = try statements.statement(deleteSQL)
+        let statement = try RawStatement.reusing(&deleteStatement, db) { deleteSQL }
         try statement.bind(key)
         try statement.execute()
     }

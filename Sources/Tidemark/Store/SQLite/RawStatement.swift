@@ -166,6 +166,20 @@ final class RawStatement {
     }
 }
 
+extension RawStatement {
+    /// The statement in `slot`, reset and ready to bind; prepared from `sql` and stored there on
+    /// first use. Every statement kept for reuse goes through here.
+    static func reusing(_ slot: inout RawStatement?, _ db: Database, sql: () -> String) throws -> RawStatement {
+        if let statement = slot {
+            statement.reset()
+            return statement
+        }
+        let statement = try RawStatement(db, sql: sql())
+        slot = statement
+        return statement
+    }
+}
+
 /// Bound to one connection inside one database access: never shared between threads.
 @available(*, unavailable)
 extension RawStatement: Sendable {}

@@ -67,7 +67,7 @@ extension MergeEngine {
         by writer: Replica.ID, how: String
     ) throws {
         let edited = table.isInternal ? [] : discarded.ownUnseen(known, against: clock)
-        guard !edited.isEmpty, let values = try rows[table.name]!.values(key: key) else { return }
+        guard !edited.isEmpty, let values = try targets[table.name]!.rows.values(key: key) else { return }
         let names = edited.map { table.columns[$0] }.joined(separator: ", ")
         let detail =
             clock == nil

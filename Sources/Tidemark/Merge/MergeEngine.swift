@@ -7,11 +7,8 @@ import TidemarkCore
 /// (or deletes it); within one life each column keeps the write with the greatest clock.
 struct MergeEngine {
     let db: Database
-    let tables: [String: TrackedTable]
-    let metadata: [String: RowMetadataStore]
-    let rows: [String: RowAccess]
-    /// Per table name, the three above: looked up once per change.
-    private let targets: [String: Target]
+    /// Per table name: its registration, row metadata and rows, looked up once per change.
+    let targets: [String: Target]
     var resolver: ConflictResolver
     /// The row digests every metadata save updates; `flush` them before the access ends.
     let digests: RowDigests
@@ -20,18 +17,19 @@ struct MergeEngine {
 
     init(db: Database, store: Store, now: @escaping () -> HLCTimestamp) {
         self.db = db
-        tables = Dictionary(uniqueKeysWithValues: store.replicatedTables.map { ($0.name, $0) })
         let origins = OriginNumbers(db: db)
         let digests = RowDigests(db: db)
         self.digests = digests
-        metadata = Dictionary(
-            uniqueKeysWithValues: store.replicatedTables.map {
-                ($0.name, RowMetadataStore(table: $0, origins: origins, digests: digests))
-            })
-        rows = Dictionary(uniqueKeysWithValues: store.replicatedTables.map { ($0.name, RowAccess(db: db, table: $0)) })
-        targets = tables.mapValues { [metadata, rows] table in
-            Target(table: table, metadata: metadata[table.name]!, rows: rows[table.name]!)
+        var tables: [String: TrackedTable] = [:]
+        var metadata: [String: RowMetadataStore] = [:]
+        var targets: [String: Target] = [:]
+        for table in store.replicatedTables {
+            let store = RowMetadataStore(table: table, origins: origins, digests: digests)
+            tables[table.name] = table
+            metadata[table.name] = store
+            targets[table.name] = Target(table: table, metadata: store, rows: RowAccess(db: db, table: table))
         }
+        self.targets = targets
         resolver = ConflictResolver(db: db, replica: store.replica.id, tables: tables, metadata: metadata, now: now)
         discarded = DiscardedEdits(db: db, replica: store.replica.id)
     }
@@ -178,7 +176,7 @@ struct MergeEngine {
     }
 
     /// One table's registration, row metadata and rows.
-    private struct Target {
+    struct Target {
         let table: TrackedTable
         let metadata: RowMetadataStore
         let rows: RowAccess

@@ -41,9 +41,8 @@ struct Tombstones {
 
     /// Drops the tombstones of every epoch up to `epoch` from the row metadata of `tables`, and
     /// raises each table's floor to the greatest generation dropped; returns how many were dropped.
-    /// With `dryRun`, only counts them.
-    /// Nothing is read when the tombstones through `epoch` were dropped already: every tombstone
-    /// saved since belongs to a later epoch.
+    /// With `dryRun`, only counts them. Nothing is read when the tombstones through `epoch` were
+    /// dropped already: every tombstone saved since belongs to a later epoch.
     func drop(through epoch: Int64, tables: [TrackedTable], dryRun: Bool = false) throws -> Int {
         guard epoch > 0,
             try Bool.fetchOne(db, sql: "SELECT dropped FROM tidemark_epochs WHERE epoch = ?", arguments: [epoch])

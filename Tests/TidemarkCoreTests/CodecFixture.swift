@@ -120,7 +120,7 @@ struct CodecFixture {
         }
     }
 
-    func header(for transactions: [Transaction], extraColumns: [String]) -> BundleHeader {
+    func header(for transactions: [Transaction], extraColumns: [String], extraTables: [String] = []) -> BundleHeader {
         var ranges: [Int: (Int64, Int64)] = [:]
         for t in transactions {
             let i = keys.firstIndex { Replica.ID(publicKey: Array($0.publicKey.rawRepresentation)) == t.head.origin }!
@@ -134,7 +134,7 @@ struct CodecFixture {
             through: History.Token(sequences: through),
             tables: [
                 BundleHeader.TableSchema(name: Self.table, keyColumns: ["k"], columns: Self.columns + extraColumns)
-            ],
+            ] + extraTables.map { BundleHeader.TableSchema(name: $0, keyColumns: ["k"], columns: Self.columns) },
             ranges: ranges.map { i, r in
                 BundleHeader.OriginRange(
                     publicKey: Array(keys[i].publicKey.rawRepresentation), first: r.0, last: r.1,
@@ -142,9 +142,12 @@ struct CodecFixture {
             })
     }
 
-    func encode(_ transactions: [Transaction], extraColumns: [String] = []) throws -> [UInt8] {
+    func encode(_ transactions: [Transaction], extraColumns: [String] = [], extraTables: [String] = []) throws
+        -> [UInt8]
+    {
         var encoder = try BundleEncoder(
-            sink: BufferSink(), signingKey: sender, header: header(for: transactions, extraColumns: extraColumns))
+            sink: BufferSink(), signingKey: sender,
+            header: header(for: transactions, extraColumns: extraColumns, extraTables: extraTables))
         for t in transactions {
             let h = t.head
             try encoder.beginTransaction(

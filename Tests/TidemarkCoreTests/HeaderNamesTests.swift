@@ -64,4 +64,19 @@ import TidemarkCore
         #expect(Set(decoded[1].changes[0].values.map(\.name)) == Set(some.map(\.name)))
         #expect(Set(decoded[1].changes[1].tombstone!.map(\.name)) == Set(["k"] + some.map(\.name)))
     }
+
+    @Test func changesOfTablesPastThoseWhoseNamesAreRememberedDecodeTheSame() throws {
+        // Ranks are remembered for the header's first 64 tables; the others are compared each time.
+        let fixture = CodecFixture(origins: 1)
+        let tables = (0..<70).map { "t\($0)" }
+        let key = [History.Column("k", .integer(1))]
+        let changes = ["t69", "t", "t3", "t69", "t64"].map { table in
+            History.Change(
+                type: .update, table: table, key: key,
+                values: [History.Column("a", .integer(1)), History.Column("e", .text(table))], generation: 1)
+        }
+        let transactions = [fixture.transaction(origin: 0, sequence: 1, changes: changes)]
+        let decoded = try CodecFixture.decode(try fixture.encode(transactions, extraTables: tables))
+        #expect(decoded.map(\.changes) == [changes])
+    }
 }

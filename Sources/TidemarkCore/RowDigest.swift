@@ -110,8 +110,8 @@ public struct RowDigest: Sendable, Hashable {
         return out
     }
 
-    /// Reads the attribute's data; throws `BundleHeader.AttributeDefect` for data that breaks exchange.md §8.3, and the
-    /// reader's own errors where it ends early.
+    /// Reads the attribute's data; throws `BundleHeader.AttributeDefect` for data that breaks
+    /// exchange.md §8.3, and the reader's own errors where it ends early.
     static func decode(_ r: inout PayloadReader) throws -> RowDigest {
         func bad(_ why: String) -> BundleHeader.AttributeDefect { BundleHeader.AttributeDefect(why: why) }
         let count = try r.varint()

@@ -149,4 +149,60 @@ import TidemarkTestSupport
         try group.round()
         try group.expectConverged()
     }
+
+    @Test func aReplicaJoiningFromAnOldSnapshotLosesTheRowsWhoseTombstonesWentSince() throws {
+        let group = try Self.group()
+        let old = group.directory.file("old.tms")
+        _ = try group["a"].store.exportSnapshot(to: old, key: group["a"].key)
+        _ = try group["a"].store.execute(sql: "DELETE FROM notes WHERE id = 'b-1'")
+        _ = try group["b"].store.execute(sql: "UPDATE notes SET body = 'edited' WHERE id = 'c-1'")
+        for _ in 0..<3 { try group.round() }
+        for replica in group.replicas { #expect(try Self.tombstones(replica) == 0, "\(replica.name)") }
+
+        // d joins from the file kept from before the delete: the history since is gone, so it
+        // catches up from a peer's snapshot, which has neither the row nor its tombstone.
+        let d = try group.add("d")
+        _ = try d.store.importBundle(at: old)
+        #expect(try Self.notes(d).contains { $0[0] == .text("b-1") })
+        // A row d starts before it catches up is below the floor too, but the snapshot's sender
+        // never saw it: it stays.
+        _ = try d.store.execute(sql: "INSERT INTO notes VALUES ('d-1', 'from d')")
+        let pulled = try group.pull("d")
+        #expect(pulled.imported.contains { $0.header.kind == .snapshot })
+        #expect(try !Self.notes(d).contains { $0[0] == .text("b-1") }, "the row deleted before d joined stays deleted")
+        #expect(try Self.notes(d).contains { $0 == [.text("c-1"), .text("edited")] })
+        #expect(try Self.notes(d).contains { $0 == [.text("d-1"), .text("from d")] })
+        for _ in 0..<2 { try group.round() }
+        for replica in group.replicas {
+            let ids = try Self.notes(replica).map { $0[0] }
+            #expect(!ids.contains(.text("b-1")) && ids.contains(.text("d-1")), "\(replica.name)")
+        }
+        try group.expectConverged()
+    }
+
+    @Test func ownEditsOfARowASnapshotShowsForgottenAreListedAndTheRowStaysDeleted() throws {
+        let group = try ExchangeGroup(
+            ["a", "b"], schema: "CREATE TABLE notes(id TEXT PRIMARY KEY, body TEXT, tag TEXT);", preserve: [])
+        _ = try group["a"].store.execute(sql: "INSERT INTO notes VALUES ('n-1', 'one', NULL), ('n-2', 'two', NULL)")
+        for _ in 0..<2 { try group.round() }
+        let old = group.directory.file("old.tms")
+        _ = try group["a"].store.exportSnapshot(to: old, key: group["a"].key)
+        _ = try group["b"].store.execute(sql: "DELETE FROM notes WHERE id = 'n-1'")
+        for _ in 0..<3 { try group.round() }
+        #expect(try Self.tombstones(group["a"]) == 0)
+
+        // d joins from the old file and tags the row the others deleted before it catches up.
+        let d = try group.add("d")
+        _ = try d.store.importBundle(at: old)
+        _ = try d.store.execute(sql: "UPDATE notes SET tag = 'late' WHERE id = 'n-1'")
+        _ = try group.pull("d")
+        let listed = try d.store.conflicts().filter { $0.key.contains("n-1") }
+        #expect(listed.map(\.kind) == ["deleted"])
+        #expect(listed.first?.row.contains("late") == true, "\(listed)")
+        for _ in 0..<2 { try group.round() }
+        for replica in group.replicas {
+            #expect(try !Self.notes(replica).contains { $0[0] == .text("n-1") }, "\(replica.name)")
+        }
+        try group.expectConverged()
+    }
 }

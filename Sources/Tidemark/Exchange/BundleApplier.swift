@@ -183,6 +183,14 @@ struct BundleApplier {
         try engine.discarded.sender(through: decoder.header.through)
         var rows = 0
         let (verified, changed) = try CaptureTriggers.suspended(store.replicatedTables, in: db) {
+            var forgotten = try ForgottenRows(
+                db: db, through: decoder.header.through,
+                floors: decoder.header.floors.compactMap { floor in
+                    let position = decoder.header.lineage.count
+                    guard let table = try? translations.translation(of: floor.table, at: position, path: path).table
+                    else { return nil }
+                    return (table, floor.floor)
+                })
             let verified = try decode(decoder) {
                 let position = decoder.header.lineage.count
                 while let state = try decoder.nextRowState() {
@@ -192,6 +200,9 @@ struct BundleApplier {
                             state)
                     else { continue }
                     try engine.apply(state, from: decoder.sender)
+                    if let table = engine.targets[state.table]?.table {
+                        try forgotten.note(table, key: state.key.map(\.value))
+                    }
                     touched.insert(state.table)
                     for cell in state.cells {
                         if let clock = cell.clock { newest = max(newest, clock.timestamp) }
@@ -199,6 +210,8 @@ struct BundleApplier {
                     rows += 1
                 }
             }
+            // Rows the sender saw deleted and then forgot are deleted here too.
+            touched.formUnion(try forgotten.settle(&engine, sender: decoder.sender))
             // Lives this store starts where the sender dropped tombstones must outrank them too.
             for floor in verified.header.floors {
                 let position = verified.header.lineage.count

@@ -1,0 +1,156 @@
+import Foundation
+import GRDB
+import TidemarkCore
+
+/// Rows a snapshot shows deleted by leaving them out (Protocol/pruning.md §6.6).
+///
+/// A snapshot lists every row identity its sender keeps state for, tombstones included. A live row
+/// here that it leaves out, whose generation is below the floor the snapshot declares for its
+/// table, and which holds a write the sender had applied, is a row whose life the sender saw end
+/// and whose tombstone it then dropped: its history is gone, so nothing else will tell this store.
+/// Such a row is deleted here as the snapshot's other tombstones are, and own edits the sender had
+/// not seen are listed as discarded. A row with no write the sender provably applied is kept: it
+/// may be a life the sender never heard of.
+struct ForgottenRows {
+    private let db: Database
+    /// The snapshot's floor per table id, for the tables with a live row here below it.
+    private let floors: [Int64: Int64]
+    /// The snapshot's `through` token: what its sender had applied.
+    private let through: History.Token
+    /// Per table id, the statement that notes a key the snapshot lists.
+    private var listed: [Int64: RawStatement] = [:]
+    /// Per origin, what this store can tell of which of its writes the sender had applied.
+    private var coverage: [Replica.ID: Coverage] = [:]
+
+    /// What the sender had applied of one origin's writes that this store holds.
+    private enum Coverage {
+        /// Every write stamped before this time (every write when nil).
+        case before(HLCTimestamp?)
+        /// Not known: this store pruned that origin's history beyond the sender's token, so its
+        /// writes cannot be told apart.
+        case unknown
+    }
+
+    /// Prepares for a snapshot of `through` declaring `floors` (by table, in this store's names).
+    /// Notes nothing unless some table has a live row below its floor.
+    init(db: Database, through: History.Token, floors: [(TrackedTable, Int64)]) throws {
+        self.db = db
+        self.through = through
+        var below: [Int64: Int64] = [:]
+        for (table, floor) in floors where floor > 1 {
+            let exists = try Bool.fetchOne(
+                db,
+                sql:
+                    "SELECT EXISTS (SELECT 1 FROM \(Bookkeeping.rowMetadataTable(table)) WHERE gen % 2 = 1 AND gen < ?)",
+                arguments: [floor])
+            if exists == true { below[table.id] = floor }
+        }
+        self.floors = below
+    }
+
+    /// Notes that the snapshot lists row `key` of `table`.
+    mutating func note(_ table: TrackedTable, key: [SQLValue]) throws {
+        guard floors[table.id] != nil else { return }
+        if listed[table.id] == nil {
+            let keys = table.keyIndexes.indices.map { "k\($0)" }
+            // Kept by the connection, empty between imports: SQLite cannot drop a table while
+            // other statements of the import are still open.
+            try db.execute(
+                sql: "CREATE TEMP TABLE IF NOT EXISTS \(Self.listedTable(table.id))(\(keys.joined(separator: ", ")), "
+                    + "PRIMARY KEY(\(keys.joined(separator: ", ")))) WITHOUT ROWID")
+            try db.execute(sql: "DELETE FROM temp.\(Self.listedTable(table.id))")
+            listed[table.id] = try RawStatement(
+                db,
+                sql: "INSERT OR IGNORE INTO temp.\(Self.listedTable(table.id)) "
+                    + "VALUES (\(keys.map { _ in "?" }.joined(separator: ", ")))")
+        }
+        let statement = listed[table.id]!
+        statement.reset()
+        try statement.bind(key)
+        try statement.execute()
+    }
+
+    /// Deletes, through `engine`, the live rows below their table's floor that the snapshot of
+    /// `sender` left out and that hold a write it had applied. Returns the names of the tables it
+    /// deleted rows of.
+    mutating func settle(_ engine: inout MergeEngine, sender: Replica.ID) throws -> Set<String> {
+        var deleted = Set<String>()
+        for table in engine.targets.values.map(\.table).sorted(by: { $0.id < $1.id }) {
+            guard let floor = floors[table.id] else { continue }
+            let keys = table.keyIndexes.indices.map { "k\($0)" }
+            let match = keys.map { "s.\($0) IS m.\($0)" }.joined(separator: " AND ")
+            let left =
+                listed[table.id] == nil
+                ? "" : " AND NOT EXISTS (SELECT 1 FROM temp.\(Self.listedTable(table.id)) s WHERE \(match))"
+            let candidates = try Row.fetchAll(
+                db,
+                sql: "SELECT \(keys.joined(separator: ", ")) FROM \(Bookkeeping.rowMetadataTable(table)) m "
+                    + "WHERE gen % 2 = 1 AND gen < ?\(left)",
+                arguments: [floor])
+            for row in candidates {
+                let key = keys.indices.map { SQLValue(row[$0] as DatabaseValue) }
+                let known = try engine.targets[table.name]!.metadata.fetch(db, key: key)
+                guard try provesSeen(known) else { continue }
+                try engine.forget(table: table, key: key, known: known, sender: sender)
+                deleted.insert(table.name)
+            }
+        }
+        for id in listed.keys { try db.execute(sql: "DELETE FROM temp.\(Self.listedTable(id))") }
+        listed = [:]
+        return deleted
+    }
+
+    /// Whether the row holds a write the snapshot's sender had applied: then it knew this life.
+    private mutating func provesSeen(_ metadata: RowMetadata) throws -> Bool {
+        for clock in metadata.clocks {
+            if let clock, try senderApplied(clock) { return true }
+        }
+        return false
+    }
+
+    /// Whether the snapshot's sender had applied the write stamped `clock`.
+    private mutating func senderApplied(_ clock: MergeClock) throws -> Bool {
+        let origin = clock.origin
+        if coverage[origin] == nil {
+            let key = Data(origin.bytes)
+            let pruned =
+                try Int64.fetchOne(
+                    db, sql: "SELECT pruned_through FROM tidemark_replicas WHERE replica = ?", arguments: [key]) ?? 0
+            if pruned > through[origin] {
+                coverage[origin] = .unknown
+            } else {
+                // Transactions of one origin are numbered in the order of their timestamps.
+                coverage[origin] = .before(
+                    try Int64.fetchOne(
+                        db, sql: "SELECT min(hlc) FROM tidemark_transactions WHERE replica = ? AND seq > ?",
+                        arguments: [key, through[origin]]
+                    ).map(HLCTimestamp.init(packed:)))
+            }
+        }
+        switch coverage[origin]! {
+        case .unknown: return false
+        case .before(nil): return true
+        case .before(let first?): return clock.timestamp < first
+        }
+    }
+
+    private static func listedTable(_ id: Int64) -> String { "tidemark_listed_\(id)" }
+}
+
+extension MergeEngine {
+    /// Deletes row `key` of `table`, whose life the snapshot of `sender` shows ended: its
+    /// tombstone outranks the life, and own edits the sender had not seen are listed first.
+    mutating func forget(table: TrackedTable, key: [SQLValue], known: RowMetadata, sender: Replica.ID) throws {
+        let target = targets[table.name]!
+        var known = known
+        let generation = known.afterDelete
+        try listOwnUnseen(
+            of: table, key: key, known: known, against: nil, generation: generation, by: sender,
+            how: "had seen the row deleted and forgot its tombstone")
+        known.startLife(generation)
+        try target.rows.delete(key: key)
+        digests.noteMerged(table)
+        known.rowHash = nil
+        try target.metadata.save(db, key: key, &known)
+    }
+}

@@ -187,21 +187,26 @@ import TidemarkTestSupport
         for _ in 0..<2 { try group.round() }
         let old = group.directory.file("old.tms")
         _ = try group["a"].store.exportSnapshot(to: old, key: group["a"].key)
-        _ = try group["b"].store.execute(sql: "DELETE FROM notes WHERE id = 'n-1'")
+        _ = try group["b"].store.execute(sql: "DELETE FROM notes WHERE id IN ('n-1', 'n-2')")
         for _ in 0..<3 { try group.round() }
         #expect(try Self.tombstones(group["a"]) == 0)
 
-        // d joins from the old file and tags the row the others deleted before it catches up.
+        // d joins from the old file and edits the rows the others deleted before it catches up:
+        // one column of one, every column of the other (no write the sender saw is left in it).
         let d = try group.add("d")
         _ = try d.store.importBundle(at: old)
         _ = try d.store.execute(sql: "UPDATE notes SET tag = 'late' WHERE id = 'n-1'")
+        _ = try d.store.execute(sql: "UPDATE notes SET body = 'all', tag = 'new' WHERE id = 'n-2'")
         _ = try group.pull("d")
-        let listed = try d.store.conflicts().filter { $0.key.contains("n-1") }
-        #expect(listed.map(\.kind) == ["deleted"])
-        #expect(listed.first?.row.contains("late") == true, "\(listed)")
+        for (id, value) in [("n-1", "late"), ("n-2", "all")] {
+            let listed = try d.store.conflicts().filter { $0.key.contains(id) }
+            #expect(listed.map(\.kind) == ["deleted"], "\(id)")
+            #expect(listed.first?.row.contains(value) == true, "\(listed)")
+        }
         for _ in 0..<2 { try group.round() }
         for replica in group.replicas {
-            #expect(try !Self.notes(replica).contains { $0[0] == .text("n-1") }, "\(replica.name)")
+            let ids = try Self.notes(replica).map { $0[0] }
+            #expect(!ids.contains(.text("n-1")) && !ids.contains(.text("n-2")), "\(replica.name)")
         }
         try group.expectConverged()
     }

@@ -184,7 +184,7 @@ struct BundleApplier {
         var rows = 0
         let (verified, changed) = try CaptureTriggers.suspended(store.replicatedTables, in: db) {
             var forgotten = try ForgottenRows(
-                db: db, through: decoder.header.through,
+                db: db, own: store.replica.id, through: decoder.header.through,
                 floors: decoder.header.floors.compactMap { floor in
                     let position = decoder.header.lineage.count
                     guard let table = try? translations.translation(of: floor.table, at: position, path: path).table

@@ -9,10 +9,12 @@ import TidemarkCore
 /// table, and which holds a write the sender had applied, is a row whose life the sender saw end
 /// and whose tombstone it then dropped: its history is gone, so nothing else will tell this store.
 /// Such a row is deleted here as the snapshot's other tombstones are, and own edits the sender had
-/// not seen are listed as discarded. A row with no write the sender provably applied is kept: it
+/// not seen are listed as discarded. So is a row whose columns all hold own edits the sender had not
+/// seen, when nothing here the sender lacked can have started its life. Any other row is kept: it
 /// may be a life the sender never heard of.
 struct ForgottenRows {
     private let db: Database
+    private let own: Replica.ID
     /// The snapshot's floor per table id, for the tables with a live row here below it.
     private let floors: [Int64: Int64]
     /// The snapshot's `through` token: what its sender had applied.
@@ -21,6 +23,11 @@ struct ForgottenRows {
     private var listed: [Int64: RawStatement] = [:]
     /// Per origin, what this store can tell of which of its writes the sender had applied.
     private var coverage: [Replica.ID: Coverage] = [:]
+    /// Per table id, the keys of rows whose life a change the sender lacked may have started: own
+    /// inserts, and changes of other origins, beyond the snapshot's token. Nil until needed, and
+    /// when some origin's history here is pruned beyond the token (then no life is known to start
+    /// from what the sender had).
+    private var unseenStarts: [Int64: Set<[SQLValue]>]??
 
     /// What the sender had applied of one origin's writes that this store holds.
     private enum Coverage {
@@ -33,8 +40,9 @@ struct ForgottenRows {
 
     /// Prepares for a snapshot of `through` declaring `floors` (by table, in this store's names).
     /// Notes nothing unless some table has a live row below its floor.
-    init(db: Database, through: History.Token, floors: [(TrackedTable, Int64)]) throws {
+    init(db: Database, own: Replica.ID, through: History.Token, floors: [(TrackedTable, Int64)]) throws {
         self.db = db
+        self.own = own
         self.through = through
         var below: [Int64: Int64] = [:]
         for (table, floor) in floors where floor > 1 {
@@ -90,7 +98,7 @@ struct ForgottenRows {
             for row in candidates {
                 let key = keys.indices.map { SQLValue(row[$0] as DatabaseValue) }
                 let known = try engine.targets[table.name]!.metadata.fetch(db, key: key)
-                guard try provesSeen(known) else { continue }
+                guard try provesSeen(known) || startedSeen(table, key: key, tables: engine.targets) else { continue }
                 try engine.forget(table: table, key: key, known: known, sender: sender)
                 deleted.insert(table.name)
             }
@@ -106,6 +114,47 @@ struct ForgottenRows {
             if let clock, try senderApplied(clock) { return true }
         }
         return false
+    }
+
+    /// Whether the life of row `key` started with a write the sender had applied: no change here
+    /// that the sender lacked can have started it, and no history it might be in was pruned here.
+    private mutating func startedSeen(_ table: TrackedTable, key: [SQLValue], tables: [String: MergeEngine.Target])
+        throws -> Bool
+    {
+        if unseenStarts == nil { unseenStarts = try readUnseenStarts(tables: tables) }
+        guard let starts = unseenStarts! else { return false }
+        return starts[table.id]?.contains(key) != true
+    }
+
+    /// `unseenStarts`, read from the history the snapshot's token does not cover.
+    private func readUnseenStarts(tables: [String: MergeEngine.Target]) throws -> [Int64: Set<[SQLValue]>]? {
+        for row in try Row.fetchAll(db, sql: "SELECT replica, pruned_through FROM tidemark_replicas") {
+            if try row[1] as Int64 > through[row.decode(Replica.ID.self, atIndex: 0)] { return nil }
+        }
+        let byID = Dictionary(uniqueKeysWithValues: tables.values.map { ($0.table.id, $0.table) })
+        let layout = try ChangeLayout(db)
+        let changes = try RawStatement(db, sql: HistoryQuery.changesOfTransaction(selecting: layout.selectList))
+        let uncovered = HistoryQuery.notCovered(by: through)
+        let transactions = try Row.fetchAll(
+            db,
+            sql: "SELECT replica, first_change, last_change FROM tidemark_transactions"
+                + (uncovered.map { " WHERE \($0.sql)" } ?? ""),
+            arguments: StatementArguments(uncovered?.arguments ?? []))
+        var starts: [Int64: Set<[SQLValue]>] = [:]
+        for transaction in transactions {
+            let isOwn = try transaction.decode(Replica.ID.self, atIndex: 0) == own
+            changes.reset()
+            try changes.bind(transaction[1] as Int64, at: 1)
+            try changes.bind(transaction[2] as Int64, at: 2)
+            while try changes.step() {
+                guard let table = byID[changes.int64(0)], let op = Bookkeeping.Op(rawValue: changes.int64(1)),
+                    op != .marker, !isOwn || op == .insert
+                else { continue }
+                let key = table.keyIndexes.map { changes.value(Int32(layout.valueIndex(table.slots[$0]))) }
+                starts[table.id, default: []].insert(key)
+            }
+        }
+        return starts
     }
 
     /// Whether the snapshot's sender had applied the write stamped `clock`.

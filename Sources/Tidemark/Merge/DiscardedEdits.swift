@@ -17,6 +17,8 @@ struct DiscardedEdits {
     private(set) var unseenFrom: HLCTimestamp?
     /// The generation floors, by table id, read at the first need.
     private var floors: [Int64: Int64]?
+    /// Whether each origin asked about is retired here.
+    private var retired: [Replica.ID: Bool] = [:]
 
     init(db: Database, replica: Replica.ID) {
         self.db = db
@@ -52,10 +54,21 @@ struct DiscardedEdits {
         return generation <= floors?[table.id] ?? 0
     }
 
-    /// Whether `origin` is a member retired here (Protocol/pruning.md §1.2).
-    func isRetired(_ origin: Replica.ID) throws -> Bool {
-        try Bool.fetchOne(
-            db, sql: "SELECT retired = 1 FROM tidemark_members WHERE id = ?", arguments: [origin.description]) ?? false
+    /// Whether `origin` is a member retired here (Protocol/pruning.md §1.2), read once per origin
+    /// until a change of the members table is merged.
+    mutating func isRetired(_ origin: Replica.ID) throws -> Bool {
+        if let known = retired[origin] { return known }
+        let answer =
+            try Bool.fetchOne(
+                db, sql: "SELECT retired = 1 FROM tidemark_members WHERE id = ?", arguments: [origin.description])
+            ?? false
+        retired[origin] = answer
+        return answer
+    }
+
+    /// Forgets what `isRetired` read: the members table is about to change.
+    mutating func forgetRetirements() {
+        if !retired.isEmpty { retired = [:] }
     }
 }
 

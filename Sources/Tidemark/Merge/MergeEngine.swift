@@ -27,7 +27,8 @@ struct MergeEngine {
             let store = RowMetadataStore(table: table, origins: origins, digests: digests)
             tables[table.name] = table
             metadata[table.name] = store
-            targets[table.name] = Target(table: table, metadata: store, rows: RowAccess(db: db, table: table))
+            targets[table.name] = Target(
+                table: table, metadata: store, rows: RowAccess(db: db, table: table), isInternal: table.isInternal)
         }
         self.targets = targets
         resolver = ConflictResolver(db: db, replica: store.replica.id, tables: tables, metadata: metadata, now: now)
@@ -39,10 +40,12 @@ struct MergeEngine {
         guard let target = targets[change.table] else { return }
         let (table, store, access) = (target.table, target.metadata, target.rows)
         let key = change.key.map { $0.value }
+        // A change of the members table may retire or bring back the writer of the next one.
+        if target.isInternal { discarded.forgetRetirements() }
         var known = try store.fetch(db, key: key)
         let generation = change.generation
         if generation < known.generation {
-            if change.type != .delete, !table.isInternal, try discarded.isRetired(clock.origin) {
+            if change.type != .delete, !target.isInternal, try discarded.isRetired(clock.origin) {
                 try listLate(change, of: table, key: key, generation: known.generation, by: clock.origin)
             }
             return
@@ -180,5 +183,8 @@ struct MergeEngine {
         let table: TrackedTable
         let metadata: RowMetadataStore
         let rows: RowAccess
+        /// Whether the table is one of Tidemark's own (`TrackedTable.isInternal`), kept to save the
+        /// name comparison per change.
+        let isInternal: Bool
     }
 }

@@ -210,4 +210,35 @@ import TidemarkTestSupport
         }
         try group.expectConverged()
     }
+
+    @Test func aRowStartedByAChangeTheSnapshotLacksStaysThoughOwnEditsCoverIt() throws {
+        let group = try Self.group()
+        let old = group.directory.file("old.tms")
+        _ = try group["a"].store.exportSnapshot(to: old, key: group["a"].key)
+        _ = try group["a"].store.execute(sql: "DELETE FROM notes WHERE id = 'b-1'")
+        for _ in 0..<3 { try group.round() }
+        #expect(try Self.tombstones(group["a"]) == 0)
+
+        // d joins from the old file, receives by hand a row e started, which no one in the group
+        // has seen, and rewrites it: none of e's writes is left in it, and it is below the floor.
+        let d = try group.add("d")
+        let e = try group.add("e")
+        _ = try d.store.importBundle(at: old)
+        _ = try e.store.execute(sql: "INSERT INTO notes VALUES ('e-1', 'from e')")
+        let bundle = group.directory.file("e.tmb")
+        _ = try e.store.exportBundle(since: .zero, to: bundle, key: e.key)
+        _ = try d.store.importBundle(at: bundle)
+        _ = try d.store.execute(sql: "UPDATE notes SET body = 'rewritten by d' WHERE id = 'e-1'")
+        let pulled = try group.pull("d")
+        #expect(pulled.imported.contains { $0.header.kind == .snapshot })
+        #expect(try Self.notes(d).contains { $0 == [.text("e-1"), .text("rewritten by d")] })
+        #expect(try !Self.notes(d).contains { $0[0] == .text("b-1") })
+        #expect(try d.store.conflicts().isEmpty)
+        for _ in 0..<2 { try group.round() }
+        for replica in group.replicas {
+            #expect(
+                try Self.notes(replica).contains { $0 == [.text("e-1"), .text("rewritten by d")] }, "\(replica.name)")
+        }
+        try group.expectConverged()
+    }
 }

@@ -124,8 +124,10 @@ struct MergeEngine {
         } else {
             guard known.isAlive else { return }
             winners = []
+            // An equal clock is the same write (merge.md §4.3): the column holds its value already.
+            // A snapshot names each row once, so no later write of the same transaction follows.
             for (i, value, clock) in cells {
-                guard let clock, known.clocks[i].map({ clock >= $0 }) ?? true else { continue }
+                guard let clock, known.clocks[i].map({ clock > $0 }) ?? true else { continue }
                 winners.append((i, value))
                 known.clocks[i] = clock
             }

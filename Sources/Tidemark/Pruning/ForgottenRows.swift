@@ -79,8 +79,8 @@ struct ForgottenRows {
     }
 
     /// Deletes, through `engine`, the live rows below their table's floor that the snapshot of
-    /// `sender` left out and that hold a write it had applied. Returns the names of the tables it
-    /// deleted rows of.
+    /// `sender` left out and whose life it knew (a write it had applied is in the row, or nothing
+    /// it lacked can have started the life). Returns the names of the tables it deleted rows of.
     mutating func settle(_ engine: inout MergeEngine, sender: Replica.ID) throws -> Set<String> {
         var deleted = Set<String>()
         for table in engine.targets.values.map(\.table).sorted(by: { $0.id < $1.id }) {

@@ -27,6 +27,20 @@ import TidemarkTestSupport
         try StoreSnapshot.trackedTables(of: replica.path)["notes"]?.rows ?? []
     }
 
+    /// Keeps a snapshot of a's store in a file, has `writer` run `delete`, syncs until every
+    /// replica dropped the tombstones, and adds `d`, which joins from the kept file.
+    static func joinFromBeforeADelete(_ group: ExchangeGroup, _ delete: String, by writer: String) throws -> TestReplica
+    {
+        let old = group.directory.file("old.tms")
+        _ = try group["a"].store.exportSnapshot(to: old, key: group["a"].key)
+        _ = try group[writer].store.execute(sql: delete)
+        for _ in 0..<3 { try group.round() }
+        for replica in group.replicas { #expect(try tombstones(replica) == 0, "\(replica.name)") }
+        let d = try group.add("d")
+        _ = try d.store.importBundle(at: old)
+        return d
+    }
+
     @Test func aTombstoneGoesOnlyOnceEveryMemberHasAppliedItsDelete() throws {
         let group = try Self.group()
         _ = try group["a"].store.execute(sql: "DELETE FROM notes WHERE id = 'b-1'")
@@ -152,17 +166,10 @@ import TidemarkTestSupport
 
     @Test func aReplicaJoiningFromAnOldSnapshotLosesTheRowsWhoseTombstonesWentSince() throws {
         let group = try Self.group()
-        let old = group.directory.file("old.tms")
-        _ = try group["a"].store.exportSnapshot(to: old, key: group["a"].key)
-        _ = try group["a"].store.execute(sql: "DELETE FROM notes WHERE id = 'b-1'")
-        _ = try group["b"].store.execute(sql: "UPDATE notes SET body = 'edited' WHERE id = 'c-1'")
-        for _ in 0..<3 { try group.round() }
-        for replica in group.replicas { #expect(try Self.tombstones(replica) == 0, "\(replica.name)") }
-
-        // d joins from the file kept from before the delete: the history since is gone, so it
+        // d joins from a file kept from before the delete: the history since is gone, so it
         // catches up from a peer's snapshot, which has neither the row nor its tombstone.
-        let d = try group.add("d")
-        _ = try d.store.importBundle(at: old)
+        let d = try Self.joinFromBeforeADelete(
+            group, "DELETE FROM notes WHERE id = 'b-1'; UPDATE notes SET body = 'edited' WHERE id = 'c-1'", by: "a")
         #expect(try Self.notes(d).contains { $0[0] == .text("b-1") })
         // A row d starts before it catches up is below the floor too, but the snapshot's sender
         // never saw it: it stays.
@@ -185,16 +192,9 @@ import TidemarkTestSupport
             ["a", "b"], schema: "CREATE TABLE notes(id TEXT PRIMARY KEY, body TEXT, tag TEXT);", preserve: [])
         _ = try group["a"].store.execute(sql: "INSERT INTO notes VALUES ('n-1', 'one', NULL), ('n-2', 'two', NULL)")
         for _ in 0..<2 { try group.round() }
-        let old = group.directory.file("old.tms")
-        _ = try group["a"].store.exportSnapshot(to: old, key: group["a"].key)
-        _ = try group["b"].store.execute(sql: "DELETE FROM notes WHERE id IN ('n-1', 'n-2')")
-        for _ in 0..<3 { try group.round() }
-        #expect(try Self.tombstones(group["a"]) == 0)
-
         // d joins from the old file and edits the rows the others deleted before it catches up:
         // one column of one, every column of the other (no write the sender saw is left in it).
-        let d = try group.add("d")
-        _ = try d.store.importBundle(at: old)
+        let d = try Self.joinFromBeforeADelete(group, "DELETE FROM notes WHERE id IN ('n-1', 'n-2')", by: "b")
         _ = try d.store.execute(sql: "UPDATE notes SET tag = 'late' WHERE id = 'n-1'")
         _ = try d.store.execute(sql: "UPDATE notes SET body = 'all', tag = 'new' WHERE id = 'n-2'")
         _ = try group.pull("d")
@@ -213,17 +213,10 @@ import TidemarkTestSupport
 
     @Test func aRowStartedByAChangeTheSnapshotLacksStaysThoughOwnEditsCoverIt() throws {
         let group = try Self.group()
-        let old = group.directory.file("old.tms")
-        _ = try group["a"].store.exportSnapshot(to: old, key: group["a"].key)
-        _ = try group["a"].store.execute(sql: "DELETE FROM notes WHERE id = 'b-1'")
-        for _ in 0..<3 { try group.round() }
-        #expect(try Self.tombstones(group["a"]) == 0)
-
         // d joins from the old file, receives by hand a row e started, which no one in the group
         // has seen, and rewrites it: none of e's writes is left in it, and it is below the floor.
-        let d = try group.add("d")
+        let d = try Self.joinFromBeforeADelete(group, "DELETE FROM notes WHERE id = 'b-1'", by: "a")
         let e = try group.add("e")
-        _ = try d.store.importBundle(at: old)
         _ = try e.store.execute(sql: "INSERT INTO notes VALUES ('e-1', 'from e')")
         let bundle = group.directory.file("e.tmb")
         _ = try e.store.exportBundle(since: .zero, to: bundle, key: e.key)

@@ -183,14 +183,15 @@ struct BundleApplier {
         try engine.discarded.sender(through: decoder.header.through)
         var rows = 0
         let (verified, changed) = try CaptureTriggers.suspended(store.replicatedTables, in: db) {
+            // The floors the sender declares, by this store's tables.
+            let floors: [(TrackedTable, Int64)] = decoder.header.floors.compactMap { floor in
+                let position = decoder.header.lineage.count
+                guard let table = try? translations.translation(of: floor.table, at: position, path: path).table
+                else { return nil }
+                return (table, floor.floor)
+            }
             var forgotten = try ForgottenRows(
-                db: db, own: store.replica.id, through: decoder.header.through,
-                floors: decoder.header.floors.compactMap { floor in
-                    let position = decoder.header.lineage.count
-                    guard let table = try? translations.translation(of: floor.table, at: position, path: path).table
-                    else { return nil }
-                    return (table, floor.floor)
-                })
+                db: db, own: store.replica.id, through: decoder.header.through, floors: floors)
             let verified = try decode(decoder) {
                 let position = decoder.header.lineage.count
                 while let state = try decoder.nextRowState() {
@@ -213,12 +214,7 @@ struct BundleApplier {
             // Rows the sender saw deleted and then forgot are deleted here too.
             touched.formUnion(try forgotten.settle(&engine, sender: decoder.sender))
             // Lives this store starts where the sender dropped tombstones must outrank them too.
-            for floor in verified.header.floors {
-                let position = verified.header.lineage.count
-                guard let table = try? translations.translation(of: floor.table, at: position, path: path).table
-                else { continue }
-                try Tombstones(db: db).raiseFloor(of: table.id, to: floor.floor)
-            }
+            for (table, floor) in floors { try Tombstones(db: db).raiseFloor(of: table.id, to: floor) }
             try skipHistory(through: verified.header.through)
             return (verified, try end(&engine, newest: newest, touched: touched))
         }

@@ -39,6 +39,16 @@ enum HistoryQuery {
         return ("CASE replica \(cases) ELSE 1 END", arguments)
     }
 
+    /// The timestamp of the first transaction of `origin` held here after `sequence`, or nil when
+    /// none is. An origin numbers its transactions in the order of their timestamps, so every write
+    /// of `origin` stamped earlier is in a transaction at or before `sequence`.
+    static func firstTimestamp(of origin: Replica.ID, after sequence: Int64, _ db: Database) throws -> HLCTimestamp? {
+        try Int64.fetchOne(
+            db, sql: "SELECT min(hlc) FROM tidemark_transactions WHERE replica = ? AND seq > ?",
+            arguments: [Data(origin.bytes), sequence]
+        ).map(HLCTimestamp.init(packed:))
+    }
+
     /// The statement that reads the changes of one transaction, in order: its arguments are the
     /// transaction's `first_change` and `last_change`; `columns` is what to select of each.
     static func changesOfTransaction(selecting columns: String) -> String {

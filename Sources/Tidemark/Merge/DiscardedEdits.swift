@@ -29,10 +29,7 @@ struct DiscardedEdits {
     /// `through` token. Own transactions are numbered in the order of their timestamps, so the
     /// first one beyond the token starts the unseen writes.
     mutating func sender(through: History.Token) throws {
-        unseenFrom = try Int64.fetchOne(
-            db, sql: "SELECT min(hlc) FROM tidemark_transactions WHERE replica = ? AND seq > ?",
-            arguments: [Data(replica.bytes), through[replica]]
-        ).map(HLCTimestamp.init(packed:))
+        unseenFrom = try HistoryQuery.firstTimestamp(of: replica, after: through[replica], db)
     }
 
     /// The columns of a live row that hold own writes which the writer of `clock` (nil: a snapshot's

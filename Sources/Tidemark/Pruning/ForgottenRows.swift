@@ -168,12 +168,7 @@ struct ForgottenRows {
             if pruned > through[origin] {
                 coverage[origin] = .unknown
             } else {
-                // Transactions of one origin are numbered in the order of their timestamps.
-                coverage[origin] = .before(
-                    try Int64.fetchOne(
-                        db, sql: "SELECT min(hlc) FROM tidemark_transactions WHERE replica = ? AND seq > ?",
-                        arguments: [key, through[origin]]
-                    ).map(HLCTimestamp.init(packed:)))
+                coverage[origin] = .before(try HistoryQuery.firstTimestamp(of: origin, after: through[origin], db))
             }
         }
         switch coverage[origin]! {

@@ -182,6 +182,8 @@ struct BundleApplier {
         var engine = MergeEngine(db: db, store: store) { started }
         try engine.discarded.sender(through: decoder.header.through)
         var rows = 0
+        // Derived from the sender's key by a hash: once, not per row.
+        let sender = decoder.sender
         let (verified, changed) = try CaptureTriggers.suspended(store.replicatedTables, in: db) {
             // The floors the sender declares, by this store's tables.
             let floors: [(TrackedTable, Int64)] = decoder.header.floors.compactMap { floor in
@@ -200,7 +202,7 @@ struct BundleApplier {
                         let state = try translations.translation(of: state.table, at: position, path: path).current(
                             state)
                     else { continue }
-                    try engine.apply(state, from: decoder.sender)
+                    try engine.apply(state, from: sender)
                     if let table = engine.targets[state.table]?.table {
                         try forgotten.note(table, key: state.key.map(\.value))
                     }
@@ -212,7 +214,7 @@ struct BundleApplier {
                 }
             }
             // Rows the sender saw deleted and then forgot are deleted here too.
-            touched.formUnion(try forgotten.settle(&engine, sender: decoder.sender))
+            touched.formUnion(try forgotten.settle(&engine, sender: sender))
             // Lives this store starts where the sender dropped tombstones must outrank them too.
             for (table, floor) in floors { try Tombstones(db: db).raiseFloor(of: table.id, to: floor) }
             try skipHistory(through: verified.header.through)

@@ -27,8 +27,7 @@ struct MergeEngine {
             let store = RowMetadataStore(table: table, origins: origins, digests: digests)
             tables[table.name] = table
             metadata[table.name] = store
-            targets[table.name] = Target(
-                table: table, metadata: store, rows: RowAccess(db: db, table: table), isInternal: table.isInternal)
+            targets[table.name] = Target(table: table, metadata: store, rows: RowAccess(db: db, table: table))
         }
         self.targets = targets
         resolver = ConflictResolver(db: db, replica: store.replica.id, tables: tables, metadata: metadata, now: now)
@@ -57,8 +56,7 @@ struct MergeEngine {
             return
         }
         let incoming: [(Int, SQLValue)] = change.values.compactMap { column in
-            guard let i = table.index(of: column.name), !table.keyIndexes.contains(i) else { return nil }
-            return (i, column.value)
+            target.nonKeyColumn(column.name).map { ($0, column.value) }
         }
         if generation > known.generation {
             try listOwnUnseen(
@@ -104,7 +102,7 @@ struct MergeEngine {
         var known = try store.fetch(db, key: key)
         if state.generation < known.generation { return }
         let cells: [(Int, SQLValue, MergeClock?)] = state.cells.compactMap { cell in
-            table.index(of: cell.name).map { ($0, cell.value, cell.clock) }
+            target.nonKeyColumn(cell.name).map { ($0, cell.value, cell.clock) }
         }
         var winners: [(Int, SQLValue)]
         if state.generation > known.generation {
@@ -180,13 +178,39 @@ struct MergeEngine {
         throw StoreError.database(path: "", message: "could not settle constraints on table '\(table.name)'")
     }
 
-    /// One table's registration, row metadata and rows.
-    struct Target {
+    /// One table's registration, row metadata and rows. A class: looked up once per change, it is
+    /// then one reference to retain, where a copy of the registration retained each of its arrays.
+    final class Target {
         let table: TrackedTable
         let metadata: RowMetadataStore
         let rows: RowAccess
         /// Whether the table is one of Tidemark's own (`TrackedTable.isInternal`), kept to save the
         /// name comparison per change.
         let isInternal: Bool
+        /// The names of the non-key columns and their indexes, scanned for a narrow table: cheaper
+        /// than hashing a name.
+        private let nonKeyNames: [String]
+        private let nonKeyIndexes: [Int]
+        /// The index of each non-key column by name, for a wide table: a change names each column it
+        /// carries, and a scan per name grew with the square of the width (200 columns: a fifth of
+        /// an import).
+        private let wideIndex: [String: Int]?
+
+        init(table: TrackedTable, metadata: RowMetadataStore, rows: RowAccess) {
+            self.table = table
+            self.metadata = metadata
+            self.rows = rows
+            isInternal = table.isInternal
+            nonKeyIndexes = table.columns.indices.filter { !table.keyIndexes.contains($0) }
+            nonKeyNames = nonKeyIndexes.map { table.columns[$0] }
+            wideIndex =
+                nonKeyIndexes.count > 16 ? Dictionary(uniqueKeysWithValues: zip(nonKeyNames, nonKeyIndexes)) : nil
+        }
+
+        /// The index of the non-key column `name`, or nil when the table has none of that name.
+        func nonKeyColumn(_ name: String) -> Int? {
+            if let wideIndex { return wideIndex[name] }
+            return nonKeyNames.firstIndex(of: name).map { nonKeyIndexes[$0] }
+        }
     }
 }

@@ -28,6 +28,8 @@ struct ForgottenRows {
     /// when some origin's history here is pruned beyond the token (then no life is known to start
     /// from what the sender had).
     private var unseenStarts: [Int64: Set<[SQLValue]>]??
+    /// Per origin, the last sequence number this store pruned of its history; read at the first need.
+    private var prunedThrough: [Replica.ID: Int64]?
 
     /// What the sender had applied of one origin's writes that this store holds.
     private enum Coverage {
@@ -127,10 +129,8 @@ struct ForgottenRows {
     }
 
     /// `unseenStarts`, read from the history the snapshot's token does not cover.
-    private func readUnseenStarts(tables: [String: MergeEngine.Target]) throws -> [Int64: Set<[SQLValue]>]? {
-        for row in try Row.fetchAll(db, sql: "SELECT replica, pruned_through FROM tidemark_replicas") {
-            if try row[1] as Int64 > through[row.decode(Replica.ID.self, atIndex: 0)] { return nil }
-        }
+    private mutating func readUnseenStarts(tables: [String: MergeEngine.Target]) throws -> [Int64: Set<[SQLValue]>]? {
+        for (origin, pruned) in try pruned() where pruned > through[origin] { return nil }
         let byID = Dictionary(uniqueKeysWithValues: tables.values.map { ($0.table.id, $0.table) })
         let layout = try ChangeLayout(db)
         let changes = try RawStatement(db, sql: HistoryQuery.changesOfTransaction(selecting: layout.selectList))
@@ -157,15 +157,22 @@ struct ForgottenRows {
         return starts
     }
 
+    /// `prunedThrough`, read once.
+    private mutating func pruned() throws -> [Replica.ID: Int64] {
+        if let prunedThrough { return prunedThrough }
+        var read: [Replica.ID: Int64] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT replica, pruned_through FROM tidemark_replicas") {
+            read[try row.decode(Replica.ID.self, atIndex: 0)] = row[1]
+        }
+        prunedThrough = read
+        return read
+    }
+
     /// Whether the snapshot's sender had applied the write stamped `clock`.
     private mutating func senderApplied(_ clock: MergeClock) throws -> Bool {
         let origin = clock.origin
         if coverage[origin] == nil {
-            let key = Data(origin.bytes)
-            let pruned =
-                try Int64.fetchOne(
-                    db, sql: "SELECT pruned_through FROM tidemark_replicas WHERE replica = ?", arguments: [key]) ?? 0
-            if pruned > through[origin] {
+            if try pruned()[origin] ?? 0 > through[origin] {
                 coverage[origin] = .unknown
             } else {
                 coverage[origin] = .before(try HistoryQuery.firstTimestamp(of: origin, after: through[origin], db))

@@ -30,6 +30,7 @@ struct BundleApplier {
         try begin()
         var touched = Set<String>()
         try checkContinuity(decoder.header)
+        translations.declare(decoder.header.tables)
         var applied = (transactions: 0, changes: 0)
         var skipped = 0
         var newest = HLCTimestamp.zero

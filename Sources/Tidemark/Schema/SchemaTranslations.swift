@@ -19,6 +19,9 @@ final class SchemaTranslations {
         let names: [Int: String]
         /// Whether the version names everything as today does.
         let identity: Bool
+        /// Whether the version has every column the bundle's header declares for the table: the
+        /// decoder holds each change to those, so its names need no check one by one.
+        let coversDeclared: Bool
 
         /// The change under today's names, without the columns dropped since; nil when the table
         /// is no longer tracked. Throws if it names a column its version does not have.
@@ -30,9 +33,11 @@ final class SchemaTranslations {
                         detail: "has no column '\(column.name)' under the schema version the change was written under")
                 }
             }
-            try check(change.key)
-            try check(change.values)
-            try check(change.tombstone ?? [])
+            if !coversDeclared {
+                try check(change.key)
+                try check(change.values)
+                try check(change.tombstone ?? [])
+            }
             guard let table else { return nil }
             if identity { return change }
             var current = change
@@ -63,6 +68,9 @@ final class SchemaTranslations {
     private let current: Int
     private let tables: [Int64: TrackedTable]
     private var cache: [Key: Translation] = [:]
+    /// Every column name, keys included, that the header of the bundle being applied declares per
+    /// table.
+    private var declared: [String: [String]] = [:]
     /// The translation returned last: consecutive changes mostly share their table.
     private var last: (key: Key, translation: Translation)?
 
@@ -77,6 +85,12 @@ final class SchemaTranslations {
         self.naming = naming
         self.current = current
         self.tables = Dictionary(uniqueKeysWithValues: tables.map { ($0.id, $0) })
+    }
+
+    /// Learns the tables and columns the header of the bundle being applied declares, before any
+    /// translation is asked for.
+    func declare(_ tables: [BundleHeader.TableSchema]) {
+        declared = Dictionary(tables.map { ($0.name, $0.columns) }, uniquingKeysWith: +)
     }
 
     /// The translation of `table` as named at `position`; throws `schemaMismatch` if no table had
@@ -95,10 +109,11 @@ final class SchemaTranslations {
         }
         let today = tables[named.id]
         let names = today.map { Dictionary(uniqueKeysWithValues: zip($0.slots, $0.columns)) } ?? [:]
+        let slots = Dictionary(uniqueKeysWithValues: named.columns.map { ($0.value, $0.key) })
         let translation = Translation(
-            id: named.id, name: named.name,
-            slots: Dictionary(uniqueKeysWithValues: named.columns.map { ($0.value, $0.key) }),
-            table: today, names: names, identity: today?.name == named.name && names == named.columns)
+            id: named.id, name: named.name, slots: slots, table: today, names: names,
+            identity: today?.name == named.name && names == named.columns,
+            coversDeclared: declared[table].map { $0.allSatisfy { slots[$0] != nil } } ?? false)
         cache[key] = translation
         return translation
     }

@@ -187,11 +187,13 @@ extension BundleBytes {
 /// Writes bundles directly with `BundleEncoder`, for defects an export can never produce.
 public enum BundleCrafter {
     /// A bundle from `key`'s replica (named `senderName`) holding its transactions #1… — one per
-    /// element of `transactions` — with the given table schemas. Compression level 0 leaves the
-    /// record bytes readable (and editable) in the file.
+    /// element of `transactions` — with the given table schemas, schema `lineage` and the runs
+    /// that say under which version of it each transaction was written (none: the initial
+    /// schema). Compression level 0 leaves the record bytes readable (and editable) in the file.
     public static func bundle(
         key: KeyFile, senderName: String, tables: [BundleHeader.TableSchema], transactions: [[History.Change]],
-        author: String? = "crafter", compressionLevel: Int32 = 0
+        lineage: [Schema.Version] = [], schemaRuns: [BundleHeader.SchemaRun] = [], author: String? = "crafter",
+        compressionLevel: Int32 = 0
     ) throws -> [UInt8] {
         let origin = Replica.ID(publicKey: key.publicKey)
         let count = Int64(transactions.count)
@@ -204,7 +206,7 @@ public enum BundleCrafter {
                 : [
                     BundleHeader.OriginRange(
                         publicKey: key.publicKey, first: 1, last: count, previous: Chain.genesis(origin))
-                ])
+                ], lineage: lineage, schemaRuns: schemaRuns)
         var encoder = try BundleEncoder(
             sink: BufferSink(), signingKey: key.privateKey, header: header, compressionLevel: compressionLevel)
         for (i, changes) in transactions.enumerated() {

@@ -51,6 +51,55 @@ extension BundleRejectionTests {
         withExtendedLifetime(directory) {}
     }
 
+    /// The header's tables are checked against every version's names before any change is read;
+    /// each change is then checked against the version it was written under.
+    @Test func aChangeNamingAColumnItsOwnVersionLacksIsRefused() throws {
+        let directory = try TemporaryDirectory("tidemark-schema")
+        let schema = "CREATE TABLE t(id TEXT PRIMARY KEY, alpha TEXT);"
+        let a = try TestReplica("a", in: directory, schema: schema, preserve: [])
+        let b = try TestReplica("b", in: directory, schema: schema, preserve: [])
+        try b.trust(a)
+        for replica in [a, b] { try replica.store.migrate(Store.Migration(sql: "ALTER TABLE t ADD COLUMN bravo TEXT")) }
+        let lineage = try b.store.status().lineage
+        #expect(lineage.count == 1)
+        #expect(try a.store.status().lineage == lineage)
+        let table = try #require(b.store.trackedTable(named: "t"))
+        // One insert naming `bravo`, which the header declares, written under `position` (a header
+        // carries the lineage up to the newest version its transactions need).
+        func crafted(at position: Int) throws -> String {
+            let bytes = try BundleCrafter.bundle(
+                key: a.key, senderName: "a",
+                tables: [BundleHeader.TableSchema(name: "t", keyColumns: table.keyColumns, columns: table.columns)],
+                transactions: [
+                    [
+                        History.Change(
+                            type: .insert, table: "t", key: [History.Column("id", .text("r"))],
+                            values: [
+                                History.Column("alpha", .text("x")), History.Column("bravo", .text("y")),
+                                History.Column("id", .text("r")),
+                            ], generation: 1)
+                    ]
+                ], lineage: Array(lineage.prefix(position)),
+                schemaRuns: position == 0 ? [] : [BundleHeader.SchemaRun(origin: a.id, first: 1, position: position)])
+            let path = directory.file("crafted-\(position).tmb")
+            try BundleBytes(bytes).write(to: path)
+            return path
+        }
+        let before = try crafted(at: 0)
+        try ExchangeExpect.rejected(b, "a column the change's version lacks") {
+            try b.store.importBundle(at: before)
+        } matches: {
+            $0
+                == .schemaMismatch(
+                    path: before, table: "t",
+                    detail: "has no column 'bravo' under the schema version the change was written under")
+        }
+        // The same change written under the version that added the column applies.
+        #expect(try b.store.importBundle(at: crafted(at: 1)).appliedTransactions == 1)
+        #expect(try b.store.execute(sql: "SELECT alpha, bravo FROM t").0[0].rows == [[.text("x"), .text("y")]])
+        withExtendedLifetime(directory) {}
+    }
+
     @Test func differentKeyColumnsAreRefused() throws {
         let (b, path, directory) = try Self.schemaMismatch(
             """

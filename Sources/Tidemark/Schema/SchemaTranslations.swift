@@ -87,10 +87,12 @@ final class SchemaTranslations {
         self.tables = Dictionary(uniqueKeysWithValues: tables.map { ($0.id, $0) })
     }
 
-    /// Learns the tables and columns the header of the bundle being applied declares, before any
-    /// translation is asked for.
+    /// Learns the tables and columns the header of the bundle being applied declares. Translations
+    /// made before are made again, so that they know it too.
     func declare(_ tables: [BundleHeader.TableSchema]) {
         declared = Dictionary(tables.map { ($0.name, $0.columns) }, uniquingKeysWith: +)
+        cache = [:]
+        last = nil
     }
 
     /// The translation of `table` as named at `position`; throws `schemaMismatch` if no table had

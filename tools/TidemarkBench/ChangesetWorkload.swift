@@ -6,6 +6,8 @@ import Tidemark
 /// changeset, then imported into a replica holding the base state and applied with
 /// `sqlite3changeset_apply` to a plain copy of the base state. Both sides run in this process,
 /// alternating every repetition; each repetition starts from fresh copies of the prepared files.
+/// Each repetition also measures the physical limits: the same changes written by three set-based
+/// SQL statements into a copy of the base state, and the bundle's bytes copied.
 struct ChangesetWorkload {
     var mix: ChangeMix
     var repetitions: Int
@@ -15,6 +17,8 @@ struct ChangesetWorkload {
     struct Samples {
         var exportOurs: [Double] = [], exportSession: [Double] = []
         var importOurs: [Double] = [], importSession: [Double] = []
+        /// The physical limits: the same changes written by set-based SQL, and the bundle file copied.
+        var sqlWrites: [Double] = [], fileCopy: [Double] = []
         var bundleBytes = 0, changesetBytes = 0, compressedChangesetBytes = 0
     }
 
@@ -54,24 +58,30 @@ struct ChangesetWorkload {
                 return (result, try store.write { db in try ChangeMix.fingerprint(db) }.0)
             }()
             try expect("imported changes", imported.value.appliedChanges, mix.changes)
-            try PlainDatabase.copy(path("plain-base.sqlite"), to: path("rep-plain.sqlite"))
-            let (applied, sessionFingerprint) = try {
-                let queue = try PlainDatabase.open(path("rep-plain.sqlite"))
-                let changeset = try Data(contentsOf: URL(fileURLWithPath: path("session.changeset")))
-                let result = try timed {
-                    try PlainDatabase.transaction(queue) { db in try SessionRecorder.apply(changeset, to: db) }
-                }
-                return (result, try queue.read { db in try ChangeMix.fingerprint(db) })
-            }()
+            let changeset = try Data(contentsOf: URL(fileURLWithPath: path("session.changeset")))
+            let applied = try PlainDatabase.timedTransaction(
+                base: path("plain-base.sqlite"), target: path("rep-plain.sqlite"),
+                { db in try SessionRecorder.apply(changeset, to: db) }, check: ChangeMix.fingerprint)
+            let sessionFingerprint = applied.checked
             guard ourFingerprint == sessionFingerprint, Int(ourFingerprint[0]) == mix.finalRowCount else {
                 throw BenchError.baselineMismatch(
                     what: "imported table", ours: ourFingerprint, baseline: sessionFingerprint)
             }
+            let written = try PlainDatabase.timedTransaction(
+                base: path("plain-base.sqlite"), target: path("rep-writes.sqlite"),
+                mix.writeChangesInSQL, check: ChangeMix.fingerprint)
+            guard written.checked == sessionFingerprint else {
+                throw BenchError.baselineMismatch(
+                    what: "table written by set-based SQL", ours: written.checked, baseline: sessionFingerprint)
+            }
+            let copied = try PhysicalLimits.copySeconds(path("ours.tmb"), to: path("copy.tmb"))
             guard measured else { continue }
             samples.exportOurs.append(changes / exported.seconds)
             samples.exportSession.append(changes / session.seconds)
             samples.importOurs.append(changes / imported.seconds)
             samples.importSession.append(changes / applied.seconds)
+            samples.sqlWrites.append(changes / written.seconds)
+            samples.fileCopy.append(changes / copied)
             samples.bundleBytes = exported.value.bytes
             samples.changesetBytes = session.value.count
             samples.compressedChangesetBytes = ChunkedDeflate.compressedSize(of: [UInt8](session.value))
@@ -96,6 +106,27 @@ struct ChangesetWorkload {
                 metric: "bundle.bytes_per_change.raw", ours: perChange(samples.bundleBytes),
                 baseline: perChange(samples.changesetBytes),
                 baselineName: "changeset", unit: "bytes", goal: .atMost(1.0)),
+        ] + limitRows(samples)
+    }
+
+    /// References, not goals: how far each side is from SQLite writing the same rows by itself,
+    /// and from copying the bundle's bytes.
+    private func limitRows(_ samples: Samples) -> [Report.Row] {
+        let written = Measurement(samples: samples.sqlWrites)
+        let copied = Measurement(samples: samples.fileCopy)
+        return [
+            Report.Row(
+                metric: "import.limit.sql_writes", ours: Measurement(samples: samples.importOurs), baseline: written,
+                baselineName: "set-based SQL writes", unit: "changes/s", goal: nil),
+            Report.Row(
+                metric: "changeset_apply.limit.sql_writes", ours: Measurement(samples: samples.importSession),
+                baseline: written, baselineName: "set-based SQL writes", unit: "changes/s", goal: nil),
+            Report.Row(
+                metric: "export.limit.file_copy", ours: Measurement(samples: samples.exportOurs), baseline: copied,
+                baselineName: "copy of the bundle", unit: "changes/s", goal: nil),
+            Report.Row(
+                metric: "import.limit.file_copy", ours: Measurement(samples: samples.importOurs), baseline: copied,
+                baselineName: "copy of the bundle", unit: "changes/s", goal: nil),
         ]
     }
 

@@ -4,8 +4,9 @@ import Tidemark
 
 /// Issue 13's join: a new replica catching up on a group's --rows rows from a snapshot (the way
 /// a member that joins, or returns past the horizon, does: Protocol/pruning.md §5), against the
-/// same number of rows inserted into an empty plain table by `sqlite3changeset_apply`. Both in
-/// this process, alternating every repetition, each on a fresh empty target.
+/// same number of rows inserted into an empty plain table by `sqlite3changeset_apply`, and the
+/// physical limits: those rows inserted by one SQL statement, the snapshot's bytes copied. All in this
+/// process, alternating every repetition, each on a fresh empty target.
 struct JoinWorkload {
     var rows: Int
     var repetitions: Int
@@ -19,47 +20,65 @@ struct JoinWorkload {
         let changeset = try insertsChangeset(plain: path("plain-source.sqlite"))
         _ = try PlainDatabase.open(path("plain-empty.sqlite"), create: true)
 
-        var ours: [Double] = []
-        var baseline: [Double] = []
+        var samples: [Side: [Double]] = [:]
         for round in 0...repetitions {
             Output.progress("join: " + (round == 0 ? "warm-up" : "repetition \(round)/\(repetitions)"))
-            for catchUp in round % 2 == 0 ? [true, false] : [false, true] {
-                let seconds: Double
-                if catchUp {
-                    let target = path("joined-\(round).sqlite")
-                    let imported = try {
-                        let (store, targetKey) = try Fixtures.copyOfEmptyTarget(in: scratch, to: target)
-                        return try timed { try store.importBundle(at: path("snapshot.tms"), key: targetKey) }
-                    }()
-                    Fixtures.removeStore(target)
-                    try expect("rows the snapshot applied", imported.value.appliedChanges)
-                    seconds = imported.seconds
-                } else {
-                    let target = path("plain-\(round).sqlite")
-                    try PlainDatabase.copy(path("plain-empty.sqlite"), to: target)
-                    let (applied, count) = try {
-                        let queue = try PlainDatabase.open(target)
-                        let applied = try timed {
-                            try PlainDatabase.transaction(queue) { db in try SessionRecorder.apply(changeset, to: db) }
-                        }
-                        return (
-                            applied, try queue.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM items") }
-                        )
-                    }()
-                    Fixtures.removeStore(target)
-                    try expect("rows the changeset applied", count ?? 0)
-                    seconds = applied.seconds
-                }
-                guard round > 0 else { continue }
-                if catchUp { ours.append(Double(rows) / seconds) } else { baseline.append(Double(rows) / seconds) }
+            let sides = round % 2 == 0 ? Side.allCases : Side.allCases.reversed()
+            for side in sides {
+                let seconds = try measure(side, round: round, changeset: changeset, in: scratch)
+                if round > 0 { samples[side, default: []].append(Double(rows) / seconds) }
             }
         }
+        let ours = Measurement(samples: samples[.snapshot]!)
         return [
             Report.Row(
-                metric: "join.snapshot", ours: Measurement(samples: ours), baseline: Measurement(samples: baseline),
+                metric: "join.snapshot", ours: ours, baseline: Measurement(samples: samples[.changeset]!),
                 baselineName: "changeset_apply of the inserts", unit: "rows/s", goal: .atLeast(0.5)),
+            Report.Row(
+                metric: "join.limit.sql_writes", ours: ours, baseline: Measurement(samples: samples[.sqlWrites]!),
+                baselineName: "one SQL INSERT of the rows", unit: "rows/s", goal: nil),
+            Report.Row(
+                metric: "join.limit.file_copy", ours: ours, baseline: Measurement(samples: samples[.fileCopy]!),
+                baselineName: "copy of the snapshot", unit: "rows/s", goal: nil),
             try catchUp(source: source, key: key, in: scratch),
         ]
+    }
+
+    /// What a repetition times: the snapshot applied by a new replica, the baseline changeset
+    /// applied to an empty plain table, and the physical limits (the same rows inserted by one
+    /// SQL statement, the snapshot's bytes copied).
+    private enum Side: CaseIterable {
+        case snapshot, changeset, sqlWrites, fileCopy
+    }
+
+    private func measure(_ side: Side, round: Int, changeset: Data, in scratch: URL) throws -> Double {
+        let path = { (name: String) in scratch.appendingPathComponent(name).path }
+        let count = { (db: Database) in try Int.fetchOne(db, sql: "SELECT count(*) FROM items") ?? 0 }
+        switch side {
+        case .snapshot:
+            let target = path("joined-\(round).sqlite")
+            let imported = try {
+                let (store, targetKey) = try Fixtures.copyOfEmptyTarget(in: scratch, to: target)
+                return try timed { try store.importBundle(at: path("snapshot.tms"), key: targetKey) }
+            }()
+            Fixtures.removeStore(target)
+            try expect("rows the snapshot applied", imported.value.appliedChanges)
+            return imported.seconds
+        case .changeset:
+            let applied = try PlainDatabase.timedTransaction(
+                base: path("plain-empty.sqlite"), target: path("plain-\(round).sqlite"),
+                { db in try SessionRecorder.apply(changeset, to: db) }, check: count)
+            try expect("rows the changeset applied", applied.checked)
+            return applied.seconds
+        case .sqlWrites:
+            let written = try PlainDatabase.timedTransaction(
+                base: path("plain-empty.sqlite"), target: path("plain-\(round).sqlite"),
+                { db in try db.execute(sql: Fixtures.fillSQL(rows: rows)) }, check: count)
+            try expect("rows the SQL INSERT wrote", written.checked)
+            return written.seconds
+        case .fileCopy:
+            return try PhysicalLimits.copySeconds(path("snapshot.tms"), to: path("copy.tms"))
+        }
     }
 
     /// A replica that holds the rows of the first snapshot catching up from the sender's next one,

@@ -35,4 +35,18 @@ enum PlainDatabase {
         }
         try? files.removeItem(atPath: destination + "-shm")
     }
+
+    /// Copies the plain database `base` to `target`, times `write` on it in one immediate
+    /// transaction (as an import runs), and returns the seconds and what `check` reads after.
+    static func timedTransaction<T>(
+        base: String, target: String, _ write: (Database) throws -> Void, check: (Database) throws -> T
+    ) throws -> (seconds: Double, checked: T) {
+        try copy(base, to: target)
+        defer {
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: target + suffix) }
+        }
+        let queue = try open(target)
+        let seconds = try timed { try transaction(queue, write) }.seconds
+        return (seconds, try queue.read(check))
+    }
 }

@@ -78,7 +78,7 @@ struct Report {
             [row.metric, row.unit] + [row.ours.median, row.ours.min, row.ours.max].map(Self.format) + [row.baselineName]
                 + [row.baseline.median, row.baseline.min, row.baseline.max].map(Self.format)
                 + [
-                    String(format: "%.2f", row.ratio),
+                    String(format: row.ratio < 0.1 ? "%.3f" : "%.2f", row.ratio),
                     row.goal.map { "\($0.symbol) " + String(format: "%.2f", $0.value) } ?? "—",
                     row.met.map { $0 ? "yes" : "NO" } ?? "—",
                 ]

@@ -101,8 +101,10 @@ struct MergeEngine {
         let key = state.key.map { $0.value }
         var known = try store.fetch(db, key: key)
         if state.generation < known.generation { return }
-        let cells: [(Int, SQLValue, MergeClock?)] = state.cells.compactMap { cell in
-            target.nonKeyColumn(cell.name).map { ($0, cell.value, cell.clock) }
+        var cells: [(Int, SQLValue, MergeClock?)] = []
+        cells.reserveCapacity(state.cells.count)
+        for cell in state.cells {
+            if let i = target.nonKeyColumn(cell.name) { cells.append((i, cell.value, cell.clock)) }
         }
         var winners: [(Int, SQLValue)]
         if state.generation > known.generation {
@@ -122,6 +124,7 @@ struct MergeEngine {
         } else {
             guard known.isAlive else { return }
             winners = []
+            winners.reserveCapacity(cells.count)
             // An equal clock is the same write (merge.md §4.3): the column holds its value already.
             // A snapshot names each row once, so no later write of the same transaction follows.
             for (i, value, clock) in cells {

@@ -15,6 +15,7 @@ extension BundleDecoder {
             throw fail(.columnsNotCanonical("a tombstone carries no columns"))
         }
         var cells: [RowState.Cell] = []
+        cells.reserveCapacity(Int(cellCount))
         var rank = 0
         for _ in 0..<cellCount {
             let cellName = try internedName()
@@ -34,7 +35,8 @@ extension BundleDecoder {
         }
         try attributes()
         changeCount += 1
-        return RowState(table: table, key: key, generation: Int64(generation), cells: cells)
+        // `checkColumn` held the names strictly ascending: they need no sorting.
+        return RowState(table: table, key: key, generation: Int64(generation), ascendingCells: cells)
     }
 
     /// Reads the next transaction's header, or nil after the last. The previous transaction's

@@ -35,6 +35,15 @@ public struct RowState: Sendable, Hashable {
         self.generation = generation
         self.cells = cells.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
     }
+
+    /// Creates a row state from cells the caller has already checked to be strictly ascending by
+    /// name, as the decoder does for every record it reads.
+    init(table: String, key: [History.Column], generation: Int64, ascendingCells cells: [Cell]) {
+        self.table = table
+        self.key = key
+        self.generation = generation
+        self.cells = cells
+    }
 }
 
 extension RecordEncoding {

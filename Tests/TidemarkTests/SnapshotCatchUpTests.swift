@@ -55,6 +55,40 @@ import TidemarkTestSupport
         #expect(try d.everything() == before)
     }
 
+    /// A row whose metadata was saved before a migration added a column keeps one clock for the
+    /// columns it had then: its row state carries that clock on each of them and none on the new
+    /// column, where a row written since carries a clock on every column. A replica that joins
+    /// from the snapshot holds the same rows.
+    @Test func aSnapshotGivesARowSavedBeforeAMigrationNoClockOnTheAddedColumn() throws {
+        let group = try ExchangeGroup(["a", "b"])
+        let a = group["a"]
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name, qty) VALUES ('old', 'before', 1)")
+        _ = try a.store.execute(sql: "INSERT INTO tags(item, tag, weight) VALUES ('old', 'x', 2)")
+        let migration = Store.Migration(sql: "ALTER TABLE items ADD COLUMN color TEXT")
+        try a.store.migrate(migration)
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name, color) VALUES ('new', 'after', 'red')")
+        let file = group.directory.file("a.tms")
+        _ = try a.store.exportSnapshot(to: file, key: a.key)
+
+        var clocked: [String: [String: Bool]] = [:]
+        _ = try Store.inspectBundle(at: file, transactions: { _, _ in }) { state in
+            let key = state.key.map { "\($0.value)" }.joined(separator: "/")
+            clocked[state.table + ":" + key] = Dictionary(
+                uniqueKeysWithValues: state.cells.map { ($0.name, $0.clock != nil) })
+        }
+        let old = try #require(clocked["items:\(SQLValue.text("old"))"])
+        #expect(old["name"] == true && old["qty"] == true && old["note"] == true, "\(old)")
+        #expect(old["color"] == false, "the column came after the row's clock")
+        let new = try #require(clocked["items:\(SQLValue.text("new"))"])
+        #expect(new.values.allSatisfy { $0 } && new.count == 6, "\(new)")
+        #expect(clocked["tags:\(SQLValue.text("old"))/\(SQLValue.text("x"))"] == ["weight": true])
+
+        let b = group["b"]
+        try b.store.migrate(migration)
+        #expect(try b.store.importBundle(at: file).appliedChanges == 3)
+        #expect(try group.tableDifferences() == [])
+    }
+
     /// The row-metadata tables with each writer number (`o`, `o<i>` columns) replaced by the
     /// replica id it stands for: the numbers are local to each store, the ids are what must agree.
     static func rowMetadata(_ store: StoreSnapshot) -> [StoreSnapshot.Table] {

@@ -8,6 +8,8 @@ final class RowMetadataStore {
     private let nonKey: [Int]
     private let origins: OriginNumbers
     private let digests: RowDigests?
+    /// The columns a fetch reads, in order: generation, clocks, shared-clock width, hash.
+    private let fetchColumns: [String]
     private let fetchSQL: String
     /// Saves a row whose non-key columns share one clock, and one with a clock per column.
     private let saveSharedSQL: String
@@ -33,7 +35,8 @@ final class RowMetadataStore {
         // After a migration added columns, `w` says how many columns a row's shared clock covers.
         let width = table.sharedClockWidth == nil ? [] : ["w"]
         let clocks = ["t", "o"] + nonKey.flatMap { ["t\(table.slots[$0])", "o\(table.slots[$0])"] }
-        fetchSQL = "SELECT \((["gen"] + clocks + width + ["h"]).joined(separator: ", ")) FROM \(name) WHERE \(keyMatch)"
+        fetchColumns = ["gen"] + clocks + width + ["h"]
+        fetchSQL = "SELECT \(fetchColumns.joined(separator: ", ")) FROM \(name) WHERE \(keyMatch)"
         let keys = table.keyIndexes.indices.map { "k\($0)" }
         // Each names only the columns it sets: the others of the row it replaces become NULL.
         func insert(_ columns: [String]) -> String {
@@ -49,20 +52,34 @@ final class RowMetadataStore {
     func fetch(_ db: Database, key: [SQLValue]) throws -> RowMetadata {
         let statement = try RawStatement.reusing(&fetchStatement, db) { fetchSQL }
         try statement.bind(key)
+        guard try statement.step() else {
+            return RowMetadata(generation: 0, clocks: [MergeClock?](repeating: nil, count: table.columns.count))
+        }
+        return try metadata(statement, at: 0)
+    }
+
+    /// The columns of the row metadata table that `metadata(_:at:)` reads, in its order, each
+    /// prefixed with `qualifier` (a table alias and a dot, for a join).
+    func selectedColumns(qualifiedBy qualifier: String) -> [String] {
+        fetchColumns.map { qualifier + $0 }
+    }
+
+    /// The metadata held by `selectedColumns`, read from the current row of `statement` starting
+    /// at column `offset`.
+    func metadata(_ statement: RawStatement, at offset: Int32) throws -> RowMetadata {
         var clocks = [MergeClock?](repeating: nil, count: table.columns.count)
-        guard try statement.step() else { return RowMetadata(generation: 0, clocks: clocks) }
-        let hash = statement.optionalInt64(hashIndex)
-        if let shared = try clock(statement, 1) {
+        let hash = statement.optionalInt64(offset + hashIndex)
+        if let shared = try clock(statement, offset + 1) {
             // A row saved before a migration added columns: its shared clock covers the old ones.
             let width = table.sharedClockWidth.map {
-                Int(statement.optionalInt64(Int32(3 + 2 * nonKey.count)) ?? Int64($0))
+                Int(statement.optionalInt64(offset + Int32(3 + 2 * nonKey.count)) ?? Int64($0))
             }
             for column in nonKey where table.slots[column] < width ?? Int.max { clocks[column] = shared }
         } else {
-            for (n, column) in nonKey.enumerated() { clocks[column] = try clock(statement, Int32(3 + 2 * n)) }
+            for (n, column) in nonKey.enumerated() { clocks[column] = try clock(statement, offset + Int32(3 + 2 * n)) }
         }
         return RowMetadata(
-            generation: statement.int64(0), clocks: clocks, rowHash: hash, saved: .init(hash: hash, exists: true))
+            generation: statement.int64(offset), clocks: clocks, rowHash: hash, saved: .init(hash: hash, exists: true))
     }
 
     /// Stores the metadata of the row with `key`, and replaces its hash in the table's row digest.

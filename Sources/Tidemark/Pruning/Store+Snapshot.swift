@@ -125,7 +125,8 @@ extension Store {
     }
 }
 
-/// Reads one tracked table's row states: metadata joined with the row's current values.
+/// Reads one tracked table's row states: metadata joined with the row's current values, in one
+/// pass over the row metadata in key order.
 struct SnapshotReader {
     let db: Database
     let table: TrackedTable
@@ -134,22 +135,36 @@ struct SnapshotReader {
     /// Calls `body` with each row state; returns how many.
     func readAll(_ body: (RowState) throws -> Void) throws -> Int {
         let store = RowMetadataStore(table: table, origins: origins, digests: nil)
-        let access = RowAccess(db: db, table: table)
-        let keys = table.keyIndexes.indices.map { "k\($0)" }.joined(separator: ", ")
-        let cursor = try Row.fetchCursor(
-            db, sql: "SELECT \(keys) FROM \(Bookkeeping.rowMetadataTable(table)) ORDER BY \(keys)")
+        let keys = table.keyIndexes.indices.map { "m.k\($0)" }
+        let metadataColumns = store.selectedColumns(qualifiedBy: "m.")
+        // The same match as reading the row by key: a row whose key is NULL is never found.
+        let match = zip(table.keyColumns, keys).map { "r.\($0.quotedDatabaseIdentifier) = \($1)" }
+        let statement = try RawStatement(
+            db,
+            sql:
+                "SELECT \((keys + metadataColumns + table.columns.map { "r.\($0.quotedDatabaseIdentifier)" }).joined(separator: ", ")) "
+                + "FROM \(Bookkeeping.rowMetadataTable(table)) AS m LEFT JOIN \(table.name.quotedDatabaseIdentifier) AS r "
+                + "ON \(match.joined(separator: " AND ")) ORDER BY \(keys.joined(separator: ", "))")
+        let metadataAt = Int32(keys.count)
+        let valuesAt = metadataAt + Int32(metadataColumns.count)
+        // Matched on a key column, that column is not NULL when the row is present.
+        let presentAt = valuesAt + Int32(table.keyIndexes[0])
         var count = 0
-        while let row = try cursor.next() {
-            let key = Array(row.databaseValues.map(SQLValue.init))
-            let metadata = try store.fetch(db, key: key)
+        while try statement.step() {
+            let key = keys.indices.map { statement.value(Int32($0)) }
+            let metadata = try store.metadata(statement, at: metadataAt)
             let keyColumns = zip(table.keyColumns, key).map { History.Column($0, $1) }
             var cells: [RowState.Cell] = []
             if metadata.isAlive {
                 // A row its metadata calls alive but that a foreign-key action removed is left out;
                 // the receiver settles it when a change reaches it.
-                guard let values = try access.values(key: key) else { continue }
+                guard !statement.isNull(presentAt) else { continue }
+                cells.reserveCapacity(table.columns.count - keys.count)
                 for i in table.columns.indices where !table.keyIndexes.contains(i) {
-                    cells.append(RowState.Cell(name: table.columns[i], value: values[i], clock: metadata.clocks[i]))
+                    cells.append(
+                        RowState.Cell(
+                            name: table.columns[i], value: statement.value(valuesAt + Int32(i)),
+                            clock: metadata.clocks[i]))
                 }
             }
             try body(RowState(table: table.name, key: keyColumns, generation: metadata.generation, cells: cells))

@@ -25,7 +25,7 @@ struct JoinWorkload {
             Output.progress("join: " + (round == 0 ? "warm-up" : "repetition \(round)/\(repetitions)"))
             let sides = round % 2 == 0 ? Side.allCases : Side.allCases.reversed()
             for side in sides {
-                let seconds = try measure(side, round: round, changeset: changeset, in: scratch)
+                let seconds = try measure(side, round: round, changeset: changeset, source: (source, key), in: scratch)
                 if round > 0 { samples[side, default: []].append(Double(rows) / seconds) }
             }
         }
@@ -40,18 +40,25 @@ struct JoinWorkload {
             Report.Row(
                 metric: "join.limit.file_copy", ours: ours, baseline: Measurement(samples: samples[.fileCopy]!),
                 baselineName: "copy of the snapshot", unit: "rows/s", goal: nil),
+            Report.Row(
+                metric: "snapshot.export", ours: Measurement(samples: samples[.snapshotExport]!),
+                baseline: Measurement(samples: samples[.sqlRead]!), baselineName: "one SQL read of the rows",
+                unit: "rows/s", goal: nil),
             try catchUp(source: source, key: key, in: scratch),
         ]
     }
 
     /// What a repetition times: the snapshot applied by a new replica, the baseline changeset
     /// applied to an empty plain table, and the physical limits (the same rows inserted by one
-    /// SQL statement, the snapshot's bytes copied).
+    /// SQL statement, the snapshot's bytes copied); and the snapshot written by the source, against
+    /// one SQL statement reading every column of the same rows from the plain table.
     private enum Side: CaseIterable {
-        case snapshot, changeset, sqlWrites, fileCopy
+        case snapshot, changeset, sqlWrites, fileCopy, snapshotExport, sqlRead
     }
 
-    private func measure(_ side: Side, round: Int, changeset: Data, in scratch: URL) throws -> Double {
+    private func measure(
+        _ side: Side, round: Int, changeset: Data, source: (store: Store, key: KeyFile), in scratch: URL
+    ) throws -> Double {
         let path = { (name: String) in scratch.appendingPathComponent(name).path }
         let count = { (db: Database) in try Int.fetchOne(db, sql: "SELECT count(*) FROM items") ?? 0 }
         switch side {
@@ -78,6 +85,25 @@ struct JoinWorkload {
             return written.seconds
         case .fileCopy:
             return try PhysicalLimits.copySeconds(path("snapshot.tms"), to: path("copy.tms"))
+        case .snapshotExport:
+            let file = path("export-\(round).tms")
+            let exported = try timed { try source.store.exportSnapshot(to: file, key: source.key) }
+            try FileManager.default.removeItem(atPath: file)
+            try expect("rows the snapshot holds", exported.value.changeCount)
+            return exported.seconds
+        case .sqlRead:
+            let queue = try PlainDatabase.open(path("plain-source.sqlite"))
+            let read = try timed {
+                try queue.read { db in
+                    try Int.fetchOne(
+                        db,
+                        sql:
+                            "SELECT count(*) FROM items WHERE length(id) + length(title) + qty + price + length(payload) IS NOT NULL"
+                    ) ?? 0
+                }
+            }
+            try expect("rows one SQL statement read", read.value)
+            return read.seconds
         }
     }
 

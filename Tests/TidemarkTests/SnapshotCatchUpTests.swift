@@ -71,11 +71,13 @@ import TidemarkTestSupport
         _ = try a.store.exportSnapshot(to: file, key: a.key)
 
         var clocked: [String: [String: Bool]] = [:]
-        _ = try Store.inspectBundle(at: file, transactions: { _, _ in }) { state in
-            let key = state.key.map { "\($0.value)" }.joined(separator: "/")
-            clocked[state.table + ":" + key] = Dictionary(
-                uniqueKeysWithValues: state.cells.map { ($0.name, $0.clock != nil) })
-        }
+        _ = try Store.inspectBundle(
+            at: file, transactions: { _, _ in },
+            rowStates: { state in
+                let key = state.key.map { "\($0.value)" }.joined(separator: "/")
+                clocked[state.table + ":" + key] = Dictionary(
+                    uniqueKeysWithValues: state.cells.map { ($0.name, $0.clock != nil) })
+            })
         let old = try #require(clocked["items:\(SQLValue.text("old"))"])
         #expect(old["name"] == true && old["qty"] == true && old["note"] == true, "\(old)")
         #expect(old["color"] == false, "the column came after the row's clock")

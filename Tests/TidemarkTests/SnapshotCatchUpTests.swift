@@ -91,6 +91,46 @@ import TidemarkTestSupport
         #expect(try group.tableDifferences() == [])
     }
 
+    /// A change may carry a key in another storage class than the table keeps it in: an integer
+    /// key for a TEXT key column, as another implementation may send it, is stored as text by the
+    /// column's affinity while the row metadata keeps the integer. The snapshot still finds the
+    /// row, as a lookup by key does, and a replica that joins from it holds the same rows.
+    @Test func aSnapshotFindsARowWhoseKeyTheTableConvertedByItsAffinity() throws {
+        let group = try ExchangeGroup(["a", "b", "c"])
+        let (a, b, c) = (group["a"], group["b"], group["c"])
+        let items = try #require(b.store.trackedTable(named: "items"))
+        let key = History.Column("id", .integer(5))
+        let crafted = try BundleCrafter.bundle(
+            key: a.key, senderName: "a",
+            tables: [BundleHeader.TableSchema(name: items.name, keyColumns: items.keyColumns, columns: items.columns)],
+            transactions: [
+                [
+                    History.Change(
+                        type: .insert, table: "items", key: [key],
+                        values: [key, History.Column("name", .text("five"))]
+                            + ["qty", "price", "photo", "note"].map {
+                                History.Column($0, .null)
+                            }, generation: 1)
+                ]
+            ])
+        let path = group.directory.file("crafted.tmb")
+        try Data(crafted).write(to: URL(fileURLWithPath: path))
+        #expect(try b.store.importBundle(at: path).appliedTransactions == 1)
+        #expect(try b.tables()["items"]?.rows.first?.first == .text("5"), "the column's affinity stored text")
+
+        let file = group.directory.file("b.tms")
+        _ = try b.store.exportSnapshot(to: file, key: b.key)
+        var states: [RowState] = []
+        _ = try Store.inspectBundle(
+            at: file, transactions: { _, _ in }, rowStates: { if $0.table == "items" { states.append($0) } })
+        #expect(states.count == 1)
+        #expect(states.first?.cells.first { $0.name == "name" }?.value == .text("five"))
+
+        #expect(try c.store.importBundle(at: file).appliedChanges == 1)
+        let differences = try c.tables().differences(from: try b.tables(), mine: "c", theirs: "b")
+        #expect(differences.isEmpty, "\(differences)")
+    }
+
     /// The row-metadata tables with each writer number (`o`, `o<i>` columns) replaced by the
     /// replica id it stands for: the numbers are local to each store, the ids are what must agree.
     static func rowMetadata(_ store: StoreSnapshot) -> [StoreSnapshot.Table] {

@@ -137,8 +137,11 @@ struct SnapshotReader {
         let store = RowMetadataStore(table: table, origins: origins, digests: nil)
         let keys = table.keyIndexes.indices.map { "m.k\($0)" }
         let metadataColumns = store.selectedColumns(qualifiedBy: "m.")
-        // The same match as reading the row by key: a row whose key is NULL is never found.
-        let match = zip(table.keyColumns, keys).map { "r.\($0.quotedDatabaseIdentifier) = \($1)" }
+        // The same match as reading the row by key (`key = ?`): the unary `+` takes away the
+        // metadata column's affinity, so the key column's own affinity applies to the stored key
+        // as it does to a bound value (an integer key matches the text a TEXT key column made of
+        // it). A row whose key is NULL is never found.
+        let match = zip(table.keyColumns, keys).map { "r.\($0.quotedDatabaseIdentifier) = +\($1)" }
         let statement = try RawStatement(
             db,
             sql:

@@ -51,7 +51,8 @@ struct JoinWorkload {
     /// What a repetition times: the snapshot applied by a new replica, the baseline changeset
     /// applied to an empty plain table, and the physical limits (the same rows inserted by one
     /// SQL statement, the snapshot's bytes copied); and the snapshot written by the source, against
-    /// one SQL statement reading every column of the same rows from the plain table.
+    /// one SQL statement stepping through the same rows of the plain table, evaluating an
+    /// expression over every column and returning only a count.
     private enum Side: CaseIterable {
         case snapshot, changeset, sqlWrites, fileCopy, snapshotExport, sqlRead
     }

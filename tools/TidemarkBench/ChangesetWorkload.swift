@@ -46,7 +46,7 @@ struct ChangesetWorkload {
             try expect("bundle changes", exported.value.changeCount, mix.changes)
             let session = try timed {
                 let changeset = try recorder.changeset()
-                try write(changeset, to: path("session.changeset"))
+                try PhysicalLimits.writeSynced(changeset, to: path("session.changeset"))
                 return changeset
             }
 
@@ -167,14 +167,6 @@ struct ChangesetWorkload {
             throw BenchError.unexpectedState(
                 metric: "bundle", side: .tracked, what: what, expected: Int64(expected), found: Int64(found))
         }
-    }
-
-    private func write(_ data: Data, to path: String) throws {
-        _ = FileManager.default.createFile(atPath: path, contents: nil)
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
-        defer { try? handle.close() }
-        try handle.write(contentsOf: data)
-        try handle.synchronize()
     }
 }
 

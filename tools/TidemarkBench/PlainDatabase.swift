@@ -42,9 +42,7 @@ enum PlainDatabase {
         base: String, target: String, _ write: (Database) throws -> Void, check: (Database) throws -> T
     ) throws -> (seconds: Double, checked: T) {
         try copy(base, to: target)
-        defer {
-            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: target + suffix) }
-        }
+        defer { Fixtures.removeStore(target) }
         let queue = try open(target)
         let seconds = try timed { try transaction(queue, write) }.seconds
         return (seconds, try queue.read(check))

@@ -106,8 +106,14 @@ final class RowAccess {
     /// values when they make the whole row and SQLite stores each as given
     /// (`RowHasher.hash(writing:)`), as for most inserts; read otherwise.
     func hash(key: [SQLValue], holding values: [SQLValue?]) throws -> Int64? {
-        if !values.contains(where: { $0 == nil }), let hash = try hasher().hash(writing: values) { return hash }
+        if let hash = try hash(writing: values) { return hash }
         return try hash(key: key)
+    }
+
+    /// The hash of the row a write of `values` (by column index) leaves, when they make the whole
+    /// row and SQLite stores each as given (`RowHasher.hash(writing:)`); nil when it must be read.
+    func hash(writing values: [SQLValue?]) throws -> Int64? {
+        try hasher().hash(writing: values)
     }
 
     /// Statements by the column indexes they write, in order.

@@ -11,12 +11,11 @@ final class RowMetadataStore {
     /// The columns a fetch reads, in order: generation, clocks, shared-clock width, hash.
     private let fetchColumns: [String]
     private let fetchSQL: String
-    /// Saves a row whose non-key columns share one clock, and one with a clock per column.
-    private let saveSharedSQL: String
-    private let saveSQL: String
+    /// Saves a row whose non-key columns share one clock, or one with a clock per column; each
+    /// replacing what the row held, or only where it holds nothing. By `saveSlot`.
+    private let saveSQL: [String]
     private var fetchStatement: RawStatement?
-    private var saveSharedStatement: RawStatement?
-    private var saveStatement: RawStatement?
+    private var saveStatements = [RawStatement?](repeating: nil, count: 4)
     /// The column of `h` in the fetch.
     private let hashIndex: Int32
     /// The epoch tombstones saved in this access are stamped with (`Tombstones`), once read.
@@ -39,12 +38,16 @@ final class RowMetadataStore {
         fetchSQL = "SELECT \(fetchColumns.joined(separator: ", ")) FROM \(name) WHERE \(keyMatch)"
         let keys = table.keyIndexes.indices.map { "k\($0)" }
         // Each names only the columns it sets: the others of the row it replaces become NULL.
-        func insert(_ columns: [String]) -> String {
-            "INSERT OR REPLACE INTO \(name)(\(columns.joined(separator: ", "))) "
+        let shared = keys + ["gen", "t", "o"] + width + ["h"]
+        let perColumn = keys + ["gen"] + clocks.dropFirst(2) + width + ["h"]
+        saveSQL = (0..<4).map { slot in
+            let (isShared, replacing) = (slot >= 2, slot % 2 == 1)
+            let columns = isShared ? shared : perColumn
+            return (replacing ? "INSERT OR REPLACE INTO " : "INSERT INTO ")
+                + "\(name)(\(columns.joined(separator: ", "))) "
                 + "VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
+                + (replacing ? "" : " ON CONFLICT DO NOTHING")
         }
-        saveSharedSQL = insert(keys + ["gen", "t", "o"] + width + ["h"])
-        saveSQL = insert(keys + ["gen"] + clocks.dropFirst(2) + width + ["h"])
         hashIndex = Int32(1 + clocks.count + width.count)
     }
 
@@ -84,24 +87,41 @@ final class RowMetadataStore {
 
     /// Stores the metadata of the row with `key`, and replaces its hash in the table's row digest.
     func save(_ db: Database, key: [SQLValue], _ metadata: inout RowMetadata) throws {
+        _ = try save(db, key: key, &metadata, replacing: true)
+    }
+
+    /// Stores the metadata of the row with `key` when the store holds none for it, and adds its
+    /// hash to the table's row digest; returns false, changing nothing, when it holds some. It
+    /// saves the read a merge would make to learn the row is new.
+    func saveNew(_ db: Database, key: [SQLValue], _ metadata: inout RowMetadata) throws -> Bool {
+        try save(db, key: key, &metadata, replacing: false)
+    }
+
+    /// Which of the four save statements: a shared clock or one per column, replacing the row's
+    /// metadata or adding it only where there is none.
+    private static func saveSlot(shared: Bool, replacing: Bool) -> Int { (shared ? 2 : 0) + (replacing ? 1 : 0) }
+
+    private func save(_ db: Database, key: [SQLValue], _ metadata: inout RowMetadata, replacing: Bool) throws -> Bool {
         let first = nonKey.first.flatMap { metadata.clocks[$0] }
         let statement: RawStatement
         var index = Int32(key.count) + 2
+        let shared = Self.saveSlot(shared: true, replacing: replacing)
         if !metadata.isAlive {
             // A tombstone has no clock: `t` holds the epoch that says when it may be dropped.
             if epoch == nil { epoch = try Tombstones.openEpoch(db) }
-            statement = try RawStatement.reusing(&saveSharedStatement, db) { saveSharedSQL }
+            statement = try RawStatement.reusing(&saveStatements[shared], db) { saveSQL[shared] }
             try statement.bind(epoch, at: index)
             try statement.bind(nil as Int64?, at: index + 1)
             index += 2
         } else if let first, nonKey.allSatisfy({ metadata.clocks[$0] == first }) {
             // One write set every column: one shared clock, the per-column pairs stay NULL.
-            statement = try RawStatement.reusing(&saveSharedStatement, db) { saveSharedSQL }
+            statement = try RawStatement.reusing(&saveStatements[shared], db) { saveSQL[shared] }
             try statement.bind(first.timestamp.packed, at: index)
             try statement.bind(try origins.number(of: first.origin), at: index + 1)
             index += 2
         } else {
-            statement = try RawStatement.reusing(&saveStatement, db) { saveSQL }
+            let perColumn = Self.saveSlot(shared: false, replacing: replacing)
+            statement = try RawStatement.reusing(&saveStatements[perColumn], db) { saveSQL[perColumn] }
             for column in nonKey {
                 let clock = metadata.clocks[column]
                 try statement.bind(clock?.timestamp.packed, at: index)
@@ -117,8 +137,10 @@ final class RowMetadataStore {
         }
         try statement.bind(metadata.rowHash, at: index)
         try statement.execute()
+        if !replacing && db.changesCount == 0 { return false }
         digests?.replace(table: table, old: metadata.saved, new: metadata.rowHash)
         metadata.saved = .init(hash: metadata.rowHash, exists: true)
+        return true
     }
 
     /// The clock stored in columns `index` (packed timestamp) and `index + 1` (origin number).

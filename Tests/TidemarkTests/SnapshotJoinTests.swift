@@ -1,0 +1,89 @@
+import Foundation
+import Testing
+import Tidemark
+import TidemarkTestSupport
+
+/// A replica joining from a snapshot takes each row state as a new row, without first reading the
+/// metadata it does not have: these are the cases where a row state is not new after all, or does
+/// not fit, and must merge as any other.
+@Suite struct SnapshotJoinTests {
+    /// The table schemas a crafted snapshot declares: the sender's, which are the receiver's.
+    static func schemas(_ replica: TestReplica, _ names: [String]) throws -> [BundleHeader.TableSchema] {
+        try names.map { name in
+            let table = try #require(try replica.store.trackedTable(named: name))
+            return BundleHeader.TableSchema(name: table.name, keyColumns: table.keyColumns, columns: table.columns)
+        }
+    }
+
+    /// Writes a snapshot of `states`, signed by `sender`, and imports it into `receiver`.
+    static func join(
+        _ receiver: TestReplica, from sender: TestReplica, tables: [String], states: [RowState], in group: ExchangeGroup
+    ) throws {
+        let bytes = try BundleCrafter.snapshot(
+            key: sender.key, senderName: sender.name, tables: try schemas(receiver, tables), states: states)
+        let path = group.directory.file("crafted-\(UUID().uuidString).tms")
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        _ = try receiver.store.importBundle(at: path)
+    }
+
+    /// A clock of `sender` at `milliseconds`.
+    static func clock(_ sender: TestReplica, _ milliseconds: Int64) -> MergeClock {
+        MergeClock(
+            timestamp: HLCTimestamp(milliseconds: milliseconds, counter: 0),
+            origin: Replica.ID(publicKey: sender.key.publicKey))
+    }
+
+    /// A snapshot names a row twice (no reader rule refuses it): the second state merges into the
+    /// first column by column, as it would into a row the store held before, and the row digest
+    /// the import keeps is the one its rows give.
+    @Test func aRowStateForARowTheSnapshotAlreadyGaveMergesColumnByColumn() throws {
+        let group = try ExchangeGroup(["a", "b"])
+        let (a, b) = (group["a"], group["b"])
+        func state(name: String, at nameClock: Int64, qty: Int64, at qtyClock: Int64) -> RowState {
+            RowState(
+                table: "items", key: [History.Column("id", .text("x"))], generation: 1,
+                cells: [
+                    RowState.Cell(name: "name", value: .text(name), clock: Self.clock(a, nameClock)),
+                    RowState.Cell(name: "qty", value: .integer(qty), clock: Self.clock(a, qtyClock)),
+                ]
+                    + ["price", "photo", "note"].map {
+                        RowState.Cell(name: $0, value: .null, clock: Self.clock(a, 1_000))
+                    })
+        }
+        try Self.join(
+            b, from: a, tables: ["items"],
+            states: [
+                state(name: "first", at: 2_000, qty: 1, at: 4_000),
+                state(name: "second", at: 3_000, qty: 2, at: 1_500),
+            ], in: group)
+        let rows = try #require(try b.tables()["items"]).rows
+        #expect(rows.count == 1)
+        #expect(rows.first?[1] == .text("second"), "the later name")
+        #expect(rows.first?[2] == .integer(1), "the later quantity, from the first state")
+        #expect(try b.store.rowDigest().digest == b.tables().rowDigest)
+    }
+
+    /// Two row states of a joining snapshot claim one UNIQUE value: the row whose value was
+    /// written later is deleted and listed, whichever state comes first, and the row digest the
+    /// import keeps is the one its rows give.
+    @Test(arguments: [false, true])
+    func rowStatesThatClashOnAUniqueValueAreSettledInEitherOrder(laterFirst: Bool) throws {
+        let group = try ExchangeGroup(["a", "b"], schema: ConflictResolutionTests.schema, preserve: [])
+        let (a, b) = (group["a"], group["b"])
+        func user(_ id: String, at milliseconds: Int64) -> RowState {
+            RowState(
+                table: "users", key: [History.Column("id", .text(id))], generation: 1,
+                cells: [
+                    RowState.Cell(name: "email", value: .text("same@example.com"), clock: Self.clock(a, milliseconds)),
+                    RowState.Cell(name: "nick", value: .text(id), clock: Self.clock(a, milliseconds)),
+                ])
+        }
+        let (earlier, later) = (user("u1", at: 2_000), user("u2", at: 3_000))
+        try Self.join(
+            b, from: a, tables: ["users", "spans", "posts"], states: laterFirst ? [later, earlier] : [earlier, later],
+            in: group)
+        #expect(try b.tables()["users"]?.rows.map { $0[0] } == [.text("u1")])
+        #expect(try b.store.conflicts().contains { $0.table == "users" && $0.key == #"{"id":"u2"}"# })
+        #expect(try b.store.rowDigest().digest == b.tables().rowDigest)
+    }
+}

@@ -55,9 +55,28 @@ struct LocalFold {
                 let mask = layout.mask(changes)
                 let id = changes.int64(Int32(layout.count))
                 let key = table.keyIndexes.map { changes.value(Int32(layout.valueIndex(table.slots[$0]))) }
+                let written = { (i: Int) in mask.contains(table.slots[i]) && !table.keyIndexes.contains(i) }
+                // An insert most often starts the life of a row with no metadata: saved as that
+                // without reading it first, where its hash is known from the values it wrote.
+                if op == .insert, metadataStore.expectsNewRows, let rows = access[table.id] {
+                    var fresh = RowMetadata(
+                        generation: floors[table.id] ?? 0, clocks: .init(repeating: nil, count: table.columns.count))
+                    if !fresh.isAlive { fresh.startLife(fresh.afterInsert) }
+                    for i in table.columns.indices where written(i) { fresh.clocks[i] = clock }
+                    if hashesRows {
+                        let values = table.columns.indices.map { i -> SQLValue? in
+                            mask.contains(table.slots[i])
+                                ? changes.value(Int32(layout.valueIndex(table.slots[i]))) : nil
+                        }
+                        fresh.rowHash = try rows.hash(writing: values)
+                    }
+                    if fresh.rowHash != nil || !hashesRows, try metadataStore.saveNew(db, key: key, &fresh) {
+                        try generations.record(fresh.generation, of: id)
+                        continue
+                    }
+                }
                 var metadata = try metadataStore.fetch(db, key: key)
                 if metadata.generation == 0, let floor = floors[table.id] { metadata.generation = floor }
-                let written = { (i: Int) in mask.contains(table.slots[i]) && !table.keyIndexes.contains(i) }
                 switch op {
                 case .insert:
                     if !metadata.isAlive { metadata.startLife(metadata.afterInsert) }

@@ -43,7 +43,7 @@ struct MergeEngine {
         if target.isInternal { discarded.forgetRetirements() }
         let generation = change.generation
         let cells = written(by: change, in: target, at: clock)
-        if change.type == .insert, generation % 2 == 1, target.expectsNewRows,
+        if change.type == .insert, generation % 2 == 1, target.metadata.expectsNewRows,
             try startNew(key: key, generation: generation, cells: cells, into: target)
         {
             return
@@ -120,7 +120,7 @@ struct MergeEngine {
         for cell in state.cells {
             if let i = target.nonKeyColumn(cell.name) { cells.append((i, cell.value, cell.clock)) }
         }
-        if state.generation % 2 == 1, target.expectsNewRows,
+        if state.generation % 2 == 1, target.metadata.expectsNewRows,
             try startNew(key: key, generation: state.generation, cells: cells, into: target)
         {
             return
@@ -177,11 +177,7 @@ struct MergeEngine {
         }
         guard let hash = try target.rows.hash(writing: values) else { return false }
         metadata.rowHash = hash
-        guard try target.metadata.saveNew(db, key: key, &metadata) else {
-            target.metadataFound += 1
-            return false
-        }
-        target.startedNew += 1
+        guard try target.metadata.saveNew(db, key: key, &metadata) else { return false }
         _ = try write(
             key: key, columns: cells.map { ($0.0, $0.1) }, upsert: true, into: target, metadata: &metadata, saved: true)
         return true
@@ -246,9 +242,6 @@ struct MergeEngine {
         /// Whether the table is one of Tidemark's own (`TrackedTable.isInternal`), kept to save the
         /// name comparison per change.
         let isInternal: Bool
-        /// Row lives `startNew` started, and the times it found the row's metadata after all.
-        var startedNew = 0
-        var metadataFound = 0
         /// The names of the non-key columns and their indexes, scanned for a narrow table: cheaper
         /// than hashing a name.
         private let nonKeyNames: [String]
@@ -268,12 +261,6 @@ struct MergeEngine {
             wideIndex =
                 nonKeyIndexes.count > 16 ? Dictionary(uniqueKeysWithValues: zip(nonKeyNames, nonKeyIndexes)) : nil
         }
-
-        /// Whether a row life that starts in this table is taken as a new row first (`startNew`),
-        /// which spares the read that finds no metadata, and costs a statement when it finds some:
-        /// until such finds outnumber the new rows by 16, so that they cost at most 16 statements
-        /// more than the new rows spared.
-        var expectsNewRows: Bool { metadataFound < startedNew + 16 }
 
         /// The index of the non-key column `name`, or nil when the table has none of that name.
         func nonKeyColumn(_ name: String) -> Int? {

@@ -20,6 +20,9 @@ final class RowMetadataStore {
     private let hashIndex: Int32
     /// The epoch tombstones saved in this access are stamped with (`Tombstones`), once read.
     private var epoch: Int64?
+    /// What `saveNew` did in this access: rows it saved, and rows it found metadata for.
+    private var newRows = 0
+    private var rowsFound = 0
 
     /// `digests` receives each save's change to the table's row digest. A store that only fetches
     /// needs none, nor one whose caller has every table counted again after (a migration's fold).
@@ -92,10 +95,18 @@ final class RowMetadataStore {
 
     /// Stores the metadata of the row with `key` when the store holds none for it, and adds its
     /// hash to the table's row digest; returns false, changing nothing, when it holds some. It
-    /// saves the read a merge would make to learn the row is new.
+    /// saves the read a merge or a fold would make to learn the row is new.
     func saveNew(_ db: Database, key: [SQLValue], _ metadata: inout RowMetadata) throws -> Bool {
-        try save(db, key: key, &metadata, replacing: false)
+        let saved = try save(db, key: key, &metadata, replacing: false)
+        if saved { newRows += 1 } else { rowsFound += 1 }
+        return saved
     }
+
+    /// Whether a row life that starts in this table is worth taking as a new row first (`saveNew`),
+    /// which spares the read that finds no metadata, and costs a statement when it finds some: until
+    /// such finds outnumber the new rows by 16, so that they cost at most 16 statements more than the
+    /// new rows spared.
+    var expectsNewRows: Bool { rowsFound < newRows + 16 }
 
     /// Which of the four save statements: a shared clock or one per column, replacing the row's
     /// metadata or adding it only where there is none.

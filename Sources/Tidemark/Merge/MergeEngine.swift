@@ -61,7 +61,7 @@ struct MergeEngine {
             try listForgotten(change, of: table, key: key, by: clock.origin)
             return
         }
-        let incoming = cells.map { ($0.0, $0.1) }
+        let incoming = cells.map { ($0.index, $0.value) }
         if generation > known.generation {
             try listOwnUnseen(
                 of: table, key: key, known: known, against: clock, generation: generation, by: clock.origin,
@@ -97,11 +97,12 @@ struct MergeEngine {
         }
     }
 
-    /// The non-key columns `change` writes in `target`: (index, value, `clock`).
-    private func written(by change: History.Change, in target: Target, at clock: MergeClock) -> [(
-        Int, SQLValue, MergeClock?
-    )] {
-        var cells: [(Int, SQLValue, MergeClock?)] = []
+    /// A non-key column a change or row state writes: its index, value and clock.
+    typealias Cell = (index: Int, value: SQLValue, clock: MergeClock?)
+
+    /// The non-key columns `change` writes in `target`, at `clock`.
+    private func written(by change: History.Change, in target: Target, at clock: MergeClock) -> [Cell] {
+        var cells: [Cell] = []
         cells.reserveCapacity(change.values.count)
         for column in change.values {
             if let i = target.nonKeyColumn(column.name) { cells.append((i, column.value, clock)) }
@@ -115,7 +116,7 @@ struct MergeEngine {
         guard let target = targets[state.table] else { return }
         let (table, store, access) = (target.table, target.metadata, target.rows)
         let key = state.key.map { $0.value }
-        var cells: [(Int, SQLValue, MergeClock?)] = []
+        var cells: [Cell] = []
         cells.reserveCapacity(state.cells.count)
         for cell in state.cells {
             if let i = target.nonKeyColumn(cell.name) { cells.append((i, cell.value, cell.clock)) }
@@ -140,7 +141,7 @@ struct MergeEngine {
                 try store.save(db, key: key, &known)
                 return
             }
-            winners = cells.map { ($0.0, $0.1) }
+            winners = cells.map { ($0.index, $0.value) }
             for (i, _, clock) in cells { known.clocks[i] = clock }
         } else {
             guard known.isAlive else { return }
@@ -158,14 +159,14 @@ struct MergeEngine {
         _ = try write(key: key, columns: winners, upsert: true, into: target, metadata: &known)
     }
 
-    /// Starts row life `generation` (odd) with `cells` (index, value, clock) on a row this store
-    /// holds no metadata for, as `apply` would after reading none, without that read: the metadata
-    /// is added first, where there is none, with the hash of the row the cells make, then the row is
-    /// written. Returns false, having changed nothing, when the store holds metadata for the row or
-    /// the cells do not make a row whose hash is known without reading it: `apply` merges it then.
-    private mutating func startNew(
-        key: [SQLValue], generation: Int64, cells: [(Int, SQLValue, MergeClock?)], into target: Target
-    ) throws -> Bool {
+    /// Starts row life `generation` (odd) with `cells` on a row this store holds no metadata for, as
+    /// `apply` would after reading none, without that read: the metadata is added first, where there
+    /// is none, with the hash of the row the cells make, then the row is written. Returns false,
+    /// having changed nothing, when the store holds metadata for the row or the cells do not make a
+    /// row whose hash is known without reading it: `apply` merges it then.
+    private mutating func startNew(key: [SQLValue], generation: Int64, cells: [Cell], into target: Target) throws
+        -> Bool
+    {
         let table = target.table
         guard key.count + cells.count == table.columns.count else { return false }
         var values = [SQLValue?](repeating: nil, count: table.columns.count)
@@ -179,7 +180,8 @@ struct MergeEngine {
         metadata.rowHash = hash
         guard try target.metadata.saveNew(db, key: key, &metadata) else { return false }
         _ = try write(
-            key: key, columns: cells.map { ($0.0, $0.1) }, upsert: true, into: target, metadata: &metadata, saved: true)
+            key: key, columns: cells.map { ($0.index, $0.value) }, upsert: true, into: target, metadata: &metadata,
+            saved: true)
         return true
     }
 

@@ -10,7 +10,7 @@ import TidemarkTestSupport
     /// The table schemas a crafted snapshot declares: the sender's, which are the receiver's.
     static func schemas(_ replica: TestReplica, _ names: [String]) throws -> [BundleHeader.TableSchema] {
         try names.map { name in
-            let table = try #require(try replica.store.trackedTable(named: name))
+            let table = try #require(replica.store.trackedTable(named: name))
             return BundleHeader.TableSchema(name: table.name, keyColumns: table.keyColumns, columns: table.columns)
         }
     }

@@ -56,49 +56,44 @@ struct LocalFold {
                 let id = changes.int64(Int32(layout.count))
                 let key = table.keyIndexes.map { changes.value(Int32(layout.valueIndex(table.slots[$0]))) }
                 let written = { (i: Int) in mask.contains(table.slots[i]) && !table.keyIndexes.contains(i) }
-                // An insert most often starts the life of a row with no metadata: saved as that
-                // without reading it first, where its hash is known from the values it wrote.
-                if op == .insert, metadataStore.expectsNewRows, let rows = access[table.id] {
-                    var fresh = RowMetadata(
-                        generation: floors[table.id] ?? 0, clocks: .init(repeating: nil, count: table.columns.count))
-                    if !fresh.isAlive { fresh.startLife(fresh.afterInsert) }
-                    for i in table.columns.indices where written(i) { fresh.clocks[i] = clock }
-                    if hashesRows {
-                        let values = table.columns.indices.map { i -> SQLValue? in
-                            mask.contains(table.slots[i])
-                                ? changes.value(Int32(layout.valueIndex(table.slots[i]))) : nil
-                        }
-                        fresh.rowHash = try rows.hash(writing: values)
+                /// The row's metadata after this change, from what it was before.
+                func folded(_ before: RowMetadata) throws -> RowMetadata {
+                    var metadata = before
+                    if metadata.generation == 0, let floor = floors[table.id] { metadata.generation = floor }
+                    switch op {
+                    case .insert:
+                        if !metadata.isAlive { metadata.startLife(metadata.afterInsert) }
+                        for i in table.columns.indices where written(i) { metadata.clocks[i] = clock }
+                    case .update:
+                        if !metadata.isAlive { metadata.generation = metadata.afterInsert }
+                        for i in table.columns.indices where written(i) { metadata.clocks[i] = clock }
+                    case .delete, .marker:
+                        metadata.startLife(metadata.afterDelete)
                     }
-                    if fresh.rowHash != nil || !hashesRows, try metadataStore.saveNew(db, key: key, &fresh) {
-                        try generations.record(fresh.generation, of: id)
+                    metadata.rowHash = nil
+                    if metadata.isAlive && hashesRows, let rows = access[table.id] {
+                        if op == .insert {
+                            let values = table.columns.indices.map { i -> SQLValue? in
+                                mask.contains(table.slots[i])
+                                    ? changes.value(Int32(layout.valueIndex(table.slots[i]))) : nil
+                            }
+                            metadata.rowHash = try rows.hash(key: key, holding: values)
+                        } else {
+                            metadata.rowHash = try rows.hash(key: key)
+                        }
+                    }
+                    return metadata
+                }
+                // An insert most often starts the life of a row with no metadata: it is saved as
+                // that without the read, which is made only when the store holds some after all.
+                if op == .insert, metadataStore.expectsNewRows {
+                    var metadata = try folded(.unseen(columnCount: table.columns.count))
+                    if try metadataStore.saveNew(db, key: key, &metadata) {
+                        try generations.record(metadata.generation, of: id)
                         continue
                     }
                 }
-                var metadata = try metadataStore.fetch(db, key: key)
-                if metadata.generation == 0, let floor = floors[table.id] { metadata.generation = floor }
-                switch op {
-                case .insert:
-                    if !metadata.isAlive { metadata.startLife(metadata.afterInsert) }
-                    for i in table.columns.indices where written(i) { metadata.clocks[i] = clock }
-                case .update:
-                    if !metadata.isAlive { metadata.generation = metadata.afterInsert }
-                    for i in table.columns.indices where written(i) { metadata.clocks[i] = clock }
-                case .delete, .marker:
-                    metadata.startLife(metadata.afterDelete)
-                }
-                metadata.rowHash = nil
-                if metadata.isAlive && hashesRows, let rows = access[table.id] {
-                    if op == .insert {
-                        let values = table.columns.indices.map { i -> SQLValue? in
-                            mask.contains(table.slots[i])
-                                ? changes.value(Int32(layout.valueIndex(table.slots[i]))) : nil
-                        }
-                        metadata.rowHash = try rows.hash(key: key, holding: values)
-                    } else {
-                        metadata.rowHash = try rows.hash(key: key)
-                    }
-                }
+                var metadata = try folded(try metadataStore.fetch(db, key: key))
                 try metadataStore.save(db, key: key, &metadata)
                 try generations.record(metadata.generation, of: id)
             }

@@ -170,7 +170,8 @@ struct MergeEngine {
         let table = target.table
         guard key.count + cells.count == table.columns.count else { return false }
         var values = [SQLValue?](repeating: nil, count: table.columns.count)
-        var metadata = RowMetadata(generation: generation, clocks: .init(repeating: nil, count: table.columns.count))
+        var metadata = RowMetadata.unseen(columnCount: table.columns.count)
+        metadata.generation = generation
         for (i, v) in zip(table.keyIndexes, key) { values[i] = v }
         for (i, value, clock) in cells {
             values[i] = value

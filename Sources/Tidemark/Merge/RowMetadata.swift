@@ -22,6 +22,12 @@ struct RowMetadata: Equatable {
         var exists: Bool
     }
 
+    /// The metadata of a row never seen, in a table of `columnCount` columns: generation 0, no
+    /// clock, nothing saved.
+    static func unseen(columnCount: Int) -> RowMetadata {
+        RowMetadata(generation: 0, clocks: .init(repeating: nil, count: columnCount))
+    }
+
     var isAlive: Bool { generation % 2 == 1 }
 
     /// The generation a delete leads to.

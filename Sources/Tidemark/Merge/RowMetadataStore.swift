@@ -59,7 +59,7 @@ final class RowMetadataStore {
         let statement = try RawStatement.reusing(&fetchStatement, db) { fetchSQL }
         try statement.bind(key)
         guard try statement.step() else {
-            return RowMetadata(generation: 0, clocks: [MergeClock?](repeating: nil, count: table.columns.count))
+            return .unseen(columnCount: table.columns.count)
         }
         return try metadata(statement, at: 0)
     }

@@ -12,7 +12,7 @@ final class RowMetadataStore {
     private let fetchColumns: [String]
     private let fetchSQL: String
     /// Saves a row whose non-key columns share one clock, or one with a clock per column; each
-    /// replacing what the row held, or only where it holds nothing. By `saveSlot`.
+    /// replacing what the row held, or only where it holds nothing; by `saveSlot`.
     private let saveSQL: [String]
     private var fetchStatement: RawStatement?
     private var saveStatements = [RawStatement?](repeating: nil, count: 4)
@@ -43,14 +43,16 @@ final class RowMetadataStore {
         // Each names only the columns it sets: the others of the row it replaces become NULL.
         let shared = keys + ["gen", "t", "o"] + width + ["h"]
         let perColumn = keys + ["gen"] + clocks.dropFirst(2) + width + ["h"]
-        saveSQL = (0..<4).map { slot in
-            let (isShared, replacing) = (slot >= 2, slot % 2 == 1)
+        var saveSQL = [String](repeating: "", count: 4)
+        for isShared in [false, true] {
             let columns = isShared ? shared : perColumn
-            return (replacing ? "INSERT OR REPLACE INTO " : "INSERT INTO ")
-                + "\(name)(\(columns.joined(separator: ", "))) "
-                + "VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
-                + (replacing ? "" : " ON CONFLICT DO NOTHING")
+            let target =
+                "\(name)(\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
+            saveSQL[Self.saveSlot(shared: isShared, replacing: true)] = "INSERT OR REPLACE INTO " + target
+            saveSQL[Self.saveSlot(shared: isShared, replacing: false)] =
+                "INSERT INTO " + target + " ON CONFLICT DO NOTHING"
         }
+        self.saveSQL = saveSQL
         hashIndex = Int32(1 + clocks.count + width.count)
     }
 

@@ -102,6 +102,54 @@ import TidemarkTestSupport
         #expect(try reopened.store.rowDigest().digest == (try reopened.tables().rowDigest))
     }
 
+    /// A migration counts again only the tables whose row hashes it may change; every other table
+    /// keeps its digest, which stays what a count from scratch gives.
+    @Test func aMigrationCountsAgainOnlyTheTablesWhoseRowHashesItMayChange() throws {
+        let group = try Self.convergedPair()
+        let a = group["a"]
+        /// The tables whose digest `a` keeps, by name.
+        func kept() throws -> Set<String> {
+            let queue = try DatabaseQueue(path: a.path)
+            defer { try? queue.close() }
+            return Set(
+                try queue.read { db in
+                    try String.fetchAll(
+                        db,
+                        sql:
+                            "SELECT t.name FROM tidemark_digests AS d JOIN tidemark_tables AS t ON t.id = d.table_id")
+                })
+        }
+        /// Runs a migration, then checks which user tables still have a kept digest, and that the
+        /// digest `a` gives is the one its rows give.
+        func migrate(
+            _ sql: String, keeps expected: Set<String>, tables: Set<String> = ["items", "tags"], _ comment: Comment
+        ) throws {
+            try a.store.migrate(Store.Migration(sql: sql))
+            #expect(try kept().intersection(tables) == expected, comment)
+            #expect(try a.store.rowDigest().digest == (try a.tables().rowDigest), comment)
+            // The next watermark counts what was forgotten, and keeps it.
+            try group.pull("a", prune: false)
+            #expect(try kept().isSuperset(of: tables), comment)
+        }
+        _ = try a.store.execute(sql: "UPDATE items SET note = 'pending' WHERE id = 'a2'")
+        try group.pull("a", prune: false)
+        #expect(try kept().isSuperset(of: ["items", "tags"]))
+        try migrate(
+            "CREATE INDEX items_by_qty ON items(qty); ALTER TABLE items ADD COLUMN color TEXT",
+            keeps: ["items", "tags"], "an index and a nullable column change no row's hash")
+        _ = try a.store.execute(sql: "UPDATE items SET color = 'red' WHERE id = 'a1'")
+        try migrate(
+            "ALTER TABLE tags ADD COLUMN shade TEXT DEFAULT 'blue'", keeps: ["items"],
+            "every row of tags now holds the default")
+        try migrate(
+            "ALTER TABLE tags ADD COLUMN size INTEGER DEFAULT NULL; UPDATE items SET qty = qty + 1 WHERE id = 'a6'",
+            keeps: ["tags"], "the SQL wrote a row of items")
+        try migrate("ALTER TABLE items RENAME COLUMN note TO remark", keeps: ["tags"], "column names are hashed")
+        try migrate("ALTER TABLE tags DROP COLUMN weight", keeps: ["items"], "a dropped column leaves the hashes")
+        try migrate(
+            "ALTER TABLE items RENAME TO goods", keeps: ["tags"], tables: ["goods", "tags"], "table names are hashed")
+    }
+
     /// Writes `sql` from a connection of its own with `table`'s capture triggers removed, then puts
     /// them back exactly as they were, as a client working behind Tidemark's back would.
     static func writeBehindTracking(_ path: String, table: String, sql: String) throws {

@@ -9,8 +9,9 @@ import TidemarkCore
 struct LocalFold {
     let db: Database
     let store: Store
-    /// Whether rows are hashed for the row digests. A migration folds without: its tables may no
-    /// longer have the registered columns, and it has every table counted again after.
+    /// Whether rows are hashed for the row digests. A migration folds without when another client
+    /// changed the schema: its tables may then no longer have the registered columns, and every
+    /// table is counted again after.
     var hashesRows = true
 
     /// Folds every own transaction sealed since the last fold.

@@ -7,9 +7,10 @@ import TidemarkCore
 /// `flush` adds the sums up once per access: no write scans a table.
 ///
 /// A table with no row in `tidemark_digests` has no known digest, and `Store.rowDigest` counts it
-/// again with a scan the next time one is needed: after an upgrade or a migration, after a
-/// foreign-key action may have changed rows behind the merge, and after a client changed the
-/// schema (which is how capture triggers are removed and put back).
+/// again with a scan the next time one is needed: after an upgrade, after a migration that may
+/// have changed its row hashes (`SchemaMigrator`), after a foreign-key action may have changed rows
+/// behind the merge, and after a client changed the schema (which is how capture triggers are
+/// removed and put back).
 final class RowDigests {
     let db: Database
     /// What this access did to each table, by table id: one lookup per saved row.

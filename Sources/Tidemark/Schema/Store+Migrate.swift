@@ -87,14 +87,21 @@ struct SchemaMigrator {
 
     func run(_ migration: Store.Migration) throws -> Store.MigrationSummary {
         _ = try store.sealForeign(db)
-        try LocalFold(db: db, store: store, hashesRows: false).run()
-        try RowDigests.forgetAll(db)  // hashes name columns and the SQL may write rows: count again
+        // Kept digests can be vouched for only while no other client changed the schema: then the
+        // tables have their registered columns, and the fold hashes what it folds. Otherwise the
+        // next digest counts every table again anyway.
+        let digestsTrusted = try RowDigests.trusted(db)
+        try LocalFold(db: db, store: store, hashesRows: digestsTrusted).run()
+        if !digestsTrusted { try RowDigests.forgetAll(db) }
         let registrations = try TrackedTable.fetchAll(db, includingUntracked: true)
         let before = registrations.filter { $0.untrackedAt == nil }
         let lastChange = try Sealer.lastChangeID(db)
         let schemaBefore = try Self.schemaText(db)
         let lifted = try runSQL(migration.sql, tracked: before)
         let schemaAfter = try Self.schemaText(db)
+        let written = Set(
+            try Int64.fetchAll(
+                db, sql: "SELECT DISTINCT table_id FROM tidemark_changes WHERE id > ?", arguments: [lastChange]))
         // What the SQL itself wrote is not history: every replica runs the same migration.
         try db.execute(sql: "DELETE FROM tidemark_changes WHERE id > ?", arguments: [lastChange])
         for name in migration.untrack where !before.contains(where: { $0.name == name && !$0.isInternal }) {
@@ -108,15 +115,20 @@ struct SchemaMigrator {
             migration.preserve, tracked: before.map(\.name) + migration.track, untracked: migration.untrack)
         for old in before {
             if migration.untrack.contains(old.name) {
+                try RowDigests.forget(old.id, db)
                 try untrack(old, at: position)
                 summary.untrackedTables.append(old.name)
                 operations.append(.untrack(table: old.name, keyColumns: old.keyColumns, columns: old.columns))
                 continue
             }
-            after.append(
-                try carry(
-                    old, through: migration, lifted: lifted, schemas: (schemaBefore, schemaAfter), at: position,
-                    preserve: preserve, summary: &summary, operations: &operations))
+            let table = try carry(
+                old, through: migration, lifted: lifted, schemas: (schemaBefore, schemaAfter), at: position,
+                preserve: preserve, summary: &summary, operations: &operations)
+            let rewritten = lifted.contains(old.id) || written.contains(old.id)
+            if try mayChangeRowHashes(old, table, rewritten: rewritten, schemas: (schemaBefore, schemaAfter)) {
+                try RowDigests.forget(old.id, db)
+            }
+            after.append(table)
         }
         var nextID = (registrations.map(\.id).max() ?? 0) + 1
         for name in migration.track
@@ -180,6 +192,41 @@ struct SchemaMigrator {
             try CaptureTriggers.install(table, in: db)
         }
         return table
+    }
+
+    /// Whether the migration may have changed the hash of some row of `old`, now `new`
+    /// (Protocol/exchange.md §8.1), so that its digest must be counted again: its rows were written
+    /// by the SQL (`rewritten`: captured, or written with its triggers lifted), its capture
+    /// triggers were changed by the SQL, the table or one of its columns was renamed or dropped
+    /// (names are hashed), or a column was added with a default other than NULL (every row then
+    /// holds it). Adding a nullable column changes no row's hash, and nothing else is counted: a
+    /// migration's cost does not grow with the rows of the tables it leaves alone.
+    private func mayChangeRowHashes(
+        _ old: TrackedTable, _ new: TrackedTable, rewritten: Bool,
+        schemas: (before: [String: String], after: [String: String])
+    ) throws -> Bool {
+        if rewritten || new.name != old.name || new.retired.count != old.retired.count { return true }
+        if CaptureTriggers.names(for: old).contains(where: { schemas.before[$0] != schemas.after[$0] }) { return true }
+        let oldNames = Dictionary(uniqueKeysWithValues: zip(old.slots, old.columns))
+        var added: [String] = []
+        for (slot, name) in zip(new.slots, new.columns) {
+            guard let was = oldNames[slot] else {
+                added.append(name)
+                continue
+            }
+            if was != name { return true }
+        }
+        if added.isEmpty { return false }
+        var defaults: [String: String?] = [:]
+        for row in try Row.fetchAll(
+            db, sql: "SELECT name, dflt_value FROM pragma_table_xinfo(?)", arguments: [new.name])
+        {
+            defaults[row[0]] = row[1] as String?
+        }
+        return added.contains { name in
+            guard let declared = defaults[name] ?? nil else { return false }
+            return declared.trimmingCharacters(in: .whitespaces).uppercased() != "NULL"
+        }
     }
 
     /// Starts tracking the table `name` (`--track`): registers it, creates its row metadata and

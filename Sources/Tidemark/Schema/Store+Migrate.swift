@@ -3,10 +3,16 @@ import GRDB
 import TidemarkCore
 
 extension Store {
-    /// A schema change: SQL the app provides, and the tracking changes that go with it.
+    /// A schema change: SQL the app provides, or code that changes the schema through GRDB, and
+    /// the tracking changes that go with it.
     public struct Migration: Sendable {
         /// The SQL to run (statements of any kind but transaction control), or nil.
         public var sql: String?
+        /// Code to run after `sql`, such as GRDB's `db.alter(table:)`, or nil. Tidemark may run it
+        /// more than once, each time in a savepoint rolled back before the next (when SQLite
+        /// refuses to drop a column that the capture triggers name, the triggers are lifted and
+        /// the migration runs again), so it must do the same each time it runs.
+        public var body: (@Sendable (Database) throws -> Void)?
         /// Tables to start tracking (created by `sql` or already there); their rows are recorded
         /// as inserts, so peers receive them.
         public var track: [String]
@@ -23,6 +29,18 @@ extension Store {
             self.untrack = untrack
             self.preserve = preserve
         }
+
+        /// Creates a migration that runs `body` to change the schema.
+        public init(
+            track: [String] = [], untrack: [String] = [], preserve: [String] = [],
+            _ body: @escaping @Sendable (Database) throws -> Void
+        ) {
+            self.init(track: track, untrack: untrack, preserve: preserve)
+            self.body = body
+        }
+
+        /// Whether the migration changes anything itself (SQL or code), rather than only tracking.
+        var changesSchema: Bool { sql != nil || body != nil }
     }
 
     /// What a migration changed in tracking.
@@ -78,6 +96,59 @@ extension Store {
             }
         }
     }
+
+    /// Runs a migration on the app's writer, inside the transaction `db` is in — a GRDB
+    /// `DatabaseMigrator` migration's, say — so that the app's migration, its bookkeeping and
+    /// Tidemark's tracking changes commit together or not at all:
+    ///
+    /// ```swift
+    /// try migrator.migrate(dbPool, upTo: "v1")  // the schema the store was first created from
+    /// let store = try Store.initialize(in: dbPool, setup: setup).store
+    /// migrator.registerMigration("v2") { db in
+    ///     try store.migrate(Store.Migration(track: ["tag"]) { db in
+    ///         try db.alter(table: "note") { t in t.add(column: "color", .text) }
+    ///         try db.create(table: "tag") { t in
+    ///             t.primaryKey("id", .text)
+    ///             t.column("name", .text)
+    ///         }
+    ///     }, in: db)
+    /// }
+    /// try migrator.migrate(dbPool)
+    /// ```
+    ///
+    /// It does what `migrate(_:)` does, in a savepoint: when it throws, what it did is undone and
+    /// the caller's transaction goes on (a GRDB migration that rethrows rolls back whole). Outside a
+    /// transaction it runs in one of its own. A schema change the app makes on its writer *without*
+    /// this call is adopted when the store is next opened, like another client's; this call also
+    /// supports what adoption cannot (dropped columns, tables to track or untrack).
+    ///
+    /// Throws `StoreError.notAttached` when the store was opened by path or `db` is another
+    /// connection.
+    @discardableResult
+    public func migrate(_ migration: Migration, in db: Database) throws -> MigrationSummary {
+        guard authorship != nil, try WriterAuthorship.isInstalled(on: db) else {
+            throw StoreError.notAttached(path: path)
+        }
+        return try mappingErrors {
+            var summary: MigrationSummary!
+            let run = {
+                try db.inSavepoint {
+                    summary = try Store.ownSchemaChange(db) { try SchemaMigrator(db: db, store: self).run(migration) }
+                    return .commit
+                }
+            }
+            if db.isInsideTransaction {
+                try run()
+            } else {
+                try db.inTransaction(.immediate) {
+                    try run()
+                    return .commit
+                }
+            }
+            try registrations.refresh(db)
+            return summary
+        }
+    }
 }
 
 /// Runs one migration inside the caller's write transaction.
@@ -97,7 +168,7 @@ struct SchemaMigrator {
         let before = registrations.filter { $0.untrackedAt == nil }
         let lastChange = try Sealer.lastChangeID(db)
         let schemaBefore = try Self.schemaText(db)
-        let lifted = try runSQL(migration.sql, tracked: before)
+        let lifted = try runSQL(migration, tracked: before)
         let schemaAfter = try Self.schemaText(db)
         let written = Set(
             try Int64.fetchAll(
@@ -162,7 +233,7 @@ struct SchemaMigrator {
         // A table whose definition and triggers the SQL left alone needs no reading (without SQL,
         // the change to adopt was made before: every table is read).
         let untouched =
-            migration.sql != nil && !lifted.contains(old.id)
+            migration.changesSchema && !lifted.contains(old.id)
             && ([old.name] + CaptureTriggers.names(for: old)).allSatisfy { schemas.before[$0] == schemas.after[$0] }
         var table = untouched ? old : try followed(old, lifted: lifted.contains(old.id), at: position)
         if let columns = preserve[table.name] ?? preserve[old.name] {
@@ -249,17 +320,19 @@ struct SchemaMigrator {
         return text
     }
 
-    /// Runs the migration's SQL with the capture triggers in place, so that SQLite carries a
-    /// rename of a tracked table or column into them: that is how a rename is told from a drop
-    /// and an add. SQLite refuses to drop a column the triggers name: then that table's triggers
-    /// are lifted and the SQL runs again. Returns the tables whose triggers were lifted.
-    private func runSQL(_ sql: String?, tracked: [TrackedTable]) throws -> Set<Int64> {
-        guard let sql else { return [] }
+    /// Runs the migration's SQL and code with the capture triggers in place, so that SQLite
+    /// carries a rename of a tracked table or column into them: that is how a rename is told from
+    /// a drop and an add. SQLite refuses to drop a column the triggers name: then that table's
+    /// triggers are lifted and the migration runs again. Returns the tables whose triggers were
+    /// lifted.
+    private func runSQL(_ migration: Store.Migration, tracked: [TrackedTable]) throws -> Set<Int64> {
+        guard migration.changesSchema else { return [] }
         var lifted = Set<Int64>()
         while true {
             do {
                 try db.inSavepoint {
-                    try runStatements(sql)
+                    if let sql = migration.sql { try runStatements(sql) }
+                    if let body = migration.body { try runBody(body) }
                     return .commit
                 }
                 return lifted
@@ -278,6 +351,16 @@ struct SchemaMigrator {
                     throw error
                 }
             }
+        }
+    }
+
+    /// Runs the migration's code, naming the statement that failed as SQL statements do.
+    private func runBody(_ body: (Database) throws -> Void) throws {
+        do {
+            try body(db)
+        } catch let error as DatabaseError {
+            throw StoreError.migrationFailed(
+                statement: error.sql ?? "(the migration's code)", message: error.message ?? "\(error.resultCode)")
         }
     }
 

@@ -1,0 +1,155 @@
+import Foundation
+import GRDB
+import Testing
+import Tidemark
+import TidemarkTestSupport
+
+/// Migrations an app runs through its own GRDB `DatabaseMigrator`, with `Store.migrate(_:in:)`:
+/// tracking follows in the migration's transaction, peers that make the same change by SQL make
+/// the same schema version, and a refused migration leaves the app's database as it was.
+@Suite struct AppMigrationTests {
+    typealias Fixture = AppWriterTests.Fixture
+
+    /// The app's second migration: a nullable column, a new table to track with a row in it.
+    static func v2(_ store: Store) -> @Sendable (Database) throws -> Void {
+        { db in
+            try store.migrate(
+                Store.Migration(track: ["labels"]) { db in
+                    try db.alter(table: "notes") { t in t.add(column: "color", .text) }
+                    try db.create(table: "labels") { t in
+                        t.primaryKey("id", .text)
+                        t.column("name", .text)
+                    }
+                    try db.execute(sql: "INSERT INTO labels(id, name) VALUES ('l1', 'home')")
+                }, in: db)
+        }
+    }
+
+    /// The same change as `v2`, as SQL for `sync migrate`.
+    static let v2SQL = """
+        ALTER TABLE notes ADD COLUMN color TEXT;
+        CREATE TABLE labels(id TEXT PRIMARY KEY NOT NULL, name TEXT);
+        INSERT INTO labels(id, name) VALUES ('l1', 'home');
+        """
+
+    static func migrator(_ store: Store, through last: String = "v2") -> DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in try db.execute(sql: AppWriterTests.schema) }
+        migrator.registerMigration("v2", migrate: v2(store))
+        if last == "v3" {
+            migrator.registerMigration("v3") { db in
+                try store.migrate(
+                    Store.Migration { db in try db.alter(table: "notes") { t in t.drop(column: "title") } }, in: db)
+            }
+        }
+        return migrator
+    }
+
+    /// The user tables whose row digest the store keeps (it counts the others again when next asked).
+    static func keptDigests(_ pool: DatabasePool) throws -> Set<String> {
+        Set(
+            try pool.read { db in
+                try String.fetchAll(
+                    db, sql: "SELECT t.name FROM tidemark_digests AS d JOIN tidemark_tables AS t ON t.id = d.table_id")
+            })
+    }
+
+    @Test func aMigratorMigrationAdaptsTrackingAndPeersMakingItBySQLConverge() throws {
+        let f = try Fixture()
+        try f.app.setDefaultTransactionAuthor("app", contextName: "ui")
+        try f.pool.write { db in try db.execute(sql: "INSERT INTO notes(id, title) VALUES ('n1', 'first')") }
+        _ = try f.appPulls()
+        #expect(try Self.keptDigests(f.pool).contains("notes"))
+
+        try Self.migrator(f.app).migrate(f.pool)
+        let applied = try f.pool.read { db in try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations") }
+        #expect(applied == ["v1", "v2"])
+        let version = try #require(try f.app.status().lineage.last)
+        #expect(f.app.trackedTable(named: "notes")?.columns.contains("color") == true)
+        #expect(f.app.trackedTable(named: "labels") != nil)
+        // A nullable column changes no row's hash: the digest of notes is still kept.
+        #expect(try Self.keptDigests(f.pool).contains("notes"))
+        // The SQL's own row is recorded as the new table's first rows, with nothing else.
+        let history = try f.app.fetchHistory()
+        let last = try #require(history.last)
+        #expect(last.contextName == "adopt")
+        #expect(last.changes.map(\.table) == ["labels"])
+        #expect(try f.pool.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM tidemark_authorship") } == 0)
+
+        // The peer makes the same change by SQL, and both sync under the same version.
+        let peerVersion = try f.peer.store.migrate(Store.Migration(sql: Self.v2SQL, track: ["labels"])).version
+        #expect(peerVersion == version)
+        try f.pool.write { db in
+            try db.execute(sql: "UPDATE notes SET color = 'red' WHERE id = 'n1'")
+        }
+        _ = try f.app.push(to: f.folder, key: f.appKey)
+        _ = try f.peer.store.pull(from: f.folder, key: f.peer.key)
+        _ = try f.peer.store.execute(sql: "INSERT INTO labels(id, name) VALUES ('l2', 'work')")
+        try f.peerSyncs()
+        _ = try f.appPulls()
+        let appRows = try f.pool.read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT id, title, color FROM notes UNION ALL SELECT id, name, NULL FROM labels ORDER BY 1")
+        }
+        let peerQueue = try DatabaseQueue(path: f.peer.path)
+        defer { try? peerQueue.close() }
+        let peerRows = try peerQueue.read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT id, title, color FROM notes UNION ALL SELECT id, name, NULL FROM labels ORDER BY 1")
+        }
+        #expect(appRows == peerRows)
+        #expect(appRows.count == 3)
+        #expect(appRows.last?["id"] == "n1")
+        #expect(appRows.last?["color"] == "red")
+    }
+
+    @Test func aMigratorMigrationCanDropAColumnTheCaptureTriggersName() throws {
+        let f = try Fixture()
+        try f.pool.write { db in try db.execute(sql: "INSERT INTO notes(id, title, tag) VALUES ('n1', 'first', 't')") }
+        try Self.migrator(f.app, through: "v3").migrate(f.pool)
+        #expect(f.app.trackedTable(named: "notes")?.columns == ["id", "tag", "color"])
+        #expect(try f.app.status().lineage.count == 2)
+        try f.pool.write { db in try db.execute(sql: "UPDATE notes SET color = 'blue' WHERE id = 'n1'") }
+        let change = try #require(try f.app.fetchHistory().last?.changes.first)
+        #expect(change.table == "notes")
+        #expect(change.values.map(\.name) == ["color"])
+        #expect(change.values.first?.value == .text("blue"))
+    }
+
+    @Test func aRefusedMigrationRollsTheMigratorsMigrationBackWhole() throws {
+        let f = try Fixture()
+        try f.pool.write { db in try db.execute(sql: "INSERT INTO notes(id, title) VALUES ('n1', 'first')") }
+        _ = try f.appPulls()
+        _ = try f.pool.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
+        let before = try StoreBytes(f.directory.file("app.sqlite"))
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in try db.execute(sql: AppWriterTests.schema) }
+        migrator.registerMigration("v2") { [app = f.app] db in
+            try app.migrate(Store.Migration(sql: "ALTER TABLE notes RENAME COLUMN id TO uid"), in: db)
+        }
+        #expect {
+            try migrator.migrate(f.pool)
+        } throws: { error in
+            guard case StoreError.unsupportedMigration(let table, _) = error else { return false }
+            return table == "notes"
+        }
+        _ = try f.pool.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
+        #expect(try StoreBytes(f.directory.file("app.sqlite")) == before)
+        #expect(f.app.trackedTable(named: "notes")?.keyColumns == ["id"])
+    }
+
+    @Test func aStoreOpenedByPathIsNotMigratedOnAnotherConnection() throws {
+        let f = try Fixture()
+        let queue = try DatabaseQueue(path: f.peer.path)
+        defer { try? queue.close() }
+        #expect {
+            try queue.write { db in
+                try f.peer.store.migrate(Store.Migration(sql: "ALTER TABLE notes ADD COLUMN color TEXT"), in: db)
+            }
+        } throws: { error in
+            guard case StoreError.notAttached = error else { return false }
+            return true
+        }
+        #expect(f.peer.store.trackedTable(named: "notes")?.columns == ["id", "title", "tag"])
+    }
+}

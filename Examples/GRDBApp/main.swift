@@ -1,6 +1,7 @@
 // The README's "Using Tidemark in a GRDB app", as a program: an app with its own DatabasePool and
 // migrations attaches a Tidemark store, names the author of its writes, and sees a peer's rows
-// arrive through its own ValueObservation after a pull. Exits 1 if the observation does not fire.
+// arrive through its own ValueObservation after a pull; then a later release adds a column through
+// the same migrator, and the peer gets a write to it. Exits 1 if either does not happen.
 import Foundation
 import GRDB
 import Tidemark
@@ -79,6 +80,29 @@ cancellable.cancel()
 print("observed: \(titles.withLock { $0.last ?? [] })")
 guard seen else {
     print("error: the app's observation did not see the pulled row")
+    exit(1)
+}
+
+// MARK: A later release changes the schema in the same migrator
+
+// Run through the store, the app's migration and Tidemark's tracking commit together. The laptop
+// makes the same change by SQL (`sync migrate`), so both are on the same schema version.
+migrator.registerMigration("v2") { db in
+    try store.migrate(
+        Store.Migration { db in
+            try db.alter(table: "note") { t in t.add(column: "pinned", .boolean).notNull().defaults(to: false) }
+        }, in: db)
+}
+try migrator.migrate(dbPool)
+try laptop.migrate(Store.Migration(sql: "ALTER TABLE note ADD COLUMN pinned BOOLEAN NOT NULL DEFAULT 0"))
+print("schema: \(try store.status().lineage.last.map { "\($0)" } ?? "initial")")
+try dbPool.write { db in try db.execute(sql: "UPDATE note SET pinned = 1 WHERE title = 'Groceries'") }
+_ = try store.push(to: folder, key: phoneKey)
+_ = try laptop.pull(from: folder, key: laptopKey)
+let pinned = try laptop.execute(sql: "SELECT title FROM note WHERE pinned = 1").0.first?.rows ?? []
+print("pinned on the laptop: \(pinned.count) note(s)")
+guard try laptop.status().lineage == store.status().lineage, pinned.count == 1 else {
+    print("error: the laptop did not get the pinned note under the new schema")
     exit(1)
 }
 print("ok")

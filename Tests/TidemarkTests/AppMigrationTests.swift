@@ -67,8 +67,11 @@ import TidemarkTestSupport
         let version = try #require(try f.app.status().lineage.last)
         #expect(f.app.trackedTable(named: "notes")?.columns.contains("color") == true)
         #expect(f.app.trackedTable(named: "labels") != nil)
-        // A nullable column changes no row's hash: the digest of notes is still kept.
-        #expect(try Self.keptDigests(f.pool).contains("notes"))
+        // The migration wrote a row (of labels) while notes gained a column the capture triggers
+        // did not know yet, so notes is counted again; the digest is what the rows give.
+        #expect(try !Self.keptDigests(f.pool).contains("notes"))
+        let rows = try StoreSnapshot.trackedTables(of: f.directory.file("app.sqlite"))
+        #expect(try f.app.rowDigest().digest == rows.rowDigest)
         // The SQL's own row is recorded as the new table's first rows, with nothing else.
         let history = try f.app.fetchHistory()
         let last = try #require(history.last)
@@ -136,6 +139,49 @@ import TidemarkTestSupport
         _ = try f.pool.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
         #expect(try StoreBytes(f.directory.file("app.sqlite")) == before)
         #expect(f.app.trackedTable(named: "notes")?.keyColumns == ["id"])
+    }
+
+    /// What a migration's SQL writes is not history, and neither is the author mark the app's
+    /// writer put on it: the next writes, the app's and another client's, keep their own authors.
+    @Test func aMigrationThatWritesRowsLeavesNoAuthorMarkBehind() throws {
+        let f = try Fixture()
+        try f.app.setDefaultTransactionAuthor("app", contextName: "ui")
+        try f.pool.write { db in try db.execute(sql: "INSERT INTO notes(id, title) VALUES ('n1', 'first')") }
+        try f.app.migrate(Store.Migration(sql: "UPDATE notes SET title = 'backfilled'"))
+        _ = try f.pool.write { db in
+            try f.app.migrate(Store.Migration(sql: "UPDATE notes SET tag = 'kept'"), in: db)
+        }
+        #expect(try f.pool.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM tidemark_authorship") } == 0)
+        // Another client writes first, then the app.
+        let other = try DatabaseQueue(path: f.directory.file("app.sqlite"))
+        try other.write { db in try db.execute(sql: "INSERT INTO notes(id, title) VALUES ('n2', 'shell')") }
+        try other.close()
+        try f.pool.write { db in try db.execute(sql: "INSERT INTO notes(id, title) VALUES ('n3', 'app')") }
+        let written = try f.app.fetchHistory().suffix(2)
+        #expect(written.map { $0.changes.first?.key.first?.value } == [.text("n2"), .text("n3")])
+        #expect(written.map(\.author) == [nil, "app"])
+    }
+
+    struct Abandoned: Error {}
+
+    /// The caller rolls its transaction back after the migration: the store's tables are as they
+    /// were, in the database and in what the store says of them.
+    @Test func aMigrationTheCallerRollsBackLeavesTrackingAsItWas() throws {
+        let f = try Fixture()
+        #expect(throws: Abandoned.self) {
+            try f.pool.write { db in
+                try f.app.migrate(
+                    Store.Migration(track: ["labels"]) { db in
+                        try db.create(table: "labels") { t in t.primaryKey("id", .text) }
+                    }, in: db)
+                #expect(f.app.trackedTable(named: "labels") != nil)
+                throw Abandoned()
+            }
+        }
+        #expect(f.app.trackedTable(named: "labels") == nil)
+        #expect(try f.app.status().lineage.isEmpty)
+        try f.pool.write { db in try db.execute(sql: "INSERT INTO notes(id, title) VALUES ('n1', 'after')") }
+        #expect(try f.app.fetchHistory().last?.changes.map(\.table) == ["notes"])
     }
 
     @Test func aStoreOpenedByPathIsNotMigratedOnAnotherConnection() throws {

@@ -364,4 +364,28 @@ import TidemarkTestSupport
         }
         #expect { try Store.open(a.path) } throws: { error in "\(error)".contains("primary key changed") }
     }
+
+    /// A table rebuilt with the same columns (created anew, filled, renamed into place) loses its
+    /// triggers with the table it replaces: the migration installs them again, and writes after it
+    /// are captured and reach peers.
+    @Test func aTableRebuiltWithTheSameColumnsKeepsCapturingWrites() throws {
+        let group = try Self.group(["a", "b"])
+        let (a, b) = (group["a"], group["b"])
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name, qty) VALUES ('i1', 'one', 1)")
+        try group.round()
+        let rebuild = """
+            CREATE TABLE items_new(id TEXT PRIMARY KEY, name TEXT, qty INTEGER);
+            INSERT INTO items_new SELECT id, name, qty FROM items;
+            DROP TABLE items;
+            ALTER TABLE items_new RENAME TO items;
+            """
+        for replica in [a, b] { try replica.store.migrate(Store.Migration(sql: rebuild)) }
+        _ = try a.store.execute(sql: "UPDATE items SET qty = 2 WHERE id = 'i1'")
+        #expect(try a.store.fetchHistory().last?.changes.map(\.table) == ["items"])
+        try group.round()
+        #expect(try group.tableDifferences() == [])
+        #expect(try b.tables().rowDigest == (try b.store.rowDigest().digest))
+        let qty = try b.store.execute(sql: "SELECT qty FROM items WHERE id = 'i1'").0.first?.rows
+        #expect(qty == [[.integer(2)]])
+    }
 }

@@ -87,9 +87,17 @@ extension Store {
         try mappingErrors {
             try database.writeWithoutTransaction { db in
                 var summary: MigrationSummary!
-                try db.inTransaction(.immediate) {
-                    summary = try Store.ownSchemaChange(db) { try SchemaMigrator(db: db, store: self).run(migration) }
-                    return .commit
+                do {
+                    try db.inTransaction(.immediate) {
+                        summary = try Store.ownSchemaChange(db) {
+                            try SchemaMigrator(db: db, store: self).run(migration)
+                        }
+                        return .commit
+                    }
+                } catch {
+                    // The migrator read the registrations it was making; they were rolled back.
+                    try? registrations.reload(db)
+                    throw error
                 }
                 try registrations.refresh(db)
                 return summary
@@ -126,7 +134,9 @@ extension Store {
     /// connection.
     @discardableResult
     public func migrate(_ migration: Migration, in db: Database) throws -> MigrationSummary {
-        guard authorship != nil, try WriterAuthorship.isInstalled(on: db) else {
+        guard authorship != nil, try WriterAuthorship.isInstalled(on: db),
+            Data.fromDatabaseValue(try Bookkeeping.meta(db, Bookkeeping.Meta.publicKey)) == Data(publicKey)
+        else {
             throw StoreError.notAttached(path: path)
         }
         return try mappingErrors {
@@ -137,13 +147,24 @@ extension Store {
                     return .commit
                 }
             }
-            if db.isInsideTransaction {
-                try run()
-            } else {
-                try db.inTransaction(.immediate) {
+            do {
+                if db.isInsideTransaction {
+                    try registrations.refresh(db)
+                    let saved = registrations.saved
                     try run()
-                    return .commit
+                    // The caller may still roll its transaction back, and the migration with it.
+                    db.afterNextTransaction(
+                        onCommit: { _ in }, onRollback: { [registrations] _ in registrations.restore(saved) })
+                } else {
+                    try db.inTransaction(.immediate) {
+                        try run()
+                        return .commit
+                    }
                 }
+            } catch {
+                // The migrator read the registrations it was making; they were rolled back.
+                try? registrations.reload(db)
+                throw error
             }
             try registrations.refresh(db)
             return summary
@@ -168,13 +189,21 @@ struct SchemaMigrator {
         let before = registrations.filter { $0.untrackedAt == nil }
         let lastChange = try Sealer.lastChangeID(db)
         let schemaBefore = try Self.schemaText(db)
+        let changesBefore = db.totalChangesCount
         let lifted = try runSQL(migration, tracked: before)
+        // Rows written by the migration, tracked or not, captured or not: a write to a column the
+        // migration added is not captured, since the triggers do not know the column yet.
+        let wroteRows = db.totalChangesCount != changesBefore
         let schemaAfter = try Self.schemaText(db)
         let written = Set(
             try Int64.fetchAll(
                 db, sql: "SELECT DISTINCT table_id FROM tidemark_changes WHERE id > ?", arguments: [lastChange]))
-        // What the SQL itself wrote is not history: every replica runs the same migration.
+        // What the SQL itself wrote is not history: every replica runs the same migration. Nor is
+        // the author mark an app's writer put on it (`WriterAuthorship`): the change ids are used
+        // again, and a mark left behind would name the author of the next writes, or clash with
+        // the app's next mark. (Marks of earlier changes went when they were sealed, above.)
         try db.execute(sql: "DELETE FROM tidemark_changes WHERE id > ?", arguments: [lastChange])
+        try db.execute(sql: "DELETE FROM tidemark_authorship WHERE first_change > ?", arguments: [lastChange])
         for name in migration.untrack where !before.contains(where: { $0.name == name && !$0.isInternal }) {
             throw StoreError.notTracked(name)
         }
@@ -196,7 +225,10 @@ struct SchemaMigrator {
                 old, through: migration, lifted: lifted, schemas: (schemaBefore, schemaAfter), at: position,
                 preserve: preserve, summary: &summary, operations: &operations)
             let rewritten = lifted.contains(old.id) || written.contains(old.id)
-            if try mayChangeRowHashes(old, table, rewritten: rewritten, schemas: (schemaBefore, schemaAfter)) {
+            if try mayChangeRowHashes(
+                old, table, rewritten: rewritten, wroteRows: wroteRows, adopted: !migration.changesSchema,
+                schemas: (schemaBefore, schemaAfter))
+            {
                 try RowDigests.forget(old.id, db)
             }
             after.append(table)
@@ -258,7 +290,12 @@ struct SchemaMigrator {
                 sql: "UPDATE tidemark_conflicts SET table_name = ? WHERE table_name = ?",
                 arguments: [table.name, old.name])
         }
-        if table != old || lifted.contains(old.id) {
+        // A table rebuilt with the same columns (created anew, filled, renamed into place) lost
+        // its triggers with the table it replaced.
+        let triggersGone = CaptureTriggers.names(for: old).contains {
+            schemas.before[$0] != nil && schemas.after[$0] == nil
+        }
+        if table != old || lifted.contains(old.id) || triggersGone {
             try Bookkeeping.ensureChangeColumns(db, for: table)
             try CaptureTriggers.install(table, in: db)
         }
@@ -270,13 +307,17 @@ struct SchemaMigrator {
     /// by the SQL (`rewritten`: captured, or written with its triggers lifted), its capture
     /// triggers were changed by the SQL, the table or one of its columns was renamed or dropped
     /// (names are hashed), or a column was added with a default other than NULL (every row then
-    /// holds it). Adding a nullable column changes no row's hash, and nothing else is counted: a
-    /// migration's cost does not grow with the rows of the tables it leaves alone.
+    /// holds it) or while the migration wrote rows (`wroteRows`: the triggers do not capture a
+    /// write to a column they do not know yet). A change another client made and the migration
+    /// adopts (`adopted`) may have come with such writes too. Adding a nullable column changes no
+    /// row's hash, and nothing else is counted: a migration's cost does not grow with the rows of
+    /// the tables it leaves alone.
     private func mayChangeRowHashes(
-        _ old: TrackedTable, _ new: TrackedTable, rewritten: Bool,
+        _ old: TrackedTable, _ new: TrackedTable, rewritten: Bool, wroteRows: Bool, adopted: Bool,
         schemas: (before: [String: String], after: [String: String])
     ) throws -> Bool {
         if rewritten || new.name != old.name || new.retired.count != old.retired.count { return true }
+        if adopted && new != old { return true }
         if CaptureTriggers.names(for: old).contains(where: { schemas.before[$0] != schemas.after[$0] }) { return true }
         let oldNames = Dictionary(uniqueKeysWithValues: zip(old.slots, old.columns))
         var added: [String] = []
@@ -288,6 +329,7 @@ struct SchemaMigrator {
             if was != name { return true }
         }
         if added.isEmpty { return false }
+        if wroteRows { return true }
         var defaults: [String: String?] = [:]
         for row in try Row.fetchAll(
             db, sql: "SELECT name, dflt_value FROM pragma_table_xinfo(?)", arguments: [new.name])

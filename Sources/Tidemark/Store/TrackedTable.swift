@@ -119,6 +119,20 @@ extension TrackedTable {
             state.withLock { $0 = (tables, version) }
         }
 
+        /// The registrations as they are now, for `restore`.
+        var saved: (tables: [TrackedTable], schemaVersion: Int?) { state.withLock { $0 } }
+
+        /// Puts back registrations saved before a schema change whose transaction rolled back,
+        /// without reading the database (GRDB refuses statements while it reports a rollback).
+        /// Of several changes rolled back together, the first one's registrations stay: they are
+        /// the oldest schema version.
+        func restore(_ saved: (tables: [TrackedTable], schemaVersion: Int?)) {
+            state.withLock { current in
+                if let old = saved.schemaVersion, let now = current.schemaVersion, old >= now { return }
+                current = saved
+            }
+        }
+
         /// Reads the registrations again: they changed without a schema change.
         func reload(_ db: Database) throws {
             let version = try Int.fetchOne(db, sql: "PRAGMA schema_version")

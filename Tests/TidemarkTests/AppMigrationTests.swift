@@ -162,6 +162,26 @@ import TidemarkTestSupport
         #expect(written.map(\.author) == [nil, "app"])
     }
 
+    /// The app changed a table itself earlier in the migration's transaction: the store's
+    /// migration reads that table again and captures its new column.
+    @Test func aTableTheAppChangedEarlierInTheTransactionIsReadAgain() throws {
+        let f = try Fixture()
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in try db.execute(sql: AppWriterTests.schema) }
+        migrator.registerMigration("v2") { [app = f.app] db in
+            try db.alter(table: "notes") { t in t.add(column: "color", .text) }
+            try app.migrate(
+                Store.Migration(track: ["labels"]) { db in
+                    try db.create(table: "labels") { t in t.primaryKey("id", .text) }
+                }, in: db)
+        }
+        try migrator.migrate(f.pool)
+        #expect(f.app.trackedTable(named: "notes")?.columns == ["id", "title", "tag", "color"])
+        try f.pool.write { db in try db.execute(sql: "INSERT INTO notes(id, title, color) VALUES ('n1', 'a', 'red')") }
+        let change = try #require(try f.app.fetchHistory().last?.changes.first)
+        #expect(change.values.first { $0.name == "color" }?.value == .text("red"))
+    }
+
     struct Abandoned: Error {}
 
     /// The caller rolls its transaction back after the migration: the store's tables are as they

@@ -222,8 +222,9 @@ struct SchemaMigrator {
                 continue
             }
             let table = try carry(
-                old, through: migration, lifted: lifted, schemas: (schemaBefore, schemaAfter), at: position,
-                preserve: preserve, summary: &summary, operations: &operations)
+                old, through: migration, lifted: lifted, foreign: !digestsTrusted,
+                schemas: (schemaBefore, schemaAfter), at: position, preserve: preserve, summary: &summary,
+                operations: &operations)
             let rewritten = lifted.contains(old.id) || written.contains(old.id)
             if try mayChangeRowHashes(
                 old, table, rewritten: rewritten, wroteRows: wroteRows, adopted: !migration.changesSchema,
@@ -258,14 +259,16 @@ struct SchemaMigrator {
     /// its triggers alone, applies `--preserve`, notes what changed (`note`), grows its row
     /// metadata, and reinstalls its triggers where needed. Returns the table as it is now.
     private func carry(
-        _ old: TrackedTable, through migration: Store.Migration, lifted: Set<Int64>,
+        _ old: TrackedTable, through migration: Store.Migration, lifted: Set<Int64>, foreign: Bool,
         schemas: (before: [String: String], after: [String: String]), at position: Int, preserve: [String: [String]],
         summary: inout Store.MigrationSummary, operations: inout [Schema.Operation]
     ) throws -> TrackedTable {
-        // A table whose definition and triggers the SQL left alone needs no reading (without SQL,
-        // the change to adopt was made before: every table is read).
+        // A table whose definition and triggers the SQL left alone needs no reading. Every table is
+        // read without SQL (the change to adopt was made before), and after a schema change that
+        // was not Tidemark's (`foreign`): the app may have changed a table earlier in the
+        // transaction `Store.migrate(_:in:)` runs in.
         let untouched =
-            migration.changesSchema && !lifted.contains(old.id)
+            migration.changesSchema && !foreign && !lifted.contains(old.id)
             && ([old.name] + CaptureTriggers.names(for: old)).allSatisfy { schemas.before[$0] == schemas.after[$0] }
         var table = untouched ? old : try followed(old, lifted: lifted.contains(old.id), at: position)
         if let columns = preserve[table.name] ?? preserve[old.name] {

@@ -84,25 +84,7 @@ extension Store {
     /// once they migrate too; this replica applies their bundles meanwhile.
     @discardableResult
     public func migrate(_ migration: Migration) throws -> MigrationSummary {
-        try mappingErrors {
-            try database.writeWithoutTransaction { db in
-                var summary: MigrationSummary!
-                do {
-                    try db.inTransaction(.immediate) {
-                        summary = try Store.ownSchemaChange(db) {
-                            try SchemaMigrator(db: db, store: self).run(migration)
-                        }
-                        return .commit
-                    }
-                } catch {
-                    // The migrator read the registrations it was making; they were rolled back.
-                    try? registrations.reload(db)
-                    throw error
-                }
-                try registrations.refresh(db)
-                return summary
-            }
-        }
+        try mappingErrors { try database.writeWithoutTransaction { db in try perform(migration, db) } }
     }
 
     /// Runs a migration on the app's writer, inside the transaction `db` is in — a GRDB
@@ -139,36 +121,41 @@ extension Store {
         else {
             throw StoreError.notAttached(path: path)
         }
-        return try mappingErrors {
-            var summary: MigrationSummary!
-            let run = {
-                try db.inSavepoint {
-                    summary = try Store.ownSchemaChange(db) { try SchemaMigrator(db: db, store: self).run(migration) }
+        return try mappingErrors { try perform(migration, db) }
+    }
+
+    /// Runs `migration` in a savepoint of the transaction `db` is in, or in an immediate
+    /// transaction of its own, and keeps the store's registrations as the database has them
+    /// whether it commits or rolls back.
+    private func perform(_ migration: Migration, _ db: Database) throws -> MigrationSummary {
+        var summary: MigrationSummary!
+        let run = {
+            try db.inSavepoint {
+                summary = try Store.ownSchemaChange(db) { try SchemaMigrator(db: db, store: self).run(migration) }
+                return .commit
+            }
+        }
+        do {
+            if db.isInsideTransaction {
+                try registrations.refresh(db)
+                let saved = registrations.saved
+                try run()
+                // The caller may still roll its transaction back, and the migration with it.
+                db.afterNextTransaction(
+                    onCommit: { _ in }, onRollback: { [registrations] _ in registrations.restore(saved) })
+            } else {
+                try db.inTransaction(.immediate) {
+                    try run()
                     return .commit
                 }
             }
-            do {
-                if db.isInsideTransaction {
-                    try registrations.refresh(db)
-                    let saved = registrations.saved
-                    try run()
-                    // The caller may still roll its transaction back, and the migration with it.
-                    db.afterNextTransaction(
-                        onCommit: { _ in }, onRollback: { [registrations] _ in registrations.restore(saved) })
-                } else {
-                    try db.inTransaction(.immediate) {
-                        try run()
-                        return .commit
-                    }
-                }
-            } catch {
-                // The migrator read the registrations it was making; they were rolled back.
-                try? registrations.reload(db)
-                throw error
-            }
-            try registrations.refresh(db)
-            return summary
+        } catch {
+            // The migrator read the registrations it was making; they were rolled back.
+            try? registrations.reload(db)
+            throw error
         }
+        try registrations.refresh(db)
+        return summary
     }
 }
 

@@ -182,6 +182,39 @@ import TidemarkTestSupport
         #expect(change.values.first { $0.name == "color" }?.value == .text("red"))
     }
 
+    /// The app writes, migrates and writes again in one transaction with an author set: both
+    /// writes keep that author.
+    @Test func writesAroundAMigrationInOneTransactionKeepTheirAuthor() throws {
+        let f = try Fixture()
+        try f.app.setDefaultTransactionAuthor("app", contextName: "ui")
+        try f.pool.write { db in
+            try db.execute(sql: "INSERT INTO notes(id, title) VALUES ('n1', 'before')")
+            _ = try f.app.migrate(Store.Migration(sql: "ALTER TABLE notes ADD COLUMN color TEXT"), in: db)
+            try db.execute(sql: "INSERT INTO notes(id, title, color) VALUES ('n2', 'after', 'red')")
+        }
+        let written = try f.app.fetchHistory().filter { $0.contextName != "adopt" }
+        #expect(written.map { $0.changes.first?.key.first?.value } == [.text("n1"), .text("n2")])
+        #expect(written.map(\.author) == ["app", "app"])
+    }
+
+    /// A savepoint around the migration rolls back, and the transaction commits: the store's
+    /// tables are as the database has them.
+    @Test func aMigrationInASavepointRolledBackLeavesTrackingAsItWas() throws {
+        let f = try Fixture()
+        try f.pool.write { db in
+            try db.inSavepoint {
+                _ = try f.app.migrate(
+                    Store.Migration(track: ["labels"]) { db in
+                        try db.create(table: "labels") { t in t.primaryKey("id", .text) }
+                    }, in: db)
+                return .rollback
+            }
+            try db.execute(sql: "CREATE TABLE scratch(x)")
+        }
+        #expect(f.app.trackedTable(named: "labels") == nil)
+        #expect(try f.app.rowDigest().digest["notes"].rows == 0)
+    }
+
     struct Abandoned: Error {}
 
     /// The caller rolls its transaction back after the migration: the store's tables are as they

@@ -140,9 +140,12 @@ extension Store {
                 try registrations.refresh(db)
                 let saved = registrations.saved
                 try run()
-                // The caller may still roll its transaction back, and the migration with it.
+                // The caller may still roll back its transaction, and the migration with it, or a
+                // savepoint around the migration and then commit: read the registrations again
+                // at commit, and put them back at a rollback (GRDB refuses statements then).
                 db.afterNextTransaction(
-                    onCommit: { _ in }, onRollback: { [registrations] _ in registrations.restore(saved) })
+                    onCommit: { [registrations] db in try? registrations.reload(db) },
+                    onRollback: { [registrations] _ in registrations.restore(saved) })
             } else {
                 try db.inTransaction(.immediate) {
                     try run()
@@ -155,6 +158,11 @@ extension Store {
             throw error
         }
         try registrations.refresh(db)
+        if try WriterAuthorship.isInstalled(on: db) {
+            // The migration sealed what the app's writer had marked earlier in the transaction:
+            // its later writes start a mark of their own.
+            try db.execute(sql: "DELETE FROM temp.tidemark_open")
+        }
         return summary
     }
 }
@@ -213,8 +221,9 @@ struct SchemaMigrator {
                 schemas: (schemaBefore, schemaAfter), at: position, preserve: preserve, summary: &summary,
                 operations: &operations)
             let rewritten = lifted.contains(old.id) || written.contains(old.id)
+            // A change another client made and the migration adopts may have come with writes.
             if try mayChangeRowHashes(
-                old, table, rewritten: rewritten, wroteRows: wroteRows, adopted: !migration.changesSchema,
+                old, table, rewritten: rewritten, wroteRows: wroteRows || !migration.changesSchema,
                 schemas: (schemaBefore, schemaAfter))
             {
                 try RowDigests.forget(old.id, db)
@@ -297,17 +306,15 @@ struct SchemaMigrator {
     /// by the SQL (`rewritten`: captured, or written with its triggers lifted), its capture
     /// triggers were changed by the SQL, the table or one of its columns was renamed or dropped
     /// (names are hashed), or a column was added with a default other than NULL (every row then
-    /// holds it) or while the migration wrote rows (`wroteRows`: the triggers do not capture a
-    /// write to a column they do not know yet). A change another client made and the migration
-    /// adopts (`adopted`) may have come with such writes too. Adding a nullable column changes no
-    /// row's hash, and nothing else is counted: a migration's cost does not grow with the rows of
-    /// the tables it leaves alone.
+    /// holds it) or while rows may have been written (`wroteRows`: the triggers do not capture a
+    /// write to a column they do not know yet). Adding a nullable column changes no row's hash, and
+    /// nothing else is counted: a migration's cost does not grow with the rows of the tables it
+    /// leaves alone.
     private func mayChangeRowHashes(
-        _ old: TrackedTable, _ new: TrackedTable, rewritten: Bool, wroteRows: Bool, adopted: Bool,
+        _ old: TrackedTable, _ new: TrackedTable, rewritten: Bool, wroteRows: Bool,
         schemas: (before: [String: String], after: [String: String])
     ) throws -> Bool {
         if rewritten || new.name != old.name || new.retired.count != old.retired.count { return true }
-        if adopted && new != old { return true }
         if CaptureTriggers.names(for: old).contains(where: { schemas.before[$0] != schemas.after[$0] }) { return true }
         let oldNames = Dictionary(uniqueKeysWithValues: zip(old.slots, old.columns))
         var added: [String] = []

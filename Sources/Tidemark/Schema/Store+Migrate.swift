@@ -140,6 +140,11 @@ extension Store {
                 try registrations.refresh(db)
                 let saved = registrations.saved
                 try run()
+                if try WriterAuthorship.isInstalled(on: db) {
+                    // The migration sealed what the app's writer had marked earlier in the
+                    // transaction: its later writes start a mark of their own.
+                    try db.execute(sql: "DELETE FROM temp.tidemark_open")
+                }
                 // The caller may still roll back its transaction, and the migration with it, or a
                 // savepoint around the migration and then commit: read the registrations again
                 // at commit, and put them back at a rollback (GRDB refuses statements then).
@@ -158,11 +163,6 @@ extension Store {
             throw error
         }
         try registrations.refresh(db)
-        if try WriterAuthorship.isInstalled(on: db) {
-            // The migration sealed what the app's writer had marked earlier in the transaction:
-            // its later writes start a mark of their own.
-            try db.execute(sql: "DELETE FROM temp.tidemark_open")
-        }
         return summary
     }
 }

@@ -80,6 +80,20 @@ final class WriterAuthorship: TransactionObserver, @unchecked Sendable {
         }
     }
 
+    /// Ends the current transaction's mark on the writer's connection `db`: its later changes
+    /// start a mark of their own. Done at every commit, and after a migration sealed the changes
+    /// the mark covered earlier in the transaction.
+    static func endMark(in db: Database) throws {
+        try db.cachedStatement(sql: "DELETE FROM temp.tidemark_open").execute()
+    }
+
+    /// Removes the marks of pending changes after `change`, which are being deleted (a migration's
+    /// own writes are not history): change ids are used again, and a mark left behind would name
+    /// the author of the next changes, or clash with the writer's next mark.
+    static func removeMarks(after change: Int64, in db: Database) throws {
+        try db.execute(sql: "DELETE FROM tidemark_authorship WHERE first_change > ?", arguments: [change])
+    }
+
     /// Whether `db` is a connection the authorship objects were installed on.
     static func isInstalled(on db: Database) throws -> Bool {
         try Bool.fetchOne(db, sql: "SELECT count(*) > 0 FROM temp.sqlite_master WHERE name = 'tidemark_author'")
@@ -108,7 +122,7 @@ final class WriterAuthorship: TransactionObserver, @unchecked Sendable {
                         "SELECT EXISTS (SELECT 1 FROM temp.tidemark_open) OR EXISTS (SELECT 1 FROM temp.tidemark_author WHERE scope = 1)"
                 ))
             if marked == true {
-                try db.cachedStatement(sql: "DELETE FROM temp.tidemark_open").execute()
+                try Self.endMark(in: db)
                 try db.cachedStatement(sql: "DELETE FROM temp.tidemark_author WHERE scope = 1").execute()
             }
             guard try Sealer.hasPending(db) else { return }

@@ -140,11 +140,9 @@ extension Store {
                 try registrations.refresh(db)
                 let saved = registrations.saved
                 try run()
-                if try WriterAuthorship.isInstalled(on: db) {
-                    // The migration sealed what the app's writer had marked earlier in the
-                    // transaction: its later writes start a mark of their own.
-                    try db.execute(sql: "DELETE FROM temp.tidemark_open")
-                }
+                // Only `migrate(_:in:)` runs inside a transaction, on the app's writer (it checked):
+                // the migration sealed what the writer had marked earlier in the transaction.
+                try WriterAuthorship.endMark(in: db)
                 // The caller may still roll back its transaction, and the migration with it, or a
                 // savepoint around the migration and then commit: read the registrations again
                 // at commit, and put them back at a rollback (GRDB refuses statements then).
@@ -194,11 +192,10 @@ struct SchemaMigrator {
             try Int64.fetchAll(
                 db, sql: "SELECT DISTINCT table_id FROM tidemark_changes WHERE id > ?", arguments: [lastChange]))
         // What the SQL itself wrote is not history: every replica runs the same migration. Nor is
-        // the author mark an app's writer put on it (`WriterAuthorship`): the change ids are used
-        // again, and a mark left behind would name the author of the next writes, or clash with
-        // the app's next mark. (Marks of earlier changes went when they were sealed, above.)
+        // the author mark an app's writer put on it. (Marks of earlier changes went when they were
+        // sealed, above.)
         try db.execute(sql: "DELETE FROM tidemark_changes WHERE id > ?", arguments: [lastChange])
-        try db.execute(sql: "DELETE FROM tidemark_authorship WHERE first_change > ?", arguments: [lastChange])
+        try WriterAuthorship.removeMarks(after: lastChange, in: db)
         for name in migration.untrack where !before.contains(where: { $0.name == name && !$0.isInternal }) {
             throw StoreError.notTracked(name)
         }

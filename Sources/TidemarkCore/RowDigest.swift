@@ -50,8 +50,9 @@ public struct RowDigest: Sendable, Hashable {
         SipHash24.hash(message, k0: key.0, k1: key.1)
     }
 
-    /// The row's encoding (exchange.md §8.1): the table name, then each non-NULL column as its name and value,
-    /// in ascending bytewise order of column name. `columns` must be in that order.
+    /// The row's encoding (exchange.md §8.1): the table name, then each non-NULL column as its name
+    /// and value, in ascending bytewise order of column name. `columns` must be in that order,
+    /// without the cells that hold their column's hash default (`isLiteralDefault`).
     public static func encodeRow(table: String, columns: [(name: String, value: SQLValue)], into out: inout [UInt8]) {
         RecordEncoding.string(table, &out)
         for column in columns where column.value != .null {
@@ -62,6 +63,14 @@ public struct RowDigest: Sendable, Hashable {
 
     /// Appends `value` as the row encoding has it: a bundle value (bundle.md §4.1).
     public static func appendValue(_ value: SQLValue, to out: inout [UInt8]) { RecordEncoding.value(value, &out) }
+
+    /// `value` as the row encoding has it. Two values are the same cell when these bytes are equal
+    /// (a cell is its column's hash default only then: 0.0 is not -0.0).
+    public static func encodedValue(_ value: SQLValue) -> [UInt8] {
+        var out: [UInt8] = []
+        RecordEncoding.value(value, &out)
+        return out
+    }
 
     /// The hash of a row given by its values, for callers that do not encode rows themselves.
     public static func rowHash(table: String, columns: [(name: String, value: SQLValue)]) -> UInt64 {

@@ -21,6 +21,9 @@ public struct StoreSnapshot: Sendable, Equatable, CustomStringConvertible {
         public var keyIndexes: [Int]
         /// Every row, ordered by `keyIndexes`, with each value's storage class kept.
         public var rows: [[SQLValue]]
+        /// Each column's hash default (Protocol/exchange.md §8.1), nil for a column without one;
+        /// empty for tables that are not tracked.
+        public var hashDefaults: [SQLValue?] = []
 
         /// A row's identity.
         public func key(of row: [SQLValue]) -> [SQLValue] { keyIndexes.map { row[$0] } }
@@ -69,12 +72,42 @@ public struct StoreSnapshot: Sendable, Equatable, CustomStringConvertible {
             try db.columns(in: "tidemark_tables").contains { $0.name == "untracked" } ? "WHERE untracked IS NULL" : ""
         return try String.fetchAll(db, sql: "SELECT name FROM tidemark_tables \(untracked) ORDER BY name").map { name in
             let info = try Row.fetchAll(
-                db, sql: "SELECT name, pk FROM pragma_table_xinfo(?) WHERE hidden = 0", arguments: [name])
+                db, sql: "SELECT name, pk, type, dflt_value FROM pragma_table_xinfo(?) WHERE hidden = 0",
+                arguments: [name])
             let columns = info.map { $0[0] as String }
             let keys = info.indices.filter { (info[$0][1] as Int) > 0 }.sorted {
                 (info[$0][1] as Int) < (info[$1][1] as Int)
             }
-            return try table(name, columns: columns, keyIndexes: keys, in: db)
+            var table = try table(name, columns: columns, keyIndexes: keys, in: db)
+            table.hashDefaults = try info.map { try hashDefault(declaredType: $0[2], default: $0[3], db) }
+            return table
+        }
+    }
+
+    /// A column's hash default, by the words of exchange.md §8.1 rather than the store's code.
+    private static func hashDefault(declaredType: String, default text: String?, _ db: Database) throws -> SQLValue? {
+        guard let text, RowDigest.isLiteralDefault(text),
+            let value = try DatabaseValue.fetchOne(db, sql: "SELECT \(text)").map(SQLValue.init)
+        else { return nil }
+        // The affinity, by SQLite's rules for the declared type (datatype3.html §3.1).
+        let type = declaredType.uppercased()
+        let affinity =
+            type.contains("INT")
+            ? "INTEGER"
+            : ["CHAR", "CLOB", "TEXT"].contains(where: type.contains)
+                ? "TEXT"
+                : type.contains("BLOB") || type.isEmpty
+                    ? "BLOB" : ["REAL", "FLOA", "DOUB"].contains(where: type.contains) ? "REAL" : "NUMERIC"
+        switch (value, affinity) {
+        case (_, "BLOB"), (.blob, _), (.text, "TEXT"): return value
+        case (.integer(let v), "REAL"): return .real(Double(v))
+        case (.integer, "INTEGER"), (.integer, "NUMERIC"): return value
+        case (.real(let d), "REAL"): return d == 0 && d.sign == .minus ? nil : value
+        case (.real(let d), _) where affinity != "TEXT": return d.rounded() == d ? nil : value
+        case (.text(let s), _) where affinity != "TEXT":
+            let first = s.unicodeScalars.first { !" \t\n\u{0B}\u{0C}\r".unicodeScalars.contains($0) }
+            return first.map { "0123456789+-.".unicodeScalars.contains($0) } == true ? nil : value
+        default: return nil
         }
     }
 

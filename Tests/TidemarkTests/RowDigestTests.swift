@@ -139,8 +139,17 @@ import TidemarkTestSupport
             keeps: ["items", "tags"], "an index and a nullable column change no row's hash")
         _ = try a.store.execute(sql: "UPDATE items SET color = 'red' WHERE id = 'a1'")
         try migrate(
-            "ALTER TABLE tags ADD COLUMN shade TEXT DEFAULT 'blue'", keeps: ["items"],
-            "every row of tags now holds the default")
+            "ALTER TABLE tags ADD COLUMN shade TEXT DEFAULT 'blue'", keeps: ["items", "tags"],
+            "every row of tags now holds the default, which is the column's hash default")
+        try migrate(
+            "ALTER TABLE tags ADD COLUMN ratio REAL DEFAULT 1", keeps: ["items", "tags"],
+            "a REAL column's integer default is kept as the real 1.0: still a hash default")
+        try migrate(
+            "ALTER TABLE tags ADD COLUMN code TEXT DEFAULT 7", keeps: ["items"],
+            "a TEXT column keeps the integer 7 as the text '7': no hash default, every row's hash changed")
+        try migrate(
+            "ALTER TABLE tags ADD COLUMN level INTEGER DEFAULT '2'", keeps: ["items"],
+            "an INTEGER column keeps the text '2' as the integer 2: no hash default")
         try migrate("ALTER TABLE tags ADD COLUMN size INTEGER DEFAULT NULL", keeps: ["items", "tags"], "DEFAULT NULL")
         try migrate(
             "CREATE INDEX tags_by_tag ON tags(tag); UPDATE items SET qty = qty + 1 WHERE id = 'a6'",
@@ -152,6 +161,53 @@ import TidemarkTestSupport
         try migrate("ALTER TABLE tags DROP COLUMN weight", keeps: ["items"], "a dropped column leaves the hashes")
         try migrate(
             "ALTER TABLE items RENAME TO goods", keeps: ["tags"], tables: ["goods", "tags"], "table names are hashed")
+    }
+
+    /// A cell that holds its column's hash default is left out of the row hash (exchange.md §8.1),
+    /// whether the row gained it by the migration that added the column, or was written with it on
+    /// this replica or another: adding the column changes no digest, and replicas that hold the
+    /// same rows agree however each row came by its value.
+    @Test func aCellHoldingItsColumnsDefaultIsLeftOutOfTheRowHash() throws {
+        let group = try Self.convergedPair()
+        let (a, b) = (group["a"], group["b"])
+        let before = try a.store.rowDigest().digest
+        let migration = Store.Migration(sql: "ALTER TABLE items ADD COLUMN shade TEXT NOT NULL DEFAULT 'blue'")
+        try a.store.migrate(migration)
+        #expect(try a.store.rowDigest().digest == before, "no row's hash changed")
+        #expect(before == (try a.tables().rowDigest))
+        try b.store.migrate(migration)
+        _ = try a.store.execute(
+            sql: "INSERT INTO items(id, name, shade) VALUES ('c0', 'explicit', 'blue'), ('c1', 'red', 'red')")
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('c2', 'implicit')")
+        _ = try b.store.execute(sql: "UPDATE items SET shade = 'red' WHERE id IN ('a1', 'a2')")
+        try group.round()
+        _ = try b.store.execute(sql: "UPDATE items SET shade = 'blue' WHERE id = 'a1'")
+        _ = try a.store.execute(sql: "UPDATE items SET shade = 'blue' WHERE id = 'c1'")
+        try group.round()
+        try group.round()
+        #expect(try group.tableDifferences() == [])
+        let digest = try a.store.rowDigest().digest
+        #expect(digest == (try b.store.rowDigest().digest))
+        #expect(digest == (try a.tables().rowDigest))
+        #expect(try group.member("b", seenBy: "a")?.rows == .same)
+        #expect(digest["items"].rows == before["items"].rows + 3)
+    }
+
+    /// A store whose digests an earlier build kept, when a cell holding its column's default was
+    /// still hashed, counts them again once when it is opened.
+    @Test func digestsOfAnEarlierRowHashAreCountedAgain() throws {
+        let group = try Self.convergedPair()
+        let a = group["a"]
+        try a.store.migrate(Store.Migration(sql: "ALTER TABLE items ADD COLUMN shade TEXT DEFAULT 'blue'"))
+        let expected = try a.tables().rowDigest
+        let queue = try DatabaseQueue(path: a.path)
+        try queue.write { db in
+            try db.execute(sql: "DELETE FROM tidemark_meta WHERE key = 'row_hash_rule'")
+            try db.execute(sql: "UPDATE tidemark_digests SET sum = sum + 1")
+        }
+        try queue.close()
+        let reopened = try TestReplica(opening: a.path)
+        #expect(try reopened.store.rowDigest().digest == expected)
     }
 
     /// A column another client added, and wrote, while this store was open: its next watermark

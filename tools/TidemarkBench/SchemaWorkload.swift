@@ -7,8 +7,9 @@ import Tidemark
 /// against the same `ALTER TABLE … ADD COLUMN` on an untracked table of the same rows. Neither may
 /// rewrite the rows, so both should stay flat in N; the digest read is timed because a migration
 /// that makes the store count a table's rows again pays for it there, not inside `migrate`. A
-/// column with a default and a nullable one are timed apart: only the default changes every row's
-/// hash (Protocol/exchange.md §8.1).
+/// column with a default and a nullable one are timed apart: the row hash leaves out a NULL and a
+/// cell holding its column's literal default alike (Protocol/exchange.md §8.1), so neither should
+/// cost a count, and a default that did would show here.
 struct SchemaWorkload {
     var rows: Int
     var repetitions: Int

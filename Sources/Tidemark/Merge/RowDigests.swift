@@ -43,6 +43,11 @@ final class RowDigests {
 
     init(db: Database) { self.db = db }
 
+    /// The row hash this build computes: 2 leaves out cells that hold their column's hash default
+    /// (Protocol/exchange.md §8.1); 1, of earlier builds, hashed every non-NULL cell. A store whose
+    /// digests follow another rule counts them again (`Bookkeeping.upgrade`).
+    static let hashRule = 2
+
     /// Replaces a row's hash: `old` as stored before, `new` after (nil: the row is absent).
     func replace(table: TrackedTable, old: RowMetadata.Saved, new: Int64?) {
         pending[table.id, default: Pending()].replace(old: old, new: new)

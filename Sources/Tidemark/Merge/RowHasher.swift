@@ -2,7 +2,8 @@ import GRDB
 import TidemarkCore
 
 /// Hashes one tracked table's rows for its row digest (Protocol/exchange.md §8.1), straight from a
-/// statement's columns: the encoding is built in one reused buffer, with no `SQLValue`s.
+/// statement's columns: the encoding is built in one reused buffer, with no `SQLValue`s. A cell
+/// that is NULL or holds its column's hash default (`HashDefaults`) is left out.
 ///
 /// A REAL-affinity column's integral value is kept as an integer on disk and read back as a real;
 /// the hash takes an integer in such a column as that real.
@@ -15,12 +16,16 @@ final class RowHasher {
     /// Each column's affinity, and whether it is REAL.
     private let affinities: [ColumnAffinity]
     private let real: [Bool]
+    /// Each column's encoded name and hash default, for a column that has one: a cell that encodes
+    /// to it is left out.
+    private let defaults: [[UInt8]?]
     /// Whether the table has triggers other than Tidemark's, which may change a row as it is written.
     private let hasOtherTriggers: Bool
     private var buffer: [UInt8] = []
 
     init(table: TrackedTable, _ db: Database) throws {
-        affinities = try ColumnAffinity.of(table.columns, in: table.name, db)
+        let columns = try HashDefaults.of(table.columns, in: table.name, db)
+        affinities = columns.affinities
         real = affinities.map { $0 == .real }
         hasOtherTriggers = try Bool.fetchOne(
             db,
@@ -40,6 +45,9 @@ final class RowHasher {
             out += name.utf8
             return out
         }
+        defaults = zip(names, columns.defaults).map { name, value in
+            value.map { name + RowDigest.encodedValue($0) }
+        }
         buffer.reserveCapacity(256)
     }
 
@@ -50,8 +58,10 @@ final class RowHasher {
             for i in order {
                 let index = start + Int32(i)
                 guard !statement.isNull(index) else { continue }
+                let start = buffer.count
                 buffer += names[i]
                 statement.appendEncodedValue(index, asReal: real[i], to: &buffer)
+                leaveOutDefault(i, from: start, of: &buffer)
             }
             return true
         }!
@@ -65,6 +75,7 @@ final class RowHasher {
         return encoding { buffer in
             for i in order {
                 guard let value = values[i], affinities[i].keeps(value) else { return false }
+                let start = buffer.count
                 switch value {
                 case .null: continue
                 case .integer(let v) where real[i]:
@@ -74,9 +85,18 @@ final class RowHasher {
                     buffer += names[i]
                     RowDigest.appendValue(value, to: &buffer)
                 }
+                leaveOutDefault(i, from: start, of: &buffer)
             }
             return true
         }
+    }
+
+    /// Removes column `i`'s cell, appended to `buffer` from `start`, when it is the column's hash default.
+    private func leaveOutDefault(_ i: Int, from start: Int, of buffer: inout [UInt8]) {
+        guard let cell = defaults[i], buffer.count - start == cell.count, buffer[start...].elementsEqual(cell) else {
+            return
+        }
+        buffer.removeSubrange(start...)
     }
 
     /// The hash of the encoding that `body` appends after the table name, in the reused buffer

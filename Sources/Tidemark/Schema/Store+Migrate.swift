@@ -302,11 +302,12 @@ struct SchemaMigrator {
     /// (Protocol/exchange.md §8.1), so that its digest must be counted again: its rows were written
     /// by the SQL (`rewritten`: captured, or written with its triggers lifted), its capture
     /// triggers were changed by the SQL, the table or one of its columns was renamed or dropped
-    /// (names are hashed), or a column was added with a default other than NULL (every row then
-    /// holds it) or while rows may have been written (`wroteRows`: the triggers do not capture a
-    /// write to a column they do not know yet). Adding a nullable column changes no row's hash, and
-    /// nothing else is counted: a migration's cost does not grow with the rows of the tables it
-    /// leaves alone.
+    /// (names are hashed), or a column was added with a default that is not its hash default
+    /// (every row then holds it: a default the column's affinity converts, an expression) or while
+    /// rows may have been written (`wroteRows`: the triggers do not capture a write to a column
+    /// they do not know yet). Adding a nullable column, or one whose default is a literal such as
+    /// `DEFAULT 'none'` or `DEFAULT 0`, changes no row's hash, and nothing else is counted: a
+    /// migration's cost does not grow with the rows of the tables it leaves alone.
     private func mayChangeRowHashes(
         _ old: TrackedTable, _ new: TrackedTable, rewritten: Bool, wroteRows: Bool,
         schemas: (before: [String: String], after: [String: String])
@@ -324,16 +325,19 @@ struct SchemaMigrator {
         }
         if added.isEmpty { return false }
         if wroteRows { return true }
-        var defaults: [String: String?] = [:]
+        // Every row now holds each added column's default; a row's hash leaves that cell out, as
+        // it leaves out a NULL, only when it is the column's hash default (exchange.md §8.1).
         for row in try Row.fetchAll(
-            db, sql: "SELECT name, dflt_value FROM pragma_table_xinfo(?)", arguments: [new.name])
-        {
-            defaults[row[0]] = row[1] as String?
+            db, sql: "SELECT name, type, dflt_value FROM pragma_table_xinfo(?)", arguments: [new.name])
+        where added.contains(row[0]) {
+            guard let declared = row[2] as String?,
+                declared.trimmingCharacters(in: .whitespaces).uppercased() != "NULL"
+            else { continue }
+            if try HashDefaults.value(of: declared, affinity: ColumnAffinity(declaredType: row[1]), db) == nil {
+                return true
+            }
         }
-        return added.contains { name in
-            guard let declared = defaults[name] ?? nil else { return false }
-            return declared.trimmingCharacters(in: .whitespaces).uppercased() != "NULL"
-        }
+        return false
     }
 
     /// Starts tracking the table `name` (`--track`): registers it, creates its row metadata and

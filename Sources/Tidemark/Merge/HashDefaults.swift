@@ -1,0 +1,36 @@
+import GRDB
+import TidemarkCore
+
+/// Each column's **hash default** (Protocol/exchange.md §8.1): the value of its declared default
+/// when that default is a literal that the column's affinity stores as it is. A cell that holds
+/// its column's hash default is left out of the row hash, as a NULL is, so a column added with a
+/// default changes no row's hash and costs no count of the table.
+enum HashDefaults {
+    /// The affinity and the hash default (nil: none) of each of `columns` of `table`, in the order
+    /// given; a name the table does not have gets BLOB affinity and no default.
+    static func of(_ columns: [String], in table: String, _ db: Database) throws -> (
+        affinities: [ColumnAffinity], defaults: [SQLValue?]
+    ) {
+        var declared: [String: (type: String, default: String?)] = [:]
+        for row in try Row.fetchAll(
+            db, sql: "SELECT name, type, dflt_value FROM pragma_table_xinfo(?)", arguments: [table])
+        where declared[row[0]] == nil {
+            declared[row[0]] = (row[1], row[2])
+        }
+        let affinities = columns.map { ColumnAffinity(declaredType: declared[$0]?.type ?? "") }
+        let defaults = try zip(columns, affinities).map { name, affinity in
+            try declared[name]?.default.flatMap { try value(of: $0, affinity: affinity, db) }
+        }
+        return (affinities, defaults)
+    }
+
+    /// The hash default of a column of `affinity` declared `DEFAULT text`, or nil.
+    static func value(of text: String, affinity: ColumnAffinity, _ db: Database) throws -> SQLValue? {
+        guard RowDigest.isLiteralDefault(text),
+            let value = try DatabaseValue.fetchOne(db, sql: "SELECT \(text)").map(SQLValue.init),
+            value != .null, affinity.keeps(value)
+        else { return nil }
+        if case .integer(let v) = value, affinity == .real { return .real(Double(v)) }
+        return value
+    }
+}

@@ -450,13 +450,12 @@ struct SchemaMigrator {
             let renamed = CaptureTriggers.insertedColumns(in: trigger[1])
             if renamed.count == old.columns.count { names = Dictionary(uniqueKeysWithValues: zip(old.slots, renamed)) }
         }
-        guard try db.tableExists(tableName) else {
+        guard let shape = try TrackedTable.shapeIfPresent(of: tableName, in: db) else {
             throw StoreError.unsupportedMigration(
                 table: old.name,
                 change:
                     "it was dropped\(lifted ? " or renamed" : ""); untrack a table to drop it (--untrack \(old.name))")
         }
-        let shape = try TrackedTable.shape(of: tableName, in: db)
         let renamedKeys = old.keyIndexes.map { names[old.slots[$0]]! }
         if renamedKeys != old.keyColumns {
             throw StoreError.unsupportedMigration(

@@ -195,25 +195,30 @@ extension TrackedTable {
 
     /// Reads a table's stored columns and primary key. Throws `StoreError.unknownTable` if absent.
     static func shape(of table: String, in db: Database) throws -> Shape {
-        guard try db.tableExists(table) else { throw StoreError.unknownTable(table) }
+        guard let shape = try shapeIfPresent(of: table, in: db) else { throw StoreError.unknownTable(table) }
+        return shape
+    }
+
+    /// Reads a table's stored columns and primary key; nil when the main schema has no such table
+    /// (a view, say). SQLite's own table list says whether it is WITHOUT ROWID.
+    static func shapeIfPresent(of table: String, in db: Database) throws -> Shape? {
+        guard
+            let withoutRowID = try Bool.fetchOne(
+                db, sql: "SELECT wr FROM pragma_table_list WHERE schema = 'main' AND name = ? AND type <> 'view'",
+                arguments: [table])
+        else { return nil }
         let info = try Row.fetchAll(
             db, sql: "SELECT name, type, pk, hidden FROM pragma_table_xinfo(?)", arguments: [table])
         var columns: [String] = []
         var types: [String] = []
         var keyed: [(Int, String)] = []
-        for row in info where (row["hidden"] as Int) == 0 {
-            let name: String = row["name"]
+        for row in info where (row[3] as Int) == 0 {
+            let name: String = row[0]
             columns.append(name)
-            types.append(row["type"])
-            let pk: Int = row["pk"]
+            types.append(row[1])
+            let pk: Int = row[2]
             if pk > 0 { keyed.append((pk, name)) }
         }
-        let sql =
-            try String.fetchOne(
-                db, sql: "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", arguments: [table]) ?? ""
-        let withoutRowID =
-            sql.uppercased().replacingOccurrences(of: " ", with: "").hasSuffix("WITHOUTROWID")
-            || sql.range(of: "WITHOUT\\s+ROWID", options: [.regularExpression, .caseInsensitive]) != nil
         return Shape(
             columns: columns, declaredTypes: types, keyColumns: keyed.sorted { $0.0 < $1.0 }.map(\.1),
             withoutRowID: withoutRowID)

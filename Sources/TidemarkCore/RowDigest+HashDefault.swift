@@ -5,8 +5,9 @@ import Foundation
 extension RowDigest {
     /// Whether `text`, a column's default as SQLite's `pragma_table_xinfo` reports it, is a literal
     /// that may be the column's hash default (exchange.md §8.1): a string in single quotes, a blob
-    /// literal, TRUE, FALSE, or a decimal or hexadecimal number with at most one sign. Expressions,
-    /// NULL, `CURRENT_TIME` and the like, and double-quoted strings are not.
+    /// literal, TRUE, FALSE, or a decimal number with at most one sign. Expressions, NULL,
+    /// `CURRENT_TIME` and the like, double-quoted strings and hexadecimal numbers (which rows that
+    /// predate an added column may read as text) are not.
     public static func isLiteralDefault(_ text: String) -> Bool {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         if ["TRUE", "FALSE"].contains(trimmed.uppercased()) { return true }
@@ -17,9 +18,6 @@ extension RowDigest {
             return isQuoted(digits) && digits.count % 2 == 0 && digits.dropFirst().dropLast().allSatisfy(isHexDigit)
         }
         if s.first == UInt8(ascii: "+") || s.first == UInt8(ascii: "-") { s = s.dropFirst() }
-        if s.starts(with: "0x".utf8) || s.starts(with: "0X".utf8) {
-            return s.count > 2 && s.dropFirst(2).allSatisfy(isHexDigit)
-        }
         var digits = 0
         while let c = s.first, isDigit(c) { (digits, s) = (digits + 1, s.dropFirst()) }
         if s.first == UInt8(ascii: ".") {

@@ -72,7 +72,8 @@ public struct RowDigest: Sendable, Hashable {
         return out
     }
 
-    /// The hash of a row given by its values, for callers that do not encode rows themselves.
+    /// The hash of a row given by its values, for callers that do not encode rows themselves. The
+    /// caller leaves out the cells that hold their column's hash default: this does not know them.
     public static func rowHash(table: String, columns: [(name: String, value: SQLValue)]) -> UInt64 {
         var message: [UInt8] = []
         encodeRow(table: table, columns: columns, into: &message)

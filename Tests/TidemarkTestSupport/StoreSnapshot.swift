@@ -87,7 +87,7 @@ public struct StoreSnapshot: Sendable, Equatable, CustomStringConvertible {
     /// A column's hash default, by the words of exchange.md §8.1 rather than the store's code.
     private static func hashDefault(declaredType: String, default text: String?, _ db: Database) throws -> SQLValue? {
         guard let text, RowDigest.isLiteralDefault(text),
-            let value = try DatabaseValue.fetchOne(db, sql: "SELECT \(text)").map(SQLValue.init)
+            let value = (try? DatabaseValue.fetchOne(db, sql: "SELECT \(text)")).flatMap({ $0 }).map(SQLValue.init)
         else { return nil }
         // The affinity, by SQLite's rules for the declared type (datatype3.html §3.1).
         let type = declaredType.uppercased()
@@ -99,6 +99,9 @@ public struct StoreSnapshot: Sendable, Equatable, CustomStringConvertible {
                 : type.contains("BLOB") || type.isEmpty
                     ? "BLOB" : ["REAL", "FLOA", "DOUB"].contains(where: type.contains) ? "REAL" : "NUMERIC"
         switch (value, affinity) {
+        case (.null, _): return nil
+        case (.real(let d), _) where d.isInfinite: return nil
+        case (.real(let d), "BLOB"): return d.rounded() == d ? nil : value
         case (_, "BLOB"), (.blob, _), (.text, "TEXT"): return value
         case (.integer(let v), "REAL"): return .real(Double(v))
         case (.integer, "INTEGER"), (.integer, "NUMERIC"): return value

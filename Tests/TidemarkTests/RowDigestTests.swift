@@ -150,6 +150,18 @@ import TidemarkTestSupport
         try migrate(
             "ALTER TABLE tags ADD COLUMN level INTEGER DEFAULT '2'", keeps: ["items"],
             "an INTEGER column keeps the text '2' as the integer 2: no hash default")
+        try migrate(
+            "ALTER TABLE tags ADD COLUMN loose DEFAULT 1.0", keeps: ["items"],
+            "rows that predate a column of BLOB affinity read its default 1.0 as the integer 1")
+        try migrate(
+            "ALTER TABLE tags ADD COLUMN mask INTEGER DEFAULT 0x80000000", keeps: ["items"],
+            "rows that predate the column read a large hexadecimal default as text")
+        try migrate(
+            "ALTER TABLE tags ADD COLUMN huge INTEGER DEFAULT 0x10000000000000000", keeps: ["items"],
+            "a default SQLite cannot evaluate in a SELECT is no hash default, and no failure")
+        try migrate(
+            "ALTER TABLE tags ADD COLUMN fraction DEFAULT 0.5", keeps: ["items", "tags"],
+            "a real that is not integral is kept as it is in a column of BLOB affinity")
         try migrate("ALTER TABLE tags ADD COLUMN size INTEGER DEFAULT NULL", keeps: ["items", "tags"], "DEFAULT NULL")
         try migrate(
             "CREATE INDEX tags_by_tag ON tags(tag); UPDATE items SET qty = qty + 1 WHERE id = 'a6'",

@@ -24,13 +24,19 @@ enum HashDefaults {
         return (affinities, defaults)
     }
 
-    /// The hash default of a column of `affinity` declared `DEFAULT text`, or nil.
+    /// The hash default of a column of `affinity` declared `DEFAULT text`, or nil: the literal's
+    /// value when every row holds it as it is, the rows that predate the column included (SQLite
+    /// gives those an integral real in a column of BLOB affinity as an integer).
     static func value(of text: String, affinity: ColumnAffinity, _ db: Database) throws -> SQLValue? {
         guard RowDigest.isLiteralDefault(text),
-            let value = try DatabaseValue.fetchOne(db, sql: "SELECT \(text)").map(SQLValue.init),
+            let value = (try? DatabaseValue.fetchOne(db, sql: "SELECT \(text)")).flatMap({ $0 }).map(SQLValue.init),
             value != .null, affinity.keeps(value)
         else { return nil }
-        if case .integer(let v) = value, affinity == .real { return .real(Double(v)) }
-        return value
+        switch value {
+        case .real(let d) where d.isInfinite: return nil
+        case .real(let d) where affinity == .blob && d.rounded() == d: return nil
+        case .integer(let v) where affinity == .real: return .real(Double(v))
+        default: return value
+        }
     }
 }

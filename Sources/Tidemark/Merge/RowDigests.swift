@@ -44,8 +44,8 @@ final class RowDigests {
     init(db: Database) { self.db = db }
 
     /// The row hash this build computes: 2 leaves out cells that hold their column's hash default
-    /// (Protocol/exchange.md §8.1); 1, of earlier builds, hashed every non-NULL cell. A store whose
-    /// digests follow another rule counts them again (`Bookkeeping.upgrade`).
+    /// (Protocol/exchange.md §8.1); 1, of earlier builds, hashed every non-NULL cell. Digests kept
+    /// under another rule are not trusted: they are counted again.
     static let hashRule = 2
 
     /// Replaces a row's hash: `old` as stored before, `new` after (nil: the row is absent).
@@ -96,15 +96,19 @@ final class RowDigests {
         return count.entry(table)
     }
 
-    /// Whether the kept digests can be vouched for: no client changed the schema since they were
-    /// (SQLite's schema cookie, which every schema change by any client increments, is as noted).
+    /// Whether the kept digests can be vouched for: they follow this build's row hash, and no
+    /// client changed the schema since they were (SQLite's schema cookie, which every schema change
+    /// by any client increments, is as noted).
     static func trusted(_ db: Database) throws -> Bool {
         try Bookkeeping.meta(db, Bookkeeping.Meta.digestSchemaVersion) == schemaVersion(db).databaseValue
+            && Bookkeeping.meta(db, Bookkeeping.Meta.rowHashRule) == hashRule.databaseValue
     }
 
-    /// Notes the schema cookie as it is now: the kept digests are vouched for from here on.
+    /// Notes the schema cookie as it is now, and this build's row hash: the kept digests are
+    /// vouched for from here on.
     static func trust(_ db: Database) throws {
         try Bookkeeping.setMeta(db, Bookkeeping.Meta.digestSchemaVersion, schemaVersion(db))
+        try Bookkeeping.setMeta(db, Bookkeeping.Meta.rowHashRule, hashRule)
     }
 
     private static func schemaVersion(_ db: Database) throws -> Int64 {

@@ -49,11 +49,6 @@ extension Bookkeeping {
         if try !db.columns(in: "tidemark_held").contains(where: { $0.name == "encrypted" }) {
             try db.execute(sql: "ALTER TABLE tidemark_held ADD COLUMN encrypted INTEGER NOT NULL DEFAULT 0")
         }
-        if try Int.fromDatabaseValue(meta(db, Meta.rowHashRule)) != RowDigests.hashRule {
-            // Row hashes made by an earlier rule are counted again, once.
-            try RowDigests.forgetAll(db)
-            try setMeta(db, Meta.rowHashRule, RowDigests.hashRule)
-        }
         if try !db.tableExists(settingsTable) {
             // Registered like the membership table of a new store; table ids stay local to a store.
             try createSettings(db)
@@ -75,7 +70,6 @@ extension Bookkeeping {
             || !db.columns(in: "tidemark_watermarks").contains { $0.name == "digest" }
             || !db.tableExists("tidemark_epochs")
             || !db.columns(in: "tidemark_epochs").contains { $0.name == "dropped" }
-            || Int.fromDatabaseValue(meta(db, Meta.rowHashRule)) != RowDigests.hashRule
     }
 
     /// The row-metadata tables made before rows had their hash `h`.

@@ -335,7 +335,8 @@ enum Bookkeeping {
         static let publicKey = "public_key"
         /// SQLite's schema cookie when the row digests were last known to be trustworthy.
         static let digestSchemaVersion = "digest_schema_version"
-        /// Which row hash the stored row hashes and digests follow: `RowDigests.hashRule`.
+        /// Which row hash the kept row hashes and digests follow (`RowDigests.hashRule`); absent in
+        /// stores whose digests earlier builds kept.
         static let rowHashRule = "row_hash_rule"
     }
 

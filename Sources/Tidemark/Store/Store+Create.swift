@@ -144,7 +144,6 @@ extension Store {
         }
         try Bookkeeping.create(db, valueColumns: tables.map(\.columns.count).max() ?? 0)
         try Bookkeeping.setMeta(db, Bookkeeping.Meta.format, Bookkeeping.formatVersion)
-        try Bookkeeping.setMeta(db, Bookkeeping.Meta.rowHashRule, RowDigests.hashRule)
         try Bookkeeping.setMeta(db, Bookkeeping.Meta.replicaName, setup.replicaName)
         try Bookkeeping.setMeta(db, Bookkeeping.Meta.publicKey, Data(key.publicKey))
         for table in tables {

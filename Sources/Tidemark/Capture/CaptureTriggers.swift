@@ -12,11 +12,20 @@ enum CaptureTriggers {
         ["insert", "update", "rekey", "delete"].map { "\(Bookkeeping.prefix)\(table.id)_\($0)" }
     }
 
-    /// Installs the triggers for `table`.
-    static func install(_ table: TrackedTable, in db: Database) throws {
+    /// Installs the triggers for `table`. `current` holds the SQL of the table's triggers that are
+    /// there, by name: one whose text is already what `table` needs stays, every other is made
+    /// anew or dropped (a column added to a table leaves its delete trigger as it was).
+    static func install(_ table: TrackedTable, in db: Database, current: [String: String] = [:]) throws {
         let affinities = try ColumnAffinity.of(table.columns, in: table.name, db)
         let classChecked = Set(table.columns.indices.filter { keepsStorageClassOfEqualNumbers(affinities[$0]) })
-        for statement in sql(for: table, classChecked: classChecked) { try db.execute(sql: statement) }
+        let wanted = sql(for: table, classChecked: classChecked)
+        for name in names(for: table) where current[name] != nil && !wanted.contains(where: { $0.name == name }) {
+            try db.execute(sql: "DROP TRIGGER \(name.quotedDatabaseIdentifier)")
+        }
+        for (name, statement) in wanted where current[name] != statement {
+            if current[name] != nil { try db.execute(sql: "DROP TRIGGER \(name.quotedDatabaseIdentifier)") }
+            try db.execute(sql: statement)
+        }
     }
 
     /// Whether a column of this declared type can hold an integer and a real that `IS` finds equal
@@ -82,12 +91,13 @@ enum CaptureTriggers {
         for name in names(for: table) { try db.execute(sql: "DROP TRIGGER IF EXISTS \(name.quotedDatabaseIdentifier)") }
     }
 
-    /// The CREATE TRIGGER statements; `classChecked` holds the indexes of the columns that need
+    /// The CREATE TRIGGER statements, by trigger name; `classChecked` holds the indexes of the columns that need
     /// their storage class compared besides their value. Long by design: it is the text of the
     /// three triggers, which reads best whole, beside each other.
-    static func sql(for table: TrackedTable, classChecked: Set<Int>) -> [String] {
+    static func sql(for table: TrackedTable, classChecked: Set<Int>) -> [(name: String, sql: String)] {
         let t = table.name.quotedDatabaseIdentifier
-        let n = names(for: table).map(\.quotedDatabaseIdentifier)
+        let names = names(for: table)
+        let n = names.map(\.quotedDatabaseIdentifier)
         let cols = table.columns.map(\.quotedDatabaseIdentifier)
         let words = ColumnMask.wordCount(slots: table.slotCount)
         let maskColumns = (0..<words).map(Bookkeeping.maskColumn).joined(separator: ", ")
@@ -161,6 +171,6 @@ enum CaptureTriggers {
                 END
                 """)
         }
-        return statements
+        return Array(zip([names[0], names[2], names[3], names[1]], statements))
     }
 }

@@ -26,10 +26,15 @@ enum SchemaLineage {
         try Int.fetchOne(db.cachedStatement(sql: "SELECT coalesce(max(position), 0) FROM tidemark_schemas")) ?? 0
     }
 
-    /// Makes the version that follows the current one with `change`, and returns it.
+    /// Makes the version that follows the current one with `change`, and returns it. Only the
+    /// current version's position and id go into the new one: the lineage is not read whole.
     @discardableResult
     static func append(_ db: Database, _ change: Schema.Change) throws -> Schema.Version {
-        let version = Schema.Version(after: try fetch(db).last, change: change)
+        let current = try Row.fetchOne(
+            db, sql: "SELECT position, id FROM tidemark_schemas ORDER BY position DESC LIMIT 1")
+        let (position, parentID) = current.map { ($0[0] as Int, [UInt8]($0[1] as Data)) } ?? (0, Schema.initialID)
+        let version = Schema.Version(
+            position: position + 1, id: Schema.versionID(parent: parentID, change: change), change: change)
         try db.execute(
             sql: "INSERT INTO tidemark_schemas(position, id, change) VALUES (?, ?, ?)",
             arguments: [version.position, Data(version.id), Data(change.encoded())])

@@ -276,10 +276,7 @@ struct SchemaMigrator {
         }
         operations += note(old: old, new: table, in: &summary)
         if table.slotCount > old.slotCount { try addRowMetadataColumns(old: old, new: &table) }
-        if table != old {
-            try table.update(db)
-            try CaptureTriggers.remove(old, in: db)
-        }
+        if table != old { try table.update(db) }
         if table.name != old.name {
             // The conflicts listed for the table follow it.
             try db.execute(
@@ -293,7 +290,8 @@ struct SchemaMigrator {
         }
         if table != old || lifted.contains(old.id) || triggersGone {
             try Bookkeeping.ensureChangeColumns(db, for: table)
-            try CaptureTriggers.install(table, in: db)
+            // The triggers as the SQL left them: those that already read as `table` needs stay.
+            try CaptureTriggers.install(table, in: db, current: schemas.after)
         }
         return table
     }

@@ -391,4 +391,73 @@ import TidemarkTestSupport
         let qty = try b.store.execute(sql: "SELECT qty FROM items WHERE id = 'i1'").0.first?.rows
         #expect(qty == [[.integer(2)]])
     }
+
+    /// SQLite matches table names whatever their case, so a table rebuilt under its name in
+    /// another case (the only way to change the case: `RENAME TO` refuses it) is the same table.
+    @Test func aTableRebuiltUnderItsNameInAnotherCaseIsFollowed() throws {
+        let group = try Self.group(["a", "b"])
+        let (a, b) = (group["a"], group["b"])
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name, qty) VALUES ('i1', 'one', 1)")
+        try group.round()
+        let rebuild = """
+            CREATE TABLE items_new(id TEXT PRIMARY KEY, name TEXT, qty INTEGER);
+            INSERT INTO items_new SELECT id, name, qty FROM items;
+            DROP TABLE items;
+            ALTER TABLE items_new RENAME TO Items;
+            """
+        for replica in [a, b] { try replica.store.migrate(Store.Migration(sql: rebuild)) }
+        _ = try a.store.execute(sql: "UPDATE Items SET qty = 2 WHERE id = 'i1'")
+        try group.round()
+        #expect(try group.tableDifferences() == [])
+        let qty = try b.store.execute(sql: "SELECT qty FROM items WHERE id = 'i1'").0.first?.rows
+        #expect(qty == [[.integer(2)]])
+    }
+
+    /// A migration re-creates only the capture triggers whose text changes: adding a column leaves
+    /// the delete trigger, which names only the key and the preserved columns, as it was, and it
+    /// still records deletes, with their tombstones, of rows written before and after.
+    @Test func addingAColumnLeavesTheDeleteTriggerAsItWas() throws {
+        let group = try Self.group(["a", "b"])
+        let (a, b) = (group["a"], group["b"])
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name, qty) VALUES ('i1', 'one', 1)")
+        try group.round()
+        let triggers = {
+            try a.store.execute(
+                sql: "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'items' ORDER BY name"
+            ).0.first?.rows ?? []
+        }
+        let before = try triggers()
+        let migration = Store.Migration(sql: "ALTER TABLE items ADD COLUMN color TEXT")
+        for replica in [a, b] { try replica.store.migrate(migration) }
+        let after = try triggers()
+        #expect(before.count == 4 && after.count == 4)
+        for (old, new) in zip(before, after) {
+            let name = old[0]
+            #expect((old[1] == new[1]) == (name == .text("tidemark_1_delete")), "\(name)")
+        }
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name, color) VALUES ('i2', 'two', 'red')")
+        try group.round()
+        _ = try a.store.execute(sql: "DELETE FROM items")
+        try group.round()
+        #expect(try group.tableDifferences() == [])
+        #expect(try b.store.execute(sql: "SELECT count(*) FROM items").0.first?.rows == [[.integer(0)]])
+        let deletes = try a.store.fetchHistory().last?.changes ?? []
+        #expect(deletes.count == 2 && deletes.allSatisfy { $0.type == .delete })
+    }
+
+    /// The lineage is checked where a migration extends it: a damaged last version stops the
+    /// migration, with the store unchanged, rather than chaining a new version onto it.
+    @Test func aMigrationRefusesToExtendADamagedLineage() throws {
+        let group = try Self.group(["a"])
+        let a = group["a"]
+        try a.store.migrate(Store.Migration(sql: "ALTER TABLE items ADD COLUMN color TEXT"))
+        let queue = try DatabaseQueue(path: a.path)
+        try queue.write { db in try db.execute(sql: "UPDATE tidemark_schemas SET id = zeroblob(32)") }
+        try queue.close()
+        let before = try StoreSnapshot.everything(of: a.path)
+        #expect(throws: StoreError.self) {
+            try a.store.migrate(Store.Migration(sql: "ALTER TABLE items ADD COLUMN size INTEGER"))
+        }
+        #expect(try StoreSnapshot.everything(of: a.path) == before)
+    }
 }

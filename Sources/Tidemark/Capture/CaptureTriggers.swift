@@ -14,7 +14,8 @@ enum CaptureTriggers {
 
     /// Installs the triggers for `table`. `current` holds the SQL of the table's triggers that are
     /// there, by name: one whose text is already what `table` needs stays, every other is made
-    /// anew or dropped (a column added to a table leaves its delete trigger as it was).
+    /// anew or dropped (a column added to a table leaves its delete trigger as it was, a change of
+    /// preserved columns the other three).
     static func install(_ table: TrackedTable, in db: Database, current: [String: String] = [:]) throws {
         let affinities = try ColumnAffinity.of(table.columns, in: table.name, db)
         let classChecked = Set(table.columns.indices.filter { keepsStorageClassOfEqualNumbers(affinities[$0]) })
@@ -124,11 +125,15 @@ enum CaptureTriggers {
         let keyDiffers = "NOT (\(keySame))"
         let nonKey = table.columns.indices.filter { !table.keyIndexes.contains($0) }
 
-        // Delete tombstone: key and preserved columns from OLD, other columns NULL with mask bit clear.
+        // Delete tombstone: key and preserved columns from OLD, the others left NULL with their mask
+        // bit clear. Naming only those, the delete trigger reads the same after a column is added.
         let kept = Set(table.keyIndexes + table.preservedIndexes)
-        let tombstoneMask = constant(Array(kept))
-        let tombstoneValues = cols.indices.map { kept.contains($0) ? "OLD.\(cols[$0])" : "NULL" }.joined(
-            separator: ", ")
+        let keptIndexes = cols.indices.filter(kept.contains)
+        let tombstoneTarget =
+            "tidemark_changes(table_id, op, \(maskColumns), "
+            + "\(keptIndexes.map { Bookkeeping.valueColumn(table.slots[$0]) }.joined(separator: ", ")))"
+        let tombstoneMask = constant(keptIndexes)
+        let tombstoneValues = keptIndexes.map { "OLD.\(cols[$0])" }.joined(separator: ", ")
         let insertValues = cols.map { "NEW.\($0)" }.joined(separator: ", ")
         let insertOp = Bookkeeping.Op.insert.rawValue
         let updateOp = Bookkeeping.Op.update.rawValue
@@ -142,13 +147,13 @@ enum CaptureTriggers {
             """,
             """
             CREATE TRIGGER \(n[2]) AFTER UPDATE ON \(t) WHEN \(keyDiffers) BEGIN
-              INSERT INTO \(target) VALUES (\(table.id), \(deleteOp), \(tombstoneMask), \(tombstoneValues));
+              INSERT INTO \(tombstoneTarget) VALUES (\(table.id), \(deleteOp), \(tombstoneMask), \(tombstoneValues));
               INSERT INTO \(target) VALUES (\(table.id), \(insertOp), \(allMask), \(insertValues));
             END
             """,
             """
             CREATE TRIGGER \(n[3]) AFTER DELETE ON \(t) BEGIN
-              INSERT INTO \(target) VALUES (\(table.id), \(deleteOp), \(tombstoneMask), \(tombstoneValues));
+              INSERT INTO \(tombstoneTarget) VALUES (\(table.id), \(deleteOp), \(tombstoneMask), \(tombstoneValues));
             END
             """,
         ]

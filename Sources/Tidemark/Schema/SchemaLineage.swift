@@ -26,15 +26,28 @@ enum SchemaLineage {
         try Int.fetchOne(db.cachedStatement(sql: "SELECT coalesce(max(position), 0) FROM tidemark_schemas")) ?? 0
     }
 
-    /// Makes the version that follows the current one with `change`, and returns it. Only the
-    /// current version's position and id go into the new one: the lineage is not read whole.
+    /// Makes the version that follows the current one with `change`, and returns it. The current
+    /// version is checked against its parent, as `fetch` checks each one; the lineage is not read
+    /// whole.
     @discardableResult
     static func append(_ db: Database, _ change: Schema.Change) throws -> Schema.Version {
-        let current = try Row.fetchOne(
-            db, sql: "SELECT position, id FROM tidemark_schemas ORDER BY position DESC LIMIT 1")
-        let (position, parentID) = current.map { ($0[0] as Int, [UInt8]($0[1] as Data)) } ?? (0, Schema.initialID)
-        let version = Schema.Version(
-            position: position + 1, id: Schema.versionID(parent: parentID, change: change), change: change)
+        let last = try Row.fetchAll(
+            db, sql: "SELECT position, id, change FROM tidemark_schemas ORDER BY position DESC LIMIT 2")
+        var parent: Schema.Version?
+        if let current = last.first {
+            let grandparentID = last.count > 1 ? [UInt8](last[1][1] as Data) : Schema.initialID
+            let position: Int = current[0]
+            let id = [UInt8](current[1] as Data)
+            let recorded = try Schema.Change(encoded: [UInt8](current[2] as Data))
+            guard position == (last.count > 1 ? last[1][0] as Int : 0) + 1,
+                id == Schema.versionID(parent: grandparentID, change: recorded)
+            else {
+                throw StoreError.database(
+                    path: "tidemark_schemas", message: "the schema lineage is damaged at position \(position)")
+            }
+            parent = Schema.Version(position: position, id: id, change: recorded)
+        }
+        let version = Schema.Version(after: parent, change: change)
         try db.execute(
             sql: "INSERT INTO tidemark_schemas(position, id, change) VALUES (?, ?, ?)",
             arguments: [version.position, Data(version.id), Data(change.encoded())])

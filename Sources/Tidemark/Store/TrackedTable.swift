@@ -200,15 +200,16 @@ extension TrackedTable {
     }
 
     /// Reads a table's stored columns and primary key; nil when the main schema has no such table
-    /// (a view, say). SQLite's own table list says whether it is WITHOUT ROWID.
+    /// (a view, say). The name matches as SQLite matches it, whatever its case; SQLite's own table
+    /// list says whether it is WITHOUT ROWID.
     static func shapeIfPresent(of table: String, in db: Database) throws -> Shape? {
         guard
             let withoutRowID = try Bool.fetchOne(
-                db, sql: "SELECT wr FROM pragma_table_list WHERE schema = 'main' AND name = ? AND type <> 'view'",
+                db, sql: "SELECT wr FROM pragma_table_list(?) WHERE schema = 'main' AND type <> 'view'",
                 arguments: [table])
         else { return nil }
         let info = try Row.fetchAll(
-            db, sql: "SELECT name, type, pk, hidden FROM pragma_table_xinfo(?)", arguments: [table])
+            db, sql: "SELECT name, type, pk, hidden FROM pragma_table_xinfo(?, 'main')", arguments: [table])
         var columns: [String] = []
         var types: [String] = []
         var keyed: [(Int, String)] = []

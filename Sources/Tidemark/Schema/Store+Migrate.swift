@@ -227,6 +227,7 @@ struct SchemaMigrator {
             }
             after.append(table)
         }
+        try settleRenames(after, before: before)
         var nextID = (registrations.map(\.id).max() ?? 0) + 1
         for name in migration.track
         where !after.contains(where: { $0.name == name }) && !summary.trackedTables.contains(name) {
@@ -276,12 +277,17 @@ struct SchemaMigrator {
         }
         operations += note(old: old, new: table, in: &summary)
         if table.slotCount > old.slotCount { try addRowMetadataColumns(old: old, new: &table) }
-        if table != old { try table.update(db) }
-        if table.name != old.name {
-            // The conflicts listed for the table follow it.
-            try db.execute(
-                sql: "UPDATE tidemark_conflicts SET table_name = ? WHERE table_name = ?",
-                arguments: [table.name, old.name])
+        if table != old {
+            var registered = table
+            if table.name != old.name {
+                // A renamed table and the conflicts listed for it wait under a name of their own
+                // until every table is carried (`settleRenames`): another may still hold the new one.
+                registered.name = Self.parkedName(of: table)
+                try db.execute(
+                    sql: "UPDATE tidemark_conflicts SET table_name = ? WHERE table_name = ?",
+                    arguments: [registered.name, old.name])
+            }
+            try registered.update(db)
         }
         // A table rebuilt with the same columns (created anew, filled, renamed into place) lost
         // its triggers with the table it replaced.
@@ -294,6 +300,21 @@ struct SchemaMigrator {
             try CaptureTriggers.install(table, in: db, current: schemas.after)
         }
         return table
+    }
+
+    /// The name a renamed table is registered under while the migration carries the others: a
+    /// reserved one, which no user table has.
+    private static func parkedName(of table: TrackedTable) -> String { "\(Bookkeeping.prefix)renaming_\(table.id)" }
+
+    /// Gives each renamed table, and the conflicts listed for it, its new name, once every table
+    /// has left the name it had: tables may swap names, or take the name of one untracked.
+    private func settleRenames(_ after: [TrackedTable], before: [TrackedTable]) throws {
+        for table in after where before.contains(where: { $0.id == table.id && $0.name != table.name }) {
+            try table.update(db)
+            try db.execute(
+                sql: "UPDATE tidemark_conflicts SET table_name = ? WHERE table_name = ?",
+                arguments: [table.name, Self.parkedName(of: table)])
+        }
     }
 
     /// Whether the migration may have changed the hash of some row of `old`, now `new`

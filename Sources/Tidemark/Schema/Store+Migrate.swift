@@ -213,6 +213,7 @@ struct SchemaMigrator {
                 operations.append(.untrack(table: old.name, keyColumns: old.keyColumns, columns: old.columns))
                 continue
             }
+            let noted = operations.count
             let table = try carry(
                 old, through: migration, lifted: lifted, foreign: !digestsTrusted,
                 schemas: (schemaBefore, schemaAfter), at: position, preserve: preserve, summary: &summary,
@@ -220,8 +221,8 @@ struct SchemaMigrator {
             let rewritten = lifted.contains(old.id) || written.contains(old.id)
             // A change another client made and the migration adopts may have come with writes.
             if try mayChangeRowHashes(
-                old, table, rewritten: rewritten, wroteRows: wroteRows || !migration.changesSchema,
-                schemas: (schemaBefore, schemaAfter))
+                old, table, operations[noted...], rewritten: rewritten,
+                wroteRows: wroteRows || !migration.changesSchema, schemas: (schemaBefore, schemaAfter))
             {
                 try RowDigests.forget(old.id, db)
             }
@@ -317,46 +318,30 @@ struct SchemaMigrator {
         }
     }
 
-    /// Whether the migration may have changed the hash of some row of `old`, now `new`
-    /// (Protocol/exchange.md §8.1), so that its digest must be counted again: its rows were written
-    /// by the SQL (`rewritten`: captured, or written with its triggers lifted), its capture
-    /// triggers were changed by the SQL, the table or one of its columns was renamed or dropped
-    /// (names are hashed), or a column was added with a default that is not its hash default
-    /// (every row then holds it: a default the column's affinity converts, an expression) or while
-    /// rows may have been written (`wroteRows`: the triggers do not capture a write to a column
-    /// they do not know yet). Adding a nullable column, or one whose default is a literal such as
-    /// `DEFAULT 'none'` or `DEFAULT 0`, changes no row's hash, and nothing else is counted: a
-    /// migration's cost does not grow with the rows of the tables it leaves alone.
+    /// Whether the migration may have changed the hash of some row of `old`, now `new`, which
+    /// `operations` took it to (Protocol/exchange.md §8.1), so that its digest must be counted
+    /// again: its rows were written by the SQL (`rewritten`: captured, or written with its
+    /// triggers lifted), its capture triggers were changed by the SQL, the table or one of its
+    /// columns was renamed or dropped (names are hashed), or a column was added with a default
+    /// that is not its hash default (every row then holds it: a default the column's affinity
+    /// converts, an expression) or while rows may have been written (`wroteRows`: the triggers do
+    /// not capture a write to a column they do not know yet). Adding a nullable column, or one
+    /// whose default is a literal such as `DEFAULT 'none'` or `DEFAULT 0`, changes no row's hash,
+    /// and nothing else is counted: a migration's cost does not grow with the rows of the tables it
+    /// leaves alone.
     private func mayChangeRowHashes(
-        _ old: TrackedTable, _ new: TrackedTable, rewritten: Bool, wroteRows: Bool,
-        schemas: (before: [String: String], after: [String: String])
+        _ old: TrackedTable, _ new: TrackedTable, _ operations: ArraySlice<Schema.Operation>, rewritten: Bool,
+        wroteRows: Bool, schemas: (before: [String: String], after: [String: String])
     ) throws -> Bool {
-        if rewritten || new.name != old.name || new.retired.count != old.retired.count { return true }
+        if rewritten { return true }
         if CaptureTriggers.names(for: old).contains(where: { schemas.before[$0] != schemas.after[$0] }) { return true }
-        let oldNames = Dictionary(uniqueKeysWithValues: zip(old.slots, old.columns))
         var added: [String] = []
-        for (slot, name) in zip(new.slots, new.columns) {
-            guard let was = oldNames[slot] else {
-                added.append(name)
-                continue
-            }
-            if was != name { return true }
+        for operation in operations {
+            guard case .addColumn(_, let column) = operation else { return true }  // a rename or a drop
+            added.append(column)
         }
         if added.isEmpty { return false }
-        if wroteRows { return true }
-        // Every row now holds each added column's default; a row's hash leaves that cell out, as
-        // it leaves out a NULL, only when it is the column's hash default (exchange.md §8.1).
-        for row in try Row.fetchAll(
-            db, sql: "SELECT name, type, dflt_value FROM pragma_table_xinfo(?)", arguments: [new.name])
-        where added.contains(row[0]) {
-            guard let declared = row[2] as String?,
-                declared.trimmingCharacters(in: .whitespaces).uppercased() != "NULL"
-            else { continue }
-            if try HashDefaults.value(of: declared, affinity: ColumnAffinity(declaredType: row[1]), db) == nil {
-                return true
-            }
-        }
-        return false
+        return try wroteRows || HashDefaults.changeRowHashes(adding: added, to: new.name, db)
     }
 
     /// Starts tracking the table `name` (`--track`): registers it, creates its row metadata and

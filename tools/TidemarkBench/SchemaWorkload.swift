@@ -38,12 +38,15 @@ struct SchemaWorkload {
         let folder = path("folder")
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         _ = try store.pull(from: folder, key: key, prune: false)
+        // Each metric, the name of the columns it adds, and their definition.
+        let kinds = [
+            (metric: "schema.add_column", column: "extra", definition: "TEXT DEFAULT 'none'"),
+            (metric: "schema.add_column.nullable", column: "spare", definition: "TEXT"),
+        ]
         var samples: [String: (ours: [Double], baseline: [Double])] = [:]
         for round in 0...repetitions {
-            for (metric, definition) in [
-                ("schema.add_column", "TEXT DEFAULT 'none'"), ("schema.add_column.nullable", "TEXT"),
-            ] {
-                let column = "\(metric == "schema.add_column" ? "extra" : "spare")\(round)"
+            for (metric, prefix, definition) in kinds {
+                let column = "\(prefix)\(round)"
                 let alter = "ALTER TABLE items ADD COLUMN \(column) \(definition)"
                 let tracked = try timed {
                     let summary = try store.migrate(Store.Migration(sql: alter))
@@ -63,7 +66,7 @@ struct SchemaWorkload {
                 }
             }
         }
-        return ["schema.add_column", "schema.add_column.nullable"].map { metric in
+        return kinds.map(\.metric).map { metric in
             Report.Row(
                 metric: metric, ours: Measurement(samples: samples[metric]!.ours),
                 baseline: Measurement(samples: samples[metric]!.baseline), baselineName: "ALTER TABLE, untracked",

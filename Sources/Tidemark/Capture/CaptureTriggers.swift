@@ -158,10 +158,14 @@ enum CaptureTriggers {
             """,
         ]
         if !nonKey.isEmpty {
-            let anyChanged = nonKey.map(changed).joined(separator: " OR ")
+            let inWord = { (word: Int) in nonKey.filter { table.slots[$0] / ColumnMask.bitsPerWord == word } }
+            // An OR chain is as deep as it is long, and SQLite limits an expression's depth (1000
+            // by default): past one word, the columns of each word are ORed apart, then the words.
+            let groups = (0..<words).map { inWord($0).map(changed).joined(separator: " OR ") }.filter { !$0.isEmpty }
+            let anyChanged = groups.count == 1 ? groups[0] : groups.map { "(\($0))" }.joined(separator: " OR ")
             // One word per 63 slots: each changed column sets its slot's bit in its word.
             let mask = (0..<words).map { word -> String in
-                let bits = nonKey.filter { table.slots[$0] / ColumnMask.bitsPerWord == word }
+                let bits = inWord(word)
                     .map { "((\(changed($0))) << \(table.slots[$0] % ColumnMask.bitsPerWord))" }
                 let keyBits = ColumnMask(slots: table.keyIndexes.map { table.slots[$0] }).words(count: words)[word]
                 return ([String(keyBits)] + bits).joined(separator: " | ")

@@ -295,6 +295,110 @@ import TidemarkTestSupport
             ])
     }
 
+    /// A store whose row metadata kept a pair of clock columns per slot (`t<slot>`, `o<slot>`) is
+    /// rewritten when opened with those clocks in one BLOB: every row's metadata reads the same,
+    /// and the store keeps merging column by column.
+    @Test func rowMetadataWithAPairOfClockColumnsPerSlotIsPackedOnOpen() async throws {
+        let group = try Self.group(["a", "b"])
+        let (a, b) = (group["a"], group["b"])
+        _ = try a.store.execute(
+            sql: "INSERT INTO items(id, name, qty) VALUES ('i1', 'one', 1), ('i2', 'two', 2), ('i3', 'three', 3)")
+        _ = try group.round(prune: false)
+        // i1: name set by a, qty by b. i2: a column added later, set alone. i3: a tombstone.
+        _ = try a.store.execute(sql: "UPDATE items SET name = 'uno' WHERE id = 'i1'")
+        _ = try b.store.execute(sql: "UPDATE items SET qty = 10 WHERE id = 'i1'")
+        for _ in 0..<2 { _ = try group.round(prune: false) }
+        for replica in [a, b] {
+            try replica.store.migrate(Store.Migration(sql: "ALTER TABLE items ADD COLUMN note TEXT"))
+        }
+        _ = try a.store.execute(sql: "UPDATE items SET note = 'n' WHERE id = 'i2'")
+        _ = try b.store.execute(sql: "DELETE FROM items WHERE id = 'i3'")
+        for _ in 0..<2 { _ = try group.round(prune: false) }
+
+        // Rewrites a's row metadata as an earlier build kept it: slots 1–3 are name, qty and note.
+        let old = try DatabaseQueue(path: a.path)
+        let (name, before, packedRows) = try await old.write { db in
+            let id = try #require(try Int64.fetchOne(db, sql: "SELECT id FROM tidemark_tables WHERE name = 'items'"))
+            let name = "tidemark_rows_\(id)"
+            let before = try Row.fetchAll(db, sql: "SELECT * FROM \(name) ORDER BY k0")
+            try db.execute(
+                sql: """
+                    CREATE TABLE legacy(k0, gen INTEGER NOT NULL, t INTEGER, o INTEGER, t1 INTEGER, o1 INTEGER,
+                        t2 INTEGER, o2 INTEGER, h INTEGER, w INTEGER, t3 INTEGER, o3 INTEGER, PRIMARY KEY(k0)) WITHOUT ROWID
+                    """)
+            var packedRows = 0
+            for row in before {
+                var clocks: [String: Int64] = [:]
+                if let blob = row["c"] as Data? {
+                    packedRows += 1
+                    for (slot, timestamp, origin) in Self.columnClocks([UInt8](blob)) {
+                        clocks["t\(slot)"] = timestamp
+                        clocks["o\(slot)"] = origin
+                    }
+                }
+                let names = ["t1", "o1", "t2", "o2", "t3", "o3"]
+                try db.execute(
+                    sql:
+                        "INSERT INTO legacy(k0, gen, t, o, h, w, \(names.joined(separator: ", "))) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    arguments: StatementArguments(
+                        [row["k0"], row["gen"], row["t"], row["o"], row["h"], row["w"]] as [DatabaseValue]
+                            + names.map { clocks[$0].databaseValue }))
+            }
+            try db.execute(sql: "DROP TABLE \(name); ALTER TABLE legacy RENAME TO \(name)")
+            return (name, before, packedRows)
+        }
+        try old.close()
+        #expect(packedRows == 2, "i1 and i2 have clocks per column: \(before)")
+
+        let reopened = try Store.open(a.path)
+        let (sql, after) = try await DatabaseQueue(path: a.path).read { db in
+            (
+                try String.fetchOne(db, sql: "SELECT sql FROM sqlite_schema WHERE name = ?", arguments: [name]),
+                try Row.fetchAll(db, sql: "SELECT * FROM \(name) ORDER BY k0")
+            )
+        }
+        #expect(sql?.contains(", c BLOB,") == true && sql?.contains("t1") == false, "\(sql ?? "")")
+        #expect(after == before)
+
+        // Concurrent edits of different columns still both survive, and i3 stays deleted.
+        _ = try reopened.execute(sql: "UPDATE items SET name = 'eins' WHERE id = 'i1'")
+        _ = try b.store.execute(sql: "UPDATE items SET note = 'm' WHERE id = 'i1'")
+        _ = try reopened.push(to: group.folder, key: a.key)
+        _ = try reopened.pull(from: group.folder, key: a.key)
+        for _ in 0..<2 { _ = try group.round(prune: false) }
+        #expect(try group.tableDifferences().isEmpty)
+        #expect(
+            try b.store.execute(sql: "SELECT id, name, qty, note FROM items ORDER BY id").0[0].rows == [
+                [.text("i1"), .text("eins"), .integer(10), .text("m")],
+                [.text("i2"), .text("two"), .integer(2), .text("n")],
+            ])
+    }
+
+    /// The entries of a `c` BLOB of row metadata: per slot, a LEB128 slot, an 8-byte big-endian
+    /// packed timestamp and a LEB128 origin number.
+    static func columnClocks(_ bytes: [UInt8]) -> [(Int, Int64, Int64)] {
+        var at = 0
+        func varint() -> UInt64 {
+            var value: UInt64 = 0
+            var shift: UInt64 = 0
+            while true {
+                let byte = bytes[at]
+                at += 1
+                value |= UInt64(byte & 0x7f) << shift
+                if byte < 0x80 { return value }
+                shift += 7
+            }
+        }
+        var entries: [(Int, Int64, Int64)] = []
+        while at < bytes.count {
+            let slot = Int(varint())
+            let timestamp = bytes[at..<at + 8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            at += 8
+            entries.append((slot, Int64(bitPattern: timestamp), Int64(varint())))
+        }
+        return entries
+    }
+
     /// A store whose row metadata kept the generation in a column named `cl` is upgraded when
     /// opened, and merges against the generations it kept: a row deleted there stays deleted.
     @Test func rowMetadataFromBeforeTheGenerationColumnWasNamedGenIsUpgradedOnOpen() async throws {

@@ -8,21 +8,32 @@ final class RowMetadataStore {
     private let nonKey: [Int]
     private let origins: OriginNumbers
     private let digests: RowDigests?
-    /// The columns a fetch reads, in order: generation, clocks, shared-clock width, hash.
-    private let fetchColumns: [String]
+    /// Non-key columns (indexes into the table's columns) in increasing slot order: the order of
+    /// `ColumnClocks` entries.
+    private let nonKeyBySlot: [Int]
+    /// The column index of each slot; nil for a key column's, a dropped column's or no column.
+    private let columnOfSlot: [Int?]
     private let fetchSQL: String
     /// Saves a row whose non-key columns share one clock, or one with a clock per column; each
     /// replacing what the row held, or only where it holds nothing; by `saveSlot`.
     private let saveSQL: [String]
     private var fetchStatement: RawStatement?
     private var saveStatements = [RawStatement?](repeating: nil, count: 4)
-    /// The column of `h` in the fetch.
-    private let hashIndex: Int32
     /// The epoch tombstones saved in this access are stamped with (`Tombstones`), once read.
     private var epoch: Int64?
     /// What `saveNew` did in this access: rows it saved, and rows it found metadata for.
     private var newRows = 0
     private var rowsFound = 0
+
+    /// The columns a fetch reads, in order (Bookkeeping.rowMetadataTable): generation, shared
+    /// clock (two columns), per-column clocks, shared-clock width, hash; `metadata(_:at:)` reads
+    /// them at the offsets below.
+    private static let fetchColumns = ["gen", "t", "o", "c", "w", "h"]
+    private static let generationAt: Int32 = 0
+    private static let sharedAt: Int32 = 1
+    private static let clocksAt: Int32 = 3
+    private static let widthAt: Int32 = 4
+    private static let hashAt: Int32 = 5
 
     /// `digests` receives each save's change to the table's row digest. A store that only fetches
     /// needs none, nor one whose caller has every table counted again after (a migration's fold).
@@ -32,17 +43,17 @@ final class RowMetadataStore {
         self.digests = digests
         let nonKey = table.columns.indices.filter { !table.keyIndexes.contains($0) }
         self.nonKey = nonKey
+        nonKeyBySlot = nonKey.sorted { table.slots[$0] < table.slots[$1] }
+        var columnOfSlot = [Int?](repeating: nil, count: table.slotCount)
+        for column in nonKey { columnOfSlot[table.slots[column]] = column }
+        self.columnOfSlot = columnOfSlot
         let name = Bookkeeping.rowMetadataTable(table)
         let keyMatch = table.keyIndexes.indices.map { "k\($0) = ?" }.joined(separator: " AND ")
-        // After a migration added columns, `w` says how many columns a row's shared clock covers.
-        let width = table.sharedClockWidth == nil ? [] : ["w"]
-        let clocks = ["t", "o"] + nonKey.flatMap { ["t\(table.slots[$0])", "o\(table.slots[$0])"] }
-        fetchColumns = ["gen"] + clocks + width + ["h"]
-        fetchSQL = "SELECT \(fetchColumns.joined(separator: ", ")) FROM \(name) WHERE \(keyMatch)"
+        fetchSQL = "SELECT \(Self.fetchColumns.joined(separator: ", ")) FROM \(name) WHERE \(keyMatch)"
         let keys = table.keyIndexes.indices.map { "k\($0)" }
         // Each names only the columns it sets: the others of the row it replaces become NULL.
-        let shared = keys + ["gen", "t", "o"] + width + ["h"]
-        let perColumn = keys + ["gen"] + clocks.dropFirst(2) + width + ["h"]
+        let shared = keys + ["gen", "t", "o", "w", "h"]
+        let perColumn = keys + ["gen", "c", "w", "h"]
         var saveSQL = [String](repeating: "", count: 4)
         for isShared in [false, true] {
             let columns = isShared ? shared : perColumn
@@ -53,7 +64,6 @@ final class RowMetadataStore {
                 "INSERT INTO " + target + " ON CONFLICT DO NOTHING"
         }
         self.saveSQL = saveSQL
-        hashIndex = Int32(1 + clocks.count + width.count)
     }
 
     /// The metadata of the row with `key` (values in key order), or generation 0 if never seen.
@@ -69,25 +79,31 @@ final class RowMetadataStore {
     /// The columns of the row metadata table that `metadata(_:at:)` reads, in its order, each
     /// prefixed with `qualifier` (a table alias and a dot, for a join).
     func selectedColumns(qualifiedBy qualifier: String) -> [String] {
-        fetchColumns.map { qualifier + $0 }
+        Self.fetchColumns.map { qualifier + $0 }
     }
 
     /// The metadata held by `selectedColumns`, read from the current row of `statement` starting
     /// at column `offset`.
     func metadata(_ statement: RawStatement, at offset: Int32) throws -> RowMetadata {
         var clocks = [MergeClock?](repeating: nil, count: table.columns.count)
-        let hash = statement.optionalInt64(offset + hashIndex)
-        if let shared = try clock(statement, offset + 1) {
+        let hash = statement.optionalInt64(offset + Self.hashAt)
+        if let shared = try clock(statement, offset + Self.sharedAt) {
             // A row saved before a migration added columns: its shared clock covers the old ones.
-            let width = table.sharedClockWidth.map {
-                Int(statement.optionalInt64(offset + Int32(3 + 2 * nonKey.count)) ?? Int64($0))
-            }
+            let width = table.sharedClockWidth.map { Int(statement.optionalInt64(offset + Self.widthAt) ?? Int64($0)) }
             for column in nonKey where table.slots[column] < width ?? Int.max { clocks[column] = shared }
         } else {
-            for (n, column) in nonKey.enumerated() { clocks[column] = try clock(statement, offset + Int32(3 + 2 * n)) }
+            try statement.withBlob(offset + Self.clocksAt) { bytes in
+                try ColumnClocks.decode(bytes, table: table.name) { entry in
+                    guard entry.slot < columnOfSlot.count, let column = columnOfSlot[entry.slot],
+                        let origin = try origins.origin(entry.origin)
+                    else { return }
+                    clocks[column] = MergeClock(timestamp: HLCTimestamp(packed: entry.timestamp), origin: origin)
+                }
+            }
         }
         return RowMetadata(
-            generation: statement.int64(offset), clocks: clocks, rowHash: hash, saved: .init(hash: hash, exists: true))
+            generation: statement.int64(offset + Self.generationAt), clocks: clocks, rowHash: hash,
+            saved: .init(hash: hash, exists: true))
     }
 
     /// Stores the metadata of the row with `key`, and replaces its hash in the table's row digest.
@@ -127,7 +143,7 @@ final class RowMetadataStore {
             try statement.bind(nil as Int64?, at: index + 1)
             index += 2
         } else if let first, nonKey.allSatisfy({ metadata.clocks[$0] == first }) {
-            // One write set every column: one shared clock, the per-column pairs stay NULL.
+            // One write set every column: one shared clock, `c` stays NULL.
             statement = try RawStatement.reusing(&saveStatements[shared], db) { saveSQL[shared] }
             try statement.bind(first.timestamp.packed, at: index)
             try statement.bind(try origins.number(of: first.origin), at: index + 1)
@@ -135,19 +151,22 @@ final class RowMetadataStore {
         } else {
             let perColumn = Self.saveSlot(shared: false, replacing: replacing)
             statement = try RawStatement.reusing(&saveStatements[perColumn], db) { saveSQL[perColumn] }
-            for column in nonKey {
-                let clock = metadata.clocks[column]
-                try statement.bind(clock?.timestamp.packed, at: index)
-                try statement.bind(try clock.map { try origins.number(of: $0.origin) }, at: index + 1)
-                index += 2
+            var entries: [ColumnClocks.Entry] = []
+            entries.reserveCapacity(nonKeyBySlot.count)
+            for column in nonKeyBySlot {
+                guard let clock = metadata.clocks[column] else { continue }
+                entries.append(
+                    .init(
+                        slot: table.slots[column], timestamp: clock.timestamp.packed,
+                        origin: try origins.number(of: clock.origin)))
             }
+            try statement.bind(entries.isEmpty ? .null : .blob(ColumnClocks.encode(entries)), at: index)
+            index += 1
         }
         try statement.bind(key)
         try statement.bind(metadata.generation, at: Int32(key.count) + 1)
-        if table.sharedClockWidth != nil {
-            try statement.bind(Int64(table.slotCount), at: index)
-            index += 1
-        }
+        try statement.bind(table.sharedClockWidth == nil ? nil : Int64(table.slotCount), at: index)
+        index += 1
         try statement.bind(metadata.rowHash, at: index)
         try statement.execute()
         if !replacing && db.changesCount == 0 { return false }

@@ -277,7 +277,11 @@ struct SchemaMigrator {
             table.preservedIndexes = indexes
         }
         operations += note(old: old, new: table, in: &summary)
-        if table.slotCount > old.slotCount { try addRowMetadataColumns(old: old, new: &table) }
+        if table.slotCount > old.slotCount, table.sharedClockWidth == nil {
+            // Rows saved before keep a shared clock that covers only the slots they had (`w`, or
+            // this width while `w` is NULL); the row metadata is neither altered nor rewritten.
+            table.sharedClockWidth = old.slotCount
+        }
         if table != old {
             var registered = table
             if table.name != old.name {
@@ -535,22 +539,6 @@ struct SchemaMigrator {
             summary.renamedTables[old.name] = new.name
         }
         return operations
-    }
-
-    /// Adds row-metadata clock columns for the slots `new` gained. Rows saved before keep a shared
-    /// clock that covers only the slots they had (`w`, or the registration's width); nothing is
-    /// rewritten.
-    private func addRowMetadataColumns(old: TrackedTable, new table: inout TrackedTable) throws {
-        try Bookkeeping.addSharedClockWidth(db)
-        let name = Bookkeeping.rowMetadataTable(table)
-        if table.sharedClockWidth == nil {
-            table.sharedClockWidth = old.slotCount
-            try db.execute(sql: "ALTER TABLE \(name) ADD COLUMN w INTEGER")
-        }
-        for slot in table.slots where slot >= old.slotCount {
-            try db.execute(sql: "ALTER TABLE \(name) ADD COLUMN t\(slot) INTEGER")
-            try db.execute(sql: "ALTER TABLE \(name) ADD COLUMN o\(slot) INTEGER")
-        }
     }
 
     /// The `preserve` arguments grouped by table, checked against the tables tracked after.

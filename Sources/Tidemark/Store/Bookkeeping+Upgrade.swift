@@ -46,6 +46,9 @@ extension Bookkeeping {
         for table in try String.fetchAll(db, sql: rowMetadataWithoutHash) {
             try db.execute(sql: "ALTER TABLE \(table.quotedDatabaseIdentifier) ADD COLUMN h INTEGER")
         }
+        for table in try String.fetchAll(db, sql: rowMetadataWithClockColumns) {
+            try packColumnClocks(db, table: table)
+        }
         if try !db.columns(in: "tidemark_held").contains(where: { $0.name == "encrypted" }) {
             try db.execute(sql: "ALTER TABLE tidemark_held ADD COLUMN encrypted INTEGER NOT NULL DEFAULT 0")
         }
@@ -67,6 +70,7 @@ extension Bookkeeping {
             || !db.columns(in: "tidemark_held").contains { $0.name == "encrypted" }
             || String.fetchOne(db, sql: rowMetadataNamedCausalLength) != nil
             || !db.tableExists("tidemark_digests") || String.fetchOne(db, sql: rowMetadataWithoutHash) != nil
+            || String.fetchOne(db, sql: rowMetadataWithClockColumns) != nil
             || !db.columns(in: "tidemark_watermarks").contains { $0.name == "digest" }
             || !db.tableExists("tidemark_epochs")
             || !db.columns(in: "tidemark_epochs").contains { $0.name == "dropped" }
@@ -84,4 +88,57 @@ extension Bookkeeping {
         WHERE type = 'table' AND name LIKE 'tidemark\\_rows\\_%' ESCAPE '\\' AND sql LIKE '%cl INTEGER NOT NULL%'
         """
 
+    /// The row-metadata tables made before per-column clocks were kept in one BLOB, `c`: they hold
+    /// a pair of columns per slot, `t<slot>` and `o<slot>`.
+    private static let rowMetadataWithClockColumns = """
+        SELECT name FROM sqlite_schema
+        WHERE type = 'table' AND name LIKE 'tidemark\\_rows\\_%' ESCAPE '\\' AND sql NOT LIKE '%, c BLOB,%'
+        """
+
+    /// Rewrites the row-metadata table `name`, made with a pair of clock columns per slot, in
+    /// today's layout (`rowMetadataTable`): each row's clocks per column move into `c`
+    /// (`ColumnClocks`), every other value is kept. A scan of the table, once.
+    private static func packColumnClocks(_ db: Database, table name: String) throws {
+        let columns = try db.columns(in: name).map(\.name)
+        func numbered(_ prefix: Character) -> [Int] {
+            columns.compactMap { $0.first == prefix ? Int($0.dropFirst()) : nil }.sorted()
+        }
+        let keys = numbered("k").map { "k\($0)" }
+        let slots = numbered("t").filter { columns.contains("o\($0)") }
+        let packed = "tidemark_rows_packing"
+        try createRowMetadata(db, named: packed, keyCount: keys.count)
+        let kept = (keys + ["gen", "t", "o", "h"] + (columns.contains("w") ? ["w"] : [])).joined(separator: ", ")
+        try db.execute(sql: "INSERT INTO \(packed)(\(kept)) SELECT \(kept) FROM \(name)")
+        if !slots.isEmpty {
+            // Only a live row without a shared clock has clocks per column.
+            let clockColumns = slots.flatMap { ["t\($0)", "o\($0)"] }
+            let read = try RawStatement(
+                db,
+                sql:
+                    "SELECT \((keys + clockColumns).joined(separator: ", ")) FROM \(name) WHERE t IS NULL AND gen % 2 = 1"
+            )
+            let write = try RawStatement(
+                db,
+                sql:
+                    "UPDATE \(packed) SET c = ? WHERE \(keys.enumerated().map { "\($1) = ?\($0 + 2)" }.joined(separator: " AND "))"
+            )
+            while try read.step() {
+                var entries: [ColumnClocks.Entry] = []
+                for (n, slot) in slots.enumerated() {
+                    let at = Int32(keys.count + 2 * n)
+                    guard let timestamp = read.optionalInt64(at), let origin = read.optionalInt64(at + 1) else {
+                        continue
+                    }
+                    entries.append(.init(slot: slot, timestamp: timestamp, origin: origin))
+                }
+                guard !entries.isEmpty else { continue }
+                write.reset()
+                try write.bind(.blob(ColumnClocks.encode(entries)), at: 1)
+                try write.bind(keys.indices.map { read.value(Int32($0)) }, from: 2)
+                try write.execute()
+            }
+        }
+        try db.execute(sql: "DROP TABLE \(name)")
+        try db.execute(sql: "ALTER TABLE \(packed) RENAME TO \(name)")
+    }
 }

@@ -43,10 +43,15 @@ enum Bookkeeping {
         }
     }
 
-    /// The most slots a tracked table may have: its row metadata holds two columns per slot, and
-    /// SQLite limits a table's columns (2000 unless built otherwise).
+    /// The columns of `tidemark_changes` besides its value columns and the mask words past `mask`.
+    static let changeColumnsBesideValues = 5
+
+    /// The most slots a tracked table may have: `tidemark_changes` holds a value column per slot
+    /// and a mask word per 63, and SQLite limits a table's columns (2000 unless built otherwise).
     static func maxTrackedColumns(_ db: Database) -> Int {
-        (db.columnLimit - 8) / 2
+        var slots = db.columnLimit - changeColumnsBesideValues
+        while slots + changeColumnsBesideValues + ColumnMask.wordCount(slots: slots) - 1 > db.columnLimit { slots -= 1 }
+        return slots
     }
 
     /// Creates the bookkeeping tables in an empty store. Long by design: the DDL of every table is
@@ -274,24 +279,28 @@ enum Bookkeeping {
     /// kept beside the rows and never pruned with history; a tombstone goes once every member has
     /// applied its delete (`Tombstones`). `k<i>` hold the key values in key order, `gen` the row's
     /// generation. Clocks are stored compactly: when every non-key column was set by the same
-    /// write, `t`/`o` hold that one clock; otherwise each non-key column `i` has its own `t<i>`/`o<i>`.
+    /// write, `t`/`o` hold that one clock; otherwise `c` holds a clock per column (`ColumnClocks`).
     /// `t` is a packed hybrid timestamp and `o` the writer's number in `tidemark_origins`; a
-    /// tombstone has no clock, and its `t` is the epoch it was saved in (`o` NULL). `h` is the row's
-    /// hash for the row digest (Protocol/exchange.md §8), NULL while the row is absent.
+    /// tombstone has no clock, and its `t` is the epoch it was saved in (`o` NULL). `w` is how many
+    /// slots a row's shared clock covers once a migration added columns
+    /// (`TrackedTable.sharedClockWidth`). `h` is the row's hash for the row digest
+    /// (Protocol/exchange.md §8), NULL while the row is absent. No column depends on the table's
+    /// columns, so a migration never alters it.
     static func rowMetadataTable(_ table: TrackedTable) -> String { "tidemark_rows_\(table.id)" }
 
     /// Creates the row-metadata table of `table`.
     static func createRowMetadata(_ db: Database, for table: TrackedTable) throws {
-        let keys = table.keyIndexes.indices.map { "k\($0)" }
-        let clocks =
-            ["t INTEGER, o INTEGER"]
-            + table.columns.indices.filter { !table.keyIndexes.contains($0) }.map {
-                "t\(table.slots[$0]) INTEGER, o\(table.slots[$0]) INTEGER"
-            }
+        try createRowMetadata(db, named: rowMetadataTable(table), keyCount: table.keyIndexes.count)
+    }
+
+    /// Creates a row-metadata table named `name` for a key of `keyCount` columns.
+    static func createRowMetadata(_ db: Database, named name: String, keyCount: Int) throws {
+        let keys = (0..<keyCount).map { "k\($0)" }
+        let columns = keys + ["gen INTEGER NOT NULL", "t INTEGER", "o INTEGER", "c BLOB", "w INTEGER", "h INTEGER"]
         try db.execute(
             sql:
-                "CREATE TABLE \(rowMetadataTable(table))(\((keys + ["gen INTEGER NOT NULL"] + clocks + ["h INTEGER"]).joined(separator: ", ")), "
-                + "PRIMARY KEY(\(keys.joined(separator: ", ")))) WITHOUT ROWID")
+                "CREATE TABLE \(name)(\(columns.joined(separator: ", ")), PRIMARY KEY(\(keys.joined(separator: ", ")))) WITHOUT ROWID"
+        )
     }
 
     /// Adds value columns until there are at least `count`.

@@ -262,7 +262,7 @@ extension TrackedTable {
             throw StoreError.untrackableTable(
                 table,
                 reason:
-                    "it has \(shape.columns.count) columns; at most \(limit) can be tracked (row metadata keeps two per column)",
+                    "it has \(shape.columns.count) columns; at most \(limit) can be tracked (history keeps a column per column, and a mask column per 63)",
                 hint: "split the table")
         }
         var preserved: [Int] = []

@@ -109,6 +109,14 @@ final class RawStatement {
     /// Column `index` as an integer, or nil for NULL.
     func optionalInt64(_ index: Int32) -> Int64? { isNull(index) ? nil : int64(index) }
 
+    /// Calls `body` with the bytes of BLOB column `index`; nil, without calling it, for NULL.
+    func withBlob<T>(_ index: Int32, _ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T? {
+        guard !isNull(index) else { return nil }
+        // The pointer first, then the size (sqlite3_column_blob's documented order).
+        let pointer = sqlite3_column_blob(statement, index)
+        return try body(UnsafeRawBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(statement, index))))
+    }
+
     /// Column `index` with its storage class.
     func value(_ index: Int32) -> SQLValue {
         switch sqlite3_column_type(statement, index) {

@@ -75,6 +75,37 @@ import TidemarkTestSupport
         #expect(again.stdout.contains("c='see'"), "\(again)")
     }
 
+    /// A capture trigger is Tidemark's own: `exec` refuses to drop it, and one the shell dropped
+    /// (or a rebuild of the table lost) is put back by the next command, which says so.
+    @Test func captureTriggersDroppedThroughExecAreRefusedAndThroughTheShellPutBack() async throws {
+        let store = try await CLIStore()
+        let before = try await store.dump()
+        let refused = try await store.sync(
+            "exec", "DROP TRIGGER tidemark_1_insert; INSERT INTO items(id) VALUES ('x'); SELECT 1")
+        expectFailure(
+            refused, "changes Tidemark's own 'tidemark_1_insert'; nothing was changed",
+            hint: "change tracked tables with `sync migrate`")
+        #expect(try await store.dump() == before)
+
+        let shell = try await SQLiteShell.run(
+            store.path, "DROP TRIGGER tidemark_1_insert; INSERT INTO items(id, name) VALUES ('unseen', 'u')")
+        #expect(shell.exitCode == 0, "\(shell)")
+        let status = try await store.sync("status")
+        #expect(status.exitCode == 0, "\(status)")
+        #expect(
+            status.stderrLines == [
+                "warning: the capture triggers of table 'items' were missing (removed by another client, or lost with a "
+                    + "rebuild of the table); they are back, but writes made to it meanwhile were not recorded and will "
+                    + "not replicate: `sync status` shows whether peers hold other rows"
+            ], "\(status)")
+        #expect(try await store.sync("status").stderr.isEmpty, "put back once")
+        let written = try await SQLiteShell.run(store.path, "INSERT INTO items(id, name) VALUES ('seen', 's')")
+        #expect(written.exitCode == 0, "\(written)")
+        let log = try await store.sync("log")
+        #expect(log.stdout.contains("insert items [id='seen'] name='s'"), "\(log)")
+        #expect(!log.stdout.contains("unseen"), "written while the trigger was missing: \(log)")
+    }
+
     @Test func migrateRenamesDropsAndUntracksAndSaysSo() async throws {
         let store = try await CLIStore()
         try await store.exec(

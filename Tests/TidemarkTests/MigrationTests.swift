@@ -317,7 +317,7 @@ import TidemarkTestSupport
 
         // Rewrites a's row metadata as an earlier build kept it: slots 1–3 are name, qty and note.
         let old = try DatabaseQueue(path: a.path)
-        let (name, before, packedRows) = try await old.write { db in
+        let (name, before, packedRows) = try old.write { db in
             let id = try #require(try Int64.fetchOne(db, sql: "SELECT id FROM tidemark_tables WHERE name = 'items'"))
             let name = "tidemark_rows_\(id)"
             let before = try Row.fetchAll(db, sql: "SELECT * FROM \(name) ORDER BY k0")
@@ -351,7 +351,7 @@ import TidemarkTestSupport
         #expect(packedRows == 2, "i1 and i2 have clocks per column: \(before)")
 
         let reopened = try Store.open(a.path)
-        let (sql, after) = try await DatabaseQueue(path: a.path).read { db in
+        let (sql, after) = try DatabaseQueue(path: a.path).read { db in
             (
                 try String.fetchOne(db, sql: "SELECT sql FROM sqlite_schema WHERE name = ?", arguments: [name]),
                 try Row.fetchAll(db, sql: "SELECT * FROM \(name) ORDER BY k0")
@@ -430,6 +430,72 @@ import TidemarkTestSupport
         #expect(
             try b.store.execute(sql: "SELECT id, qty FROM items ORDER BY id").0[0].rows == [
                 [.text("i1"), .integer(10)]
+            ])
+    }
+
+    /// Tidemark's own tables and triggers cannot be changed through `execute`, not even for the
+    /// span of one statement: a capture trigger dropped and made again around a write would leave
+    /// that write unrecorded. Other schema changes that leave tracked tables as they are run.
+    @Test func bookkeepingChangedThroughExecIsRefusedAndOtherSchemaChangesRun() async throws {
+        let group = try Self.group(["a"])
+        let a = group["a"]
+        let id = try #require(a.store.trackedTable(named: "items")?.id)
+        let insertTrigger = "tidemark_\(id)_insert"
+        let triggerSQL = try await DatabaseQueue(path: a.path).read { db in
+            try String.fetchOne(db, sql: "SELECT sql FROM sqlite_schema WHERE name = ?", arguments: [insertTrigger])
+        }
+        let before = try a.everything()
+        for sql in [
+            "DROP TRIGGER \(insertTrigger)",
+            "DROP TRIGGER \(insertTrigger); INSERT INTO items(id) VALUES ('x'); \(try #require(triggerSQL))",
+        ] {
+            #expect {
+                try a.store.execute(sql: sql)
+            } throws: { error in
+                guard case StoreError.bookkeepingChanged(let statement, let object) = error else { return false }
+                return statement.hasPrefix("DROP TRIGGER") && object == insertTrigger
+            }
+        }
+        #expect {
+            try a.store.execute(sql: "DROP TABLE tidemark_conflicts")
+        } throws: { error in
+            guard case StoreError.bookkeepingChanged(_, let object) = error else { return false }
+            return object == "tidemark_conflicts"
+        }
+        #expect(try a.everything() == before)
+
+        _ = try a.store.execute(
+            sql: """
+                CREATE TABLE scratch(x); CREATE INDEX items_by_name ON items(name);
+                INSERT INTO items(id, name) VALUES ('i1', 'one'); ALTER TABLE scratch ADD COLUMN y
+                """)
+        #expect(try a.store.fetchHistory().last?.changes.map(\.key) == [[.init("id", .text("i1"))]])
+    }
+
+    /// A table another client rebuilt with the same columns (made anew, filled, renamed into place)
+    /// lost its capture triggers with the table it replaced: the next open puts them back, once,
+    /// and that client's later writes are recorded again.
+    @Test func captureTriggersAnotherClientLostAreBackAfterTheNextOpen() async throws {
+        let group = try Self.group(["a", "b"])
+        let (a, b) = (group["a"], group["b"])
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name, qty) VALUES ('i1', 'one', 1)")
+        let other = try DatabaseQueue(path: a.path)
+        try await other.write { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE items_new(id TEXT PRIMARY KEY, name TEXT, qty INTEGER);
+                    INSERT INTO items_new SELECT * FROM items; DROP TABLE items; ALTER TABLE items_new RENAME TO items;
+                    """)
+        }
+        let reopened = try Store.open(a.path)
+        #expect(reopened.restoredCaptureTriggers == ["items"])
+        #expect(try Store.open(a.path).restoredCaptureTriggers.isEmpty, "put back once")
+        try await other.write { db in try db.execute(sql: "INSERT INTO items(id, name, qty) VALUES ('i2', 'two', 2)") }
+        _ = try reopened.push(to: group.folder, key: a.key)
+        _ = try group.round(prune: false)
+        #expect(
+            try b.store.execute(sql: "SELECT id, name, qty FROM items ORDER BY id").0[0].rows == [
+                [.text("i1"), .text("one"), .integer(1)], [.text("i2"), .text("two"), .integer(2)],
             ])
     }
 

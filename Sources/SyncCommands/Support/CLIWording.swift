@@ -33,6 +33,9 @@ enum CLIWording {
         case .keyFile(let path, _): return "check \(path), or pass the right one with --key FILE"
         case .schemaChangeNeedsMigration:
             return "put the schema change in a file and run `sync migrate --store STORE FILE.sql`"
+        case .bookkeepingChanged:
+            return
+                "leave tidemark_ tables and triggers to Tidemark: without its capture triggers a table's writes are not recorded; change tracked tables with `sync migrate`"
         default: return error.hint
         }
     }

@@ -25,6 +25,12 @@ struct StoreOptions: ParsableArguments {
                 "note: adopted a schema change made outside Tidemark as a migration\(version): "
                     + SyncCLI.Migrate.describe(adopted, version: false).joined(separator: "; "))
         }
+        for table in store.restoredCaptureTriggers {
+            Output.error(
+                "warning: the capture triggers of table '\(table)' were missing (removed by another client, or lost "
+                    + "with a rebuild of the table); they are back, but writes made to it meanwhile were not recorded "
+                    + "and will not replicate: `sync status` shows whether peers hold other rows")
+        }
         return store
     }
 }

@@ -12,6 +12,28 @@ enum CaptureTriggers {
         ["insert", "update", "rekey", "delete"].map { "\(Bookkeeping.prefix)\(table.id)_\($0)" }
     }
 
+    /// The triggers `table` has while tracked: every one of `names(for:)` but the update trigger of
+    /// a table whose columns are all key columns (an update of one is a rekey).
+    static func expectedNames(for table: TrackedTable) -> [String] {
+        let names = names(for: table)
+        return table.columns.count > table.keyIndexes.count ? names : names.filter { !$0.hasSuffix("_update") }
+    }
+
+    /// The tracked tables of `tables` that miss one of their capture triggers, with the SQL of
+    /// those they still have, by name. Another client removed them (or rebuilt the table, which
+    /// drops them with it): until they are back, that table's writes are not recorded.
+    static func missing(_ tables: [TrackedTable], in db: Database) throws -> [(TrackedTable, [String: String])] {
+        var present: [String: String] = [:]
+        for row in try Row.fetchAll(
+            db,
+            sql: "SELECT name, sql FROM sqlite_schema WHERE type = 'trigger' AND name LIKE 'tidemark\\_%' ESCAPE '\\'")
+        {
+            present[row[0]] = row[1]
+        }
+        return tables.filter { $0.untrackedAt == nil && expectedNames(for: $0).contains { present[$0] == nil } }
+            .map { table in (table, present.filter { names(for: table).contains($0.key) }) }
+    }
+
     /// Installs the triggers for `table`. `current` holds the SQL of the table's triggers that are
     /// there, by name: one whose text is already what `table` needs stays, every other is made
     /// anew or dropped (a column added to a table leaves its delete trigger as it was, a change of

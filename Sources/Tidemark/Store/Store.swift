@@ -53,6 +53,7 @@ public final class Store: Sendable {
     /// The registrations, re-read when the schema changed (a migration, here or in another process).
     let registrations: TrackedTable.Registrations
     private let adoption = Locked<MigrationSummary?>(nil)
+    private let restoration = Locked<[String]>([])
     /// This replica's Ed25519 public key (32 bytes); its identity is derived from it.
     public let publicKey: [UInt8]
     /// The connection every read and write goes through: the store's own `DatabaseQueue` when
@@ -124,6 +125,7 @@ public final class Store: Sendable {
                 path: path, database: database, authorship: authorship, replica: replica, publicKey: Array(key),
                 registrations: tables, options: options)
             if let changed { try store.adoptSchemaChange(refusedAs: changed) }
+            try store.restoreCaptureTriggers()
             return store
         } catch let error as StoreError {
             throw error
@@ -148,6 +150,27 @@ public final class Store: Sendable {
             }
             throw refusal
         }
+    }
+
+    /// The tracked tables whose capture triggers `open` found missing and put back: another client
+    /// removed them, or rebuilt the table (which drops them with it). Writes made to those tables
+    /// while they were missing were not recorded, and do not replicate; the next row digest counts
+    /// the tables again, so that `sync status` can tell peers whose rows differ. Empty when none.
+    public var restoredCaptureTriggers: [String] { restoration.withLock { $0 } }
+
+    /// Puts back the capture triggers another client removed from tracked tables. A store opened
+    /// read-only cannot, and says nothing: nothing is written through it either.
+    private func restoreCaptureTriggers() throws {
+        let missing = try database.read { db in try CaptureTriggers.missing(replicatedTables, in: db) }
+        guard !missing.isEmpty else { return }
+        do {
+            try database.write { db in
+                for (table, present) in missing { try CaptureTriggers.install(table, in: db, current: present) }
+            }
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_READONLY {
+            return
+        }
+        restoration.withLock { $0 = missing.map(\.0.name) }
     }
 
     /// The registration of a tracked table by name.
@@ -200,13 +223,14 @@ public final class Store: Sendable {
         do {
             return try write(author: author, contextName: contextName) { db in
                 var results: [ResultSet] = []
-                var schemaStatement: String?
+                // Tidemark's own objects as they were before the first schema change.
+                var bookkeeping: [String: String]?
                 let statements = try db.allStatements(sql: sql)
                 while let statement = try statements.next() {
                     if statement.isTransactionControl {
                         throw StoreError.transactionControlNotAllowed(statement: statement.sql)
                     }
-                    if schemaStatement == nil, statement.isSchemaChange { schemaStatement = statement.sql }
+                    if statement.isSchemaChange, bookkeeping == nil { bookkeeping = try Bookkeeping.objects(db) }
                     if statement.columnCount > 0 {
                         let rows = try Row.fetchAll(statement).map { row in Array(row.databaseValues.map(SQLValue.init))
                         }
@@ -214,11 +238,19 @@ public final class Store: Sendable {
                     } else {
                         try statement.execute()
                     }
-                }
-                if let schemaStatement {
-                    // Refused before commit: tracking would no longer match the tracked tables.
-                    for table in replicatedTables where try !table.hasRegisteredShape(in: db) {
-                        throw StoreError.schemaChangeNeedsMigration(statement: schemaStatement)
+                    if statement.isSchemaChange, let bookkeeping {
+                        // Refused before commit, checked after each statement (a capture trigger
+                        // dropped and made again around a write would leave that write unrecorded):
+                        // tracking would no longer match the tracked tables.
+                        for table in replicatedTables where try !table.hasRegisteredShape(in: db) {
+                            throw StoreError.schemaChangeNeedsMigration(statement: statement.sql)
+                        }
+                        let now = try Bookkeeping.objects(db)
+                        if let changed = Set(now.keys).union(bookkeeping.keys).sorted().first(where: {
+                            now[$0] != bookkeeping[$0]
+                        }) {
+                            throw StoreError.bookkeepingChanged(statement: statement.sql, object: changed)
+                        }
                     }
                 }
                 return results

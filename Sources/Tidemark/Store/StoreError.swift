@@ -78,6 +78,9 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case notTracked(String)
     /// SQL run as tracked writes changes the schema of a tracked table; nothing was changed.
     case schemaChangeNeedsMigration(statement: String)
+    /// SQL run as tracked writes changes one of Tidemark's own tables, indexes or triggers (a
+    /// capture trigger dropped, say); nothing was changed.
+    case bookkeepingChanged(statement: String, object: String)
 
     public var description: String {
         switch self {
@@ -124,6 +127,8 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
             return "migration refused, nothing was changed: tracked table '\(t)': \(change)"
         case .schemaChangeNeedsMigration(let statement):
             return "'\(statement)' changes the schema of a tracked table; nothing was changed"
+        case .bookkeepingChanged(let statement, let object):
+            return "'\(statement)' changes Tidemark's own '\(object)'; nothing was changed"
         case .notTracked(let t): return "table '\(t)' is not tracked, so it cannot be untracked; nothing was changed"
         }
     }
@@ -160,6 +165,9 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
                 "keep each table's key; rename a table or column in a migration of its own; untrack a table to drop it"
         case .schemaChangeNeedsMigration:
             return "run it as a migration (Store.migrate), which adapts tracking in the same transaction"
+        case .bookkeepingChanged:
+            return
+                "leave tidemark_ objects to Tidemark: without its capture triggers a table's writes are not recorded and never replicate; change tracked tables with Store.migrate"
         case .storeIOError(let p, _):
             return
                 "check the disk holding \(p) (system log, free space), then run `sqlite3 \(p) 'PRAGMA integrity_check'`"

@@ -104,6 +104,38 @@ import TidemarkTestSupport
 
     /// A migration counts again only the tables whose row hashes it may change; every other table
     /// keeps its digest, which stays what a count from scratch gives.
+    /// Schema changes through `execute` leave the tracked tables and Tidemark's triggers as they
+    /// were at every statement (it refuses the others), so the kept digests still hold after them
+    /// and the next watermark counts nothing again; another client's schema change is not vouched
+    /// for.
+    @Test func schemaChangesThroughExecKeepTheKeptDigests() throws {
+        let group = try Self.convergedPair()
+        let a = group["a"]
+        try group.pull("a", prune: false)
+        /// Whether `a` vouches for its kept digests: they were noted at the current schema cookie.
+        func trusted() throws -> Bool {
+            let queue = try DatabaseQueue(path: a.path)
+            defer { try? queue.close() }
+            return try queue.read { db in
+                try Int64.fetchOne(db, sql: "SELECT value FROM tidemark_meta WHERE key = 'digest_schema_version'")
+                    == Int64.fetchOne(db, sql: "PRAGMA schema_version")
+            }
+        }
+        #expect(try trusted())
+        _ = try a.store.execute(
+            sql: """
+                CREATE INDEX items_by_note ON items(note); CREATE TABLE scratch(x);
+                UPDATE items SET note = 'indexed' WHERE id = 'a1'; ALTER TABLE scratch ADD COLUMN y
+                """)
+        #expect(try trusted())
+        #expect(try a.store.rowDigest().digest == (try a.tables().rowDigest))
+        let other = try DatabaseQueue(path: a.path)
+        try other.write { db in try db.execute(sql: "CREATE TABLE other(x)") }
+        try other.close()
+        #expect(try !trusted())
+        #expect(try a.store.rowDigest().digest == (try a.tables().rowDigest))
+    }
+
     @Test func aMigrationCountsAgainOnlyTheTablesWhoseRowHashesItMayChange() throws {
         let group = try Self.convergedPair()
         let a = group["a"]

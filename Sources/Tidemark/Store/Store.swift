@@ -223,14 +223,19 @@ public final class Store: Sendable {
         do {
             return try write(author: author, contextName: contextName) { db in
                 var results: [ResultSet] = []
-                // Tidemark's own objects as they were before the first schema change.
+                // Tidemark's own objects as they were before the first schema change, and whether
+                // the kept row digests could be vouched for then.
                 var bookkeeping: [String: String]?
+                var digestsTrusted = false
                 let statements = try db.allStatements(sql: sql)
                 while let statement = try statements.next() {
                     if statement.isTransactionControl {
                         throw StoreError.transactionControlNotAllowed(statement: statement.sql)
                     }
-                    if statement.isSchemaChange, bookkeeping == nil { bookkeeping = try Bookkeeping.objects(db) }
+                    if statement.isSchemaChange, bookkeeping == nil {
+                        bookkeeping = try Bookkeeping.objects(db)
+                        digestsTrusted = try RowDigests.trusted(db)
+                    }
                     if statement.columnCount > 0 {
                         let rows = try Row.fetchAll(statement).map { row in Array(row.databaseValues.map(SQLValue.init))
                         }
@@ -253,6 +258,9 @@ public final class Store: Sendable {
                         }
                     }
                 }
+                // Schema changes that left the tracked tables and every capture trigger as they
+                // were at each step cannot have written behind capture: the kept digests hold.
+                if bookkeeping != nil, digestsTrusted { try RowDigests.trust(db) }
                 return results
             }
         } catch let error as DatabaseError {

@@ -331,7 +331,7 @@ import TidemarkTestSupport
                 var clocks: [String: Int64] = [:]
                 if let blob = row["c"] as Data? {
                     packedRows += 1
-                    for (slot, timestamp, origin) in Self.columnClocks([UInt8](blob)) {
+                    for (slot, timestamp, origin) in ColumnClocksReference.entries([UInt8](blob)) {
                         clocks["t\(slot)"] = timestamp
                         clocks["o\(slot)"] = origin
                     }
@@ -345,6 +345,10 @@ import TidemarkTestSupport
                             + names.map { clocks[$0].databaseValue }))
             }
             try db.execute(sql: "DROP TABLE \(name); ALTER TABLE legacy RENAME TO \(name)")
+            try db.execute(sql: "UPDATE tidemark_meta SET value = 1 WHERE key = 'format'")
+            // A view of the app's that names a table since dropped: SQLite's checks of a rename
+            // would fail on it.
+            try db.execute(sql: "CREATE TABLE gone(x); CREATE VIEW broken AS SELECT x FROM gone; DROP TABLE gone")
             return (name, before, packedRows)
         }
         try old.close()
@@ -359,6 +363,10 @@ import TidemarkTestSupport
         }
         #expect(sql?.contains(", c BLOB,") == true && sql?.contains("t1") == false, "\(sql ?? "")")
         #expect(after == before)
+        let format = try await DatabaseQueue(path: a.path).read { db in
+            try Int.fetchOne(db, sql: "SELECT value FROM tidemark_meta WHERE key = 'format'")
+        }
+        #expect(format == 2, "a build that reads format 1 refuses the store")
 
         // Concurrent edits of different columns still both survive, and i3 stays deleted.
         _ = try reopened.execute(sql: "UPDATE items SET name = 'eins' WHERE id = 'i1'")
@@ -372,31 +380,6 @@ import TidemarkTestSupport
                 [.text("i1"), .text("eins"), .integer(10), .text("m")],
                 [.text("i2"), .text("two"), .integer(2), .text("n")],
             ])
-    }
-
-    /// The entries of a `c` BLOB of row metadata: per slot, a LEB128 slot, an 8-byte big-endian
-    /// packed timestamp and a LEB128 origin number.
-    static func columnClocks(_ bytes: [UInt8]) -> [(Int, Int64, Int64)] {
-        var at = 0
-        func varint() -> UInt64 {
-            var value: UInt64 = 0
-            var shift: UInt64 = 0
-            while true {
-                let byte = bytes[at]
-                at += 1
-                value |= UInt64(byte & 0x7f) << shift
-                if byte < 0x80 { return value }
-                shift += 7
-            }
-        }
-        var entries: [(Int, Int64, Int64)] = []
-        while at < bytes.count {
-            let slot = Int(varint())
-            let timestamp = bytes[at..<at + 8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-            at += 8
-            entries.append((slot, Int64(bitPattern: timestamp), Int64(varint())))
-        }
-        return entries
     }
 
     /// A store whose row metadata kept the generation in a column named `cl` is upgraded when

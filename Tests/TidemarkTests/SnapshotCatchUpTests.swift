@@ -131,8 +131,9 @@ import TidemarkTestSupport
         #expect(differences.isEmpty, "\(differences)")
     }
 
-    /// The row-metadata tables with each writer number (`o`, `o<i>` columns) replaced by the
-    /// replica id it stands for: the numbers are local to each store, the ids are what must agree.
+    /// The row-metadata tables with each writer number (in `o`, and in the clocks of `c`) replaced
+    /// by the replica id it stands for: the numbers are local to each store, the ids are what must
+    /// agree.
     static func rowMetadata(_ store: StoreSnapshot) -> [StoreSnapshot.Table] {
         var ids: [SQLValue: SQLValue] = [:]
         if let origins = store.tables.first(where: { $0.name == "tidemark_origins" }) {
@@ -140,10 +141,17 @@ import TidemarkTestSupport
         }
         return store.tables.filter { $0.name.hasPrefix("tidemark_rows_") }.map { table in
             var resolved = table
-            let writers = table.columns.indices.filter { table.columns[$0].first == "o" }
+            let writer = table.columns.firstIndex(of: "o")
+            let clocks = table.columns.firstIndex(of: "c")
             resolved.rows = table.rows.map { row in
                 var row = row
-                for i in writers where row[i] != .null { row[i] = ids[row[i]] ?? row[i] }
+                if let writer, row[writer] != .null { row[writer] = ids[row[writer]] ?? row[writer] }
+                if let clocks, case .blob(let bytes) = row[clocks] {
+                    row[clocks] = .text(
+                        ColumnClocksReference.entries(bytes).map { entry in
+                            "\(entry.slot):\(entry.timestamp):\(ids[.integer(entry.origin)].map { "\($0)" } ?? "?")"
+                        }.joined(separator: ","))
+                }
                 return row
             }
             return resolved

@@ -56,6 +56,8 @@ enum ColumnClocks {
             while offset < bytes.count, shift < 64 {
                 let byte = bytes[offset]
                 offset += 1
+                // The tenth byte holds the 64th bit alone.
+                if shift == 63, byte > 1 { throw damaged("a number past 64 bits") }
                 value |= UInt64(byte & 0x7f) << shift
                 if byte & 0x80 == 0 { return value }
                 shift += 7
@@ -65,7 +67,8 @@ enum ColumnClocks {
         var previous = -1
         while offset < bytes.count {
             let slot = try varint()
-            guard slot < UInt64(Int32.max), Int(slot) > previous else { throw damaged("a slot out of order") }
+            guard slot < UInt64(Int32.max) else { throw damaged("a slot past any table's columns") }
+            guard Int(slot) > previous else { throw damaged("a slot out of order") }
             guard bytes.count - offset >= 8 else { throw damaged("a truncated timestamp") }
             var timestamp: UInt64 = 0
             for _ in 0..<8 {

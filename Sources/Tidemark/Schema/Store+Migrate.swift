@@ -502,7 +502,7 @@ struct SchemaMigrator {
         table.keyIndexes = shape.keyColumns.map { shape.columns.firstIndex(of: $0)! }
         table.preservedIndexes = old.preservedIndexes.compactMap { table.slots.firstIndex(of: old.slots[$0]) }.sorted()
         table.retired += gone.map { TrackedTable.Retired(slot: $0, name: names[$0]!, droppedAt: position) }
-        let limit = Bookkeeping.maxTrackedColumns(db)
+        let limit = Bookkeeping.maxTrackedColumns(db, keyCount: table.keyIndexes.count)
         if table.slotCount > limit {
             throw StoreError.unsupportedMigration(
                 table: old.name,

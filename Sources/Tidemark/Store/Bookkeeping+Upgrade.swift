@@ -11,6 +11,12 @@ extension Bookkeeping {
     /// Brings the bookkeeping of a store made by an earlier build up to date; each step is cheap
     /// and does nothing once done.
     static func upgrade(_ db: Database) throws {
+        // Renaming a table makes SQLite check every view and trigger of the schema, and a broken
+        // one of the app's (naming a table since dropped) would fail the upgrade: the legacy
+        // rename checks nothing, and no view or trigger names the tables renamed here.
+        let legacyRename = try Bool.fetchOne(db, sql: "PRAGMA legacy_alter_table") ?? false
+        try db.execute(sql: "PRAGMA legacy_alter_table = ON")
+        defer { if !legacyRename { try? db.execute(sql: "PRAGMA legacy_alter_table = OFF") } }
         try createAuthorship(db)
         try createRemoteFiles(db)
         try createCheckedFiles(db)
@@ -49,6 +55,8 @@ extension Bookkeeping {
         for table in try String.fetchAll(db, sql: rowMetadataWithClockColumns) {
             try packColumnClocks(db, table: table)
         }
+        // A build that reads format 1 would misread the packed clocks: it refuses the store now.
+        try setMeta(db, Meta.format, formatVersion)
         if try !db.columns(in: "tidemark_held").contains(where: { $0.name == "encrypted" }) {
             try db.execute(sql: "ALTER TABLE tidemark_held ADD COLUMN encrypted INTEGER NOT NULL DEFAULT 0")
         }
@@ -71,6 +79,7 @@ extension Bookkeeping {
             || String.fetchOne(db, sql: rowMetadataNamedCausalLength) != nil
             || !db.tableExists("tidemark_digests") || String.fetchOne(db, sql: rowMetadataWithoutHash) != nil
             || String.fetchOne(db, sql: rowMetadataWithClockColumns) != nil
+            || Int.fromDatabaseValue(meta(db, Meta.format)) ?? 0 < formatVersion
             || !db.columns(in: "tidemark_watermarks").contains { $0.name == "digest" }
             || !db.tableExists("tidemark_epochs")
             || !db.columns(in: "tidemark_epochs").contains { $0.name == "dropped" }

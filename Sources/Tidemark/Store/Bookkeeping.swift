@@ -9,8 +9,9 @@ enum Bookkeeping {
     static let prefix = "tidemark_"
 
     /// The store format this build writes and reads. A store with a higher number was made by a
-    /// newer Tidemark and is refused rather than misread.
-    static let formatVersion = 1
+    /// newer Tidemark and is refused rather than misread; one with a lower number is upgraded when
+    /// opened (`upgrade`). 2: row metadata keeps clocks per column in one BLOB (`ColumnClocks`).
+    static let formatVersion = 2
 
     /// Change kinds in `tidemark_changes.op`.
     enum Op: Int64 {
@@ -46,12 +47,14 @@ enum Bookkeeping {
     /// The columns of `tidemark_changes` besides its value columns and the mask words past `mask`.
     static let changeColumnsBesideValues = 5
 
-    /// The most slots a tracked table may have: `tidemark_changes` holds a value column per slot
-    /// and a mask word per 63, and SQLite limits a table's columns (2000 unless built otherwise).
-    static func maxTrackedColumns(_ db: Database) -> Int {
+    /// The most slots a tracked table with a key of `keyCount` columns may have: SQLite limits a
+    /// table's columns and a query's (2000 unless built otherwise), `tidemark_changes` holds a value
+    /// column per slot and a mask word per 63, and a snapshot reads each row with its key again
+    /// and its six columns of row metadata.
+    static func maxTrackedColumns(_ db: Database, keyCount: Int) -> Int {
         var slots = db.columnLimit - changeColumnsBesideValues
         while slots + changeColumnsBesideValues + ColumnMask.wordCount(slots: slots) - 1 > db.columnLimit { slots -= 1 }
-        return slots
+        return min(slots, db.columnLimit - 6 - keyCount)
     }
 
     /// Creates the bookkeeping tables in an empty store. Long by design: the DDL of every table is

@@ -113,10 +113,12 @@ public final class Store: Sendable {
             let (name, key, _, needsUpgrade, changed) = loaded
             var tables = loaded.2
             if needsUpgrade {
-                // Stores made by an earlier build: add what they lack (a read-only store never writes).
-                if (try? database.write({ db in try Bookkeeping.upgrade(db) })) != nil {
+                // Stores made by an earlier build: add what they lack. A store opened read-only
+                // cannot, and is read as it is; any other failure is reported.
+                do {
+                    try database.write { db in try Bookkeeping.upgrade(db) }
                     tables = try database.read { db in try TrackedTable.fetchAll(db, includingUntracked: true) }
-                }
+                } catch let error as DatabaseError where error.resultCode == .SQLITE_READONLY {}
             }
             let replica = Replica(name: name, id: Replica.ID(publicKey: Array(key)))
             let authorship =

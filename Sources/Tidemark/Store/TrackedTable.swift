@@ -257,12 +257,12 @@ extension TrackedTable {
                     "its key '\(shape.keyColumns[0])' is an INTEGER PRIMARY KEY, which SQLite assigns itself (two replicas would both create row 1)",
                 hint: "use a key the application chooses, e.g. `id TEXT PRIMARY KEY` holding a UUID")
         }
-        let limit = Bookkeeping.maxTrackedColumns(db)
+        let limit = Bookkeeping.maxTrackedColumns(db, keyCount: shape.keyColumns.count)
         guard shape.columns.count <= limit else {
             throw StoreError.untrackableTable(
                 table,
                 reason:
-                    "it has \(shape.columns.count) columns; at most \(limit) can be tracked (history keeps a column per column, and a mask column per 63)",
+                    "it has \(shape.columns.count) columns; at most \(limit) can be tracked (history and snapshots need room beside them within SQLite's \(db.columnLimit) columns)",
                 hint: "split the table")
         }
         var preserved: [Int] = []

@@ -69,8 +69,6 @@ struct SchemaWorkload {
                 let inStore = try timed {
                     try store.execute(sql: alter.replacingOccurrences(of: "TABLE items", with: "TABLE untracked_items"))
                 }
-                // A schema change outside `migrate` makes the store count its tables again (it may
-                // have been how capture triggers were removed and put back): the pull does, untimed.
                 _ = try store.pull(from: folder, key: key, prune: false)
                 let untracked = try timed { try plain.write { db in try db.execute(sql: alter) } }
                 if round > 0 {

@@ -1,4 +1,5 @@
 import GRDB
+import TidemarkCore
 
 /// The per-column clocks of one row-metadata row, stored in its `c` column when the row's columns
 /// were set by different writes (Bookkeeping.rowMetadataTable).
@@ -29,12 +30,12 @@ enum ColumnClocks {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(entries.count * 11)
         for entry in entries {
-            appendVarint(UInt64(entry.slot), to: &bytes)
+            Varint.append(UInt64(entry.slot), to: &bytes)
             let timestamp = UInt64(bitPattern: entry.timestamp)
             for shift in stride(from: 56, through: 0, by: -8) {
                 bytes.append(UInt8(truncatingIfNeeded: timestamp >> shift))
             }
-            appendVarint(UInt64(bitPattern: entry.origin), to: &bytes)
+            Varint.append(UInt64(bitPattern: entry.origin), to: &bytes)
         }
         return bytes
     }
@@ -79,14 +80,5 @@ enum ColumnClocks {
             previous = Int(slot)
             try body(Entry(slot: Int(slot), timestamp: Int64(bitPattern: timestamp), origin: Int64(bitPattern: origin)))
         }
-    }
-
-    private static func appendVarint(_ value: UInt64, to bytes: inout [UInt8]) {
-        var value = value
-        while value >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: value) | 0x80)
-            value >>= 7
-        }
-        bytes.append(UInt8(value))
     }
 }

@@ -83,7 +83,7 @@ import TidemarkTestSupport
         let refused = try await store.sync(
             "exec", "DROP TRIGGER tidemark_1_insert; INSERT INTO items(id) VALUES ('x'); SELECT 1")
         expectFailure(
-            refused, "changes Tidemark's own 'tidemark_1_insert'; nothing was changed",
+            refused, "touches Tidemark's bookkeeping ('tidemark_1_insert'); nothing was changed",
             hint: "change tracked tables with `sync migrate`")
         #expect(try await store.dump() == before)
 

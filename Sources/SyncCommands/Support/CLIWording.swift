@@ -35,7 +35,7 @@ enum CLIWording {
             return "put the schema change in a file and run `sync migrate --store STORE FILE.sql`"
         case .bookkeepingChanged:
             return
-                "leave tidemark_ tables and triggers to Tidemark: without its capture triggers a table's writes are not recorded; change tracked tables with `sync migrate`"
+                "tidemark_ names are Tidemark's, and no trigger or view may name them: without the capture triggers a table's writes are not recorded; change tracked tables with `sync migrate`"
         default: return error.hint
         }
     }

@@ -12,17 +12,19 @@ enum CaptureTriggers {
         ["insert", "update", "rekey", "delete"].map { "\(Bookkeeping.prefix)\(table.id)_\($0)" }
     }
 
-    /// The triggers `table` has while tracked: every one of `names(for:)` but the update trigger of
-    /// a table whose columns are all key columns (an update of one is a rekey).
-    static func expectedNames(for table: TrackedTable) -> [String] {
-        let names = names(for: table)
-        return table.columns.count > table.keyIndexes.count ? names : names.filter { !$0.hasSuffix("_update") }
+    /// A tracked table whose capture triggers are not what `install` makes.
+    struct Repair {
+        var table: TrackedTable
+        /// The SQL of the table's capture triggers that are there, by name.
+        var present: [String: String]
+        /// Whether one is missing: another client removed it (or rebuilt the table, which drops
+        /// them with it), and that table's writes went unrecorded meanwhile. Otherwise one reads
+        /// otherwise, as an earlier build wrote it (or another client replaced it).
+        var missing: Bool
     }
 
-    /// The tracked tables of `tables` that miss one of their capture triggers, with the SQL of
-    /// those they still have, by name. Another client removed them (or rebuilt the table, which
-    /// drops them with it): until they are back, that table's writes are not recorded.
-    static func missing(_ tables: [TrackedTable], in db: Database) throws -> [(TrackedTable, [String: String])] {
+    /// The tracked tables of `tables` whose capture triggers need installing again.
+    static func repairs(_ tables: [TrackedTable], in db: Database) throws -> [Repair] {
         var present: [String: String] = [:]
         for row in try Row.fetchAll(
             db,
@@ -30,8 +32,15 @@ enum CaptureTriggers {
         {
             present[row[0]] = row[1]
         }
-        return tables.filter { $0.untrackedAt == nil && expectedNames(for: $0).contains { present[$0] == nil } }
-            .map { table in (table, present.filter { names(for: table).contains($0.key) }) }
+        return try tables.filter { $0.untrackedAt == nil }.compactMap { table in
+            let current = present.filter { names(for: table).contains($0.key) }
+            let wanted = try sql(for: table, in: db)
+            guard current.count != wanted.count || wanted.contains(where: { current[$0.name] != $0.sql }) else {
+                return nil
+            }
+            return Repair(
+                table: table, present: current, missing: wanted.contains { current[$0.name] == nil })
+        }
     }
 
     /// Installs the triggers for `table`. `current` holds the SQL of the table's triggers that are
@@ -39,9 +48,7 @@ enum CaptureTriggers {
     /// anew or dropped (a column added to a table leaves its delete trigger as it was, a change of
     /// preserved columns the other three).
     static func install(_ table: TrackedTable, in db: Database, current: [String: String] = [:]) throws {
-        let affinities = try ColumnAffinity.of(table.columns, in: table.name, db)
-        let classChecked = Set(table.columns.indices.filter { keepsStorageClassOfEqualNumbers(affinities[$0]) })
-        let wanted = sql(for: table, classChecked: classChecked)
+        let wanted = try sql(for: table, in: db)
         for name in names(for: table) where current[name] != nil && !wanted.contains(where: { $0.name == name }) {
             try db.execute(sql: "DROP TRIGGER \(name.quotedDatabaseIdentifier)")
         }
@@ -49,6 +56,15 @@ enum CaptureTriggers {
             if current[name] != nil { try db.execute(sql: "DROP TRIGGER \(name.quotedDatabaseIdentifier)") }
             try db.execute(sql: statement)
         }
+    }
+
+    /// The CREATE TRIGGER statements `table` needs, by trigger name, as its columns' declared
+    /// types in `db` make them.
+    static func sql(for table: TrackedTable, in db: Database) throws -> [(name: String, sql: String)] {
+        let affinities = try ColumnAffinity.of(table.columns, in: table.name, db)
+        return sql(
+            for: table,
+            classChecked: Set(table.columns.indices.filter { keepsStorageClassOfEqualNumbers(affinities[$0]) }))
     }
 
     /// Whether a column of this declared type can hold an integer and a real that `IS` finds equal

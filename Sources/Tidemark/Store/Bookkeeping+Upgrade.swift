@@ -13,7 +13,8 @@ extension Bookkeeping {
     static func upgrade(_ db: Database) throws {
         // Renaming a table makes SQLite check every view and trigger of the schema, and a broken
         // one of the app's (naming a table since dropped) would fail the upgrade: the legacy
-        // rename checks nothing, and no view or trigger names the tables renamed here.
+        // rename of a table checks nothing, and no view or trigger names the tables renamed here.
+        // (Renaming a column checks them in either mode: no step renames one.)
         let legacyRename = try Bool.fetchOne(db, sql: "PRAGMA legacy_alter_table") ?? false
         try db.execute(sql: "PRAGMA legacy_alter_table = ON")
         defer { if !legacyRename { try? db.execute(sql: "PRAGMA legacy_alter_table = OFF") } }
@@ -32,10 +33,6 @@ extension Bookkeeping {
                     DROP TABLE tidemark_tables_old;
                     """)
         }
-        for table in try String.fetchAll(db, sql: rowMetadataNamedCausalLength) {
-            // The generation was once stored as `cl`, its other name (causal length).
-            try db.execute(sql: "ALTER TABLE \(table.quotedDatabaseIdentifier) RENAME COLUMN cl TO gen")
-        }
         if try !db.columns(in: "tidemark_transactions").contains(where: { $0.name == "schema" }) {
             try db.execute(sql: "ALTER TABLE tidemark_transactions ADD COLUMN schema INTEGER NOT NULL DEFAULT 0")
         }
@@ -49,11 +46,8 @@ extension Bookkeeping {
             try db.execute(sql: "ALTER TABLE tidemark_watermarks ADD COLUMN digest BLOB")
             try db.execute(sql: "ALTER TABLE tidemark_watermarks ADD COLUMN digest_token TEXT")
         }
-        for table in try String.fetchAll(db, sql: rowMetadataWithoutHash) {
-            try db.execute(sql: "ALTER TABLE \(table.quotedDatabaseIdentifier) ADD COLUMN h INTEGER")
-        }
-        for table in try String.fetchAll(db, sql: rowMetadataWithClockColumns) {
-            try packColumnClocks(db, table: table)
+        for table in try String.fetchAll(db, sql: rowMetadataOfAnEarlierLayout) {
+            try rewriteRowMetadata(db, table: table)
         }
         // A build that reads format 1 would misread the packed clocks: it refuses the store now.
         try setMeta(db, Meta.format, formatVersion)
@@ -76,60 +70,59 @@ extension Bookkeeping {
             || !hasSlots(db) || !db.tableExists(settingsTable) || !db.tableExists("tidemark_remote_files")
             || !db.tableExists("tidemark_checked_files")
             || !db.columns(in: "tidemark_held").contains { $0.name == "encrypted" }
-            || String.fetchOne(db, sql: rowMetadataNamedCausalLength) != nil
-            || !db.tableExists("tidemark_digests") || String.fetchOne(db, sql: rowMetadataWithoutHash) != nil
-            || String.fetchOne(db, sql: rowMetadataWithClockColumns) != nil
+            || !db.tableExists("tidemark_digests") || String.fetchOne(db, sql: rowMetadataOfAnEarlierLayout) != nil
             || Int.fromDatabaseValue(meta(db, Meta.format)) ?? 0 < formatVersion
             || !db.columns(in: "tidemark_watermarks").contains { $0.name == "digest" }
             || !db.tableExists("tidemark_epochs")
             || !db.columns(in: "tidemark_epochs").contains { $0.name == "dropped" }
     }
 
-    /// The row-metadata tables made before rows had their hash `h`.
-    private static let rowMetadataWithoutHash = """
+    /// The row-metadata tables of an earlier layout (`createRowMetadata` makes today's): with a pair
+    /// of clock columns per slot (`t<slot>`, `o<slot>`), without the row's hash `h`, or with the
+    /// generation named `cl`, its other name (causal length).
+    private static let rowMetadataOfAnEarlierLayout = """
         SELECT name FROM sqlite_schema
-        WHERE type = 'table' AND name LIKE 'tidemark\\_rows\\_%' ESCAPE '\\' AND sql NOT LIKE '%, h INTEGER%'
+        WHERE type = 'table' AND name LIKE 'tidemark\\_rows\\_%' ESCAPE '\\'
+            AND sql NOT LIKE '%, gen INTEGER NOT NULL, t INTEGER, o INTEGER, c BLOB, w INTEGER, h INTEGER, PRIMARY KEY(%'
         """
 
-    /// The row-metadata tables made before their generation column was named `gen`.
-    private static let rowMetadataNamedCausalLength = """
-        SELECT name FROM sqlite_schema
-        WHERE type = 'table' AND name LIKE 'tidemark\\_rows\\_%' ESCAPE '\\' AND sql LIKE '%cl INTEGER NOT NULL%'
-        """
-
-    /// The row-metadata tables made before per-column clocks were kept in one BLOB, `c`: they hold
-    /// a pair of columns per slot, `t<slot>` and `o<slot>`.
-    private static let rowMetadataWithClockColumns = """
-        SELECT name FROM sqlite_schema
-        WHERE type = 'table' AND name LIKE 'tidemark\\_rows\\_%' ESCAPE '\\' AND sql NOT LIKE '%, c BLOB,%'
-        """
-
-    /// Rewrites the row-metadata table `name`, made with a pair of clock columns per slot, in
-    /// today's layout (`rowMetadataTable`): each row's clocks per column move into `c`
-    /// (`ColumnClocks`), every other value is kept. A scan of the table, once.
-    private static func packColumnClocks(_ db: Database, table name: String) throws {
+    /// Rewrites the row-metadata table `name`, of an earlier layout, in today's
+    /// (`rowMetadataTable`): clocks per column move into `c` (`ColumnClocks`), a missing `h` or
+    /// `w` is NULL (the next row digest counts the table again), and every other value is kept. A
+    /// scan of the table, once. The rewritten table is renamed into place, which renames no column
+    /// (SQLite checks every view and trigger when it renames one, and an app's broken view would
+    /// fail it).
+    private static func rewriteRowMetadata(_ db: Database, table name: String) throws {
         let columns = try db.columns(in: name).map(\.name)
         func numbered(_ prefix: Character) -> [Int] {
             columns.compactMap { $0.first == prefix ? Int($0.dropFirst()) : nil }.sorted()
         }
+        func kept(_ column: String, from old: String? = nil) -> String {
+            columns.contains(old ?? column) ? (old ?? column) : "NULL"
+        }
         let keys = numbered("k").map { "k\($0)" }
         let slots = numbered("t").filter { columns.contains("o\($0)") }
-        let packed = "tidemark_rows_packing"
-        try createRowMetadata(db, named: packed, keyCount: keys.count)
-        let kept = (keys + ["gen", "t", "o", "h"] + (columns.contains("w") ? ["w"] : [])).joined(separator: ", ")
-        try db.execute(sql: "INSERT INTO \(packed)(\(kept)) SELECT \(kept) FROM \(name)")
+        let rewritten = "tidemark_rows_rewriting"
+        try createRowMetadata(db, named: rewritten, keyCount: keys.count)
+        let generation = columns.contains("gen") ? "gen" : "cl"
+        let targets = keys + ["gen", "t", "o", "c", "w", "h"]
+        let sources = keys + [generation, kept("t"), kept("o"), kept("c"), kept("w"), kept("h")]
+        try db.execute(
+            sql:
+                "INSERT INTO \(rewritten)(\(targets.joined(separator: ", "))) SELECT \(sources.joined(separator: ", ")) FROM \(name)"
+        )
         if !slots.isEmpty {
             // Only a live row without a shared clock has clocks per column.
             let clockColumns = slots.flatMap { ["t\($0)", "o\($0)"] }
             let read = try RawStatement(
                 db,
                 sql:
-                    "SELECT \((keys + clockColumns).joined(separator: ", ")) FROM \(name) WHERE t IS NULL AND gen % 2 = 1"
+                    "SELECT \((keys + clockColumns).joined(separator: ", ")) FROM \(name) WHERE t IS NULL AND \(generation) % 2 = 1"
             )
             let write = try RawStatement(
                 db,
                 sql:
-                    "UPDATE \(packed) SET c = ? WHERE \(keys.enumerated().map { "\($1) = ?\($0 + 2)" }.joined(separator: " AND "))"
+                    "UPDATE \(rewritten) SET c = ? WHERE \(keys.enumerated().map { "\($1) = ?\($0 + 2)" }.joined(separator: " AND "))"
             )
             while try read.step() {
                 var entries: [ColumnClocks.Entry] = []
@@ -148,6 +141,6 @@ extension Bookkeeping {
             }
         }
         try db.execute(sql: "DROP TABLE \(name)")
-        try db.execute(sql: "ALTER TABLE \(packed) RENAME TO \(name)")
+        try db.execute(sql: "ALTER TABLE \(rewritten) RENAME TO \(name)")
     }
 }

@@ -352,18 +352,6 @@ enum Bookkeeping {
         static let rowHashRule = "row_hash_rule"
     }
 
-    /// The SQL of every bookkeeping table, index and trigger, by name (an index SQLite made for a
-    /// constraint has none, and is not named `tidemark_…`).
-    static func objects(_ db: Database) throws -> [String: String] {
-        var objects: [String: String] = [:]
-        for row in try Row.fetchAll(
-            db, sql: "SELECT name, sql FROM sqlite_schema WHERE name LIKE 'tidemark\\_%' ESCAPE '\\'")
-        {
-            objects[row[0]] = row[1] ?? ""
-        }
-        return objects
-    }
-
     static func meta(_ db: Database, _ key: String) throws -> DatabaseValue {
         try DatabaseValue.fetchOne(db, sql: "SELECT value FROM tidemark_meta WHERE key = ?", arguments: [key]) ?? .null
     }

@@ -160,19 +160,26 @@ public final class Store: Sendable {
     /// the tables again, so that `sync status` can tell peers whose rows differ. Empty when none.
     public var restoredCaptureTriggers: [String] { restoration.withLock { $0 } }
 
-    /// Puts back the capture triggers another client removed from tracked tables. A store opened
+    /// Puts back the capture triggers another client removed from tracked tables, and makes again
+    /// those that read otherwise than this build makes them (an earlier build's). A store opened
     /// read-only cannot, and says nothing: nothing is written through it either.
     private func restoreCaptureTriggers() throws {
-        let missing = try database.read { db in try CaptureTriggers.missing(replicatedTables, in: db) }
-        guard !missing.isEmpty else { return }
+        // Looked at without a lock; a repair looks again in an immediate transaction, where no
+        // other process can make the same repair meanwhile.
+        guard try database.read({ db in try !CaptureTriggers.repairs(replicatedTables, in: db).isEmpty }) else {
+            return
+        }
+        let restored: [String]
         do {
-            try database.write { db in
-                for (table, present) in missing { try CaptureTriggers.install(table, in: db, current: present) }
+            restored = try writeImmediately { db in
+                let repairs = try CaptureTriggers.repairs(try TrackedTable.fetchAll(db), in: db)
+                for repair in repairs { try CaptureTriggers.install(repair.table, in: db, current: repair.present) }
+                return repairs.filter(\.missing).map(\.table.name)
             }
         } catch let error as DatabaseError where error.resultCode == .SQLITE_READONLY {
             return
         }
-        restoration.withLock { $0 = missing.map(\.0.name) }
+        restoration.withLock { $0 = restored }
     }
 
     /// The registration of a tracked table by name.
@@ -225,19 +232,15 @@ public final class Store: Sendable {
         do {
             return try write(author: author, contextName: contextName) { db in
                 var results: [ResultSet] = []
-                // Tidemark's own objects as they were before the first schema change, and whether
-                // the kept row digests could be vouched for then.
-                var bookkeeping: [String: String]?
-                var digestsTrusted = false
+                var watch = try SchemaWatch(db: db, tables: replicatedTables)
+                let wasDefensive = db.setDefensive(true)
+                defer { db.setDefensive(wasDefensive) }
                 let statements = try db.allStatements(sql: sql)
                 while let statement = try statements.next() {
                     if statement.isTransactionControl {
                         throw StoreError.transactionControlNotAllowed(statement: statement.sql)
                     }
-                    if statement.isSchemaChange, bookkeeping == nil {
-                        bookkeeping = try Bookkeeping.objects(db)
-                        digestsTrusted = try RowDigests.trusted(db)
-                    }
+                    try watch.willRun(statement)
                     if statement.columnCount > 0 {
                         let rows = try Row.fetchAll(statement).map { row in Array(row.databaseValues.map(SQLValue.init))
                         }
@@ -245,24 +248,9 @@ public final class Store: Sendable {
                     } else {
                         try statement.execute()
                     }
-                    if statement.isSchemaChange, let bookkeeping {
-                        // Refused before commit, checked after each statement (a capture trigger
-                        // dropped and made again around a write would leave that write unrecorded):
-                        // tracking would no longer match the tracked tables.
-                        for table in replicatedTables where try !table.hasRegisteredShape(in: db) {
-                            throw StoreError.schemaChangeNeedsMigration(statement: statement.sql)
-                        }
-                        let now = try Bookkeeping.objects(db)
-                        if let changed = Set(now.keys).union(bookkeeping.keys).sorted().first(where: {
-                            now[$0] != bookkeeping[$0]
-                        }) {
-                            throw StoreError.bookkeepingChanged(statement: statement.sql, object: changed)
-                        }
-                    }
+                    try watch.didRun(statement)
                 }
-                // Schema changes that left the tracked tables and every capture trigger as they
-                // were at each step cannot have written behind capture: the kept digests hold.
-                if bookkeeping != nil, digestsTrusted { try RowDigests.trust(db) }
+                try watch.finish()
                 return results
             }
         } catch let error as DatabaseError {
@@ -347,15 +335,24 @@ public final class Store: Sendable {
 }
 
 extension Statement {
-    /// Whether the statement changes the schema (CREATE, ALTER or DROP of anything).
-    var isSchemaChange: Bool {
-        let word = sql.drop { $0.isWhitespace || $0 == ";" }.prefix { $0.isLetter }.uppercased()
-        return ["CREATE", "ALTER", "DROP"].contains(word)
+    /// The statement's first keyword, upper-cased, past white space, semicolons and comments.
+    var leadingKeyword: String {
+        var rest = Substring(sql)
+        while true {
+            rest = rest.drop { $0.isWhitespace || $0 == ";" }
+            if rest.hasPrefix("--") {
+                rest = rest.drop { $0 != "\n" }
+            } else if rest.hasPrefix("/*") {
+                rest = rest.dropFirst(2)
+                rest = rest.range(of: "*/").map { rest[$0.upperBound...] } ?? ""
+            } else {
+                return rest.prefix { $0.isLetter }.uppercased()
+            }
+        }
     }
 
     /// Whether the statement begins, ends or nests a transaction.
     var isTransactionControl: Bool {
-        let word = sql.drop { $0.isWhitespace || $0 == ";" }.prefix { $0.isLetter }.uppercased()
-        return ["BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE"].contains(word)
+        ["BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE"].contains(leadingKeyword)
     }
 }

@@ -79,7 +79,8 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     /// SQL run as tracked writes changes the schema of a tracked table; nothing was changed.
     case schemaChangeNeedsMigration(statement: String)
     /// SQL run as tracked writes changes one of Tidemark's own tables, indexes or triggers (a
-    /// capture trigger dropped, say); nothing was changed.
+    /// capture trigger dropped, say), or adds an object that names one (a trigger on
+    /// `tidemark_changes`); nothing was changed.
     case bookkeepingChanged(statement: String, object: String)
 
     public var description: String {
@@ -128,7 +129,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .schemaChangeNeedsMigration(let statement):
             return "'\(statement)' changes the schema of a tracked table; nothing was changed"
         case .bookkeepingChanged(let statement, let object):
-            return "'\(statement)' changes Tidemark's own '\(object)'; nothing was changed"
+            return "'\(statement)' touches Tidemark's bookkeeping ('\(object)'); nothing was changed"
         case .notTracked(let t): return "table '\(t)' is not tracked, so it cannot be untracked; nothing was changed"
         }
     }
@@ -167,7 +168,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
             return "run it as a migration (Store.migrate), which adapts tracking in the same transaction"
         case .bookkeepingChanged:
             return
-                "leave tidemark_ objects to Tidemark: without its capture triggers a table's writes are not recorded and never replicate; change tracked tables with Store.migrate"
+                "tidemark_ names are Tidemark's, and no trigger or view may name them: without the capture triggers a table's writes are not recorded and never replicate; change tracked tables with Store.migrate"
         case .storeIOError(let p, _):
             return
                 "check the disk holding \(p) (system log, free space), then run `sqlite3 \(p) 'PRAGMA integrity_check'`"

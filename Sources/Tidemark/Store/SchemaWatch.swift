@@ -1,0 +1,90 @@
+import GRDB
+
+/// Watches SQL that `Store.execute` runs for the app, statement by statement, for schema changes
+/// tracking cannot follow: any that changes a tracked table (that is a migration), and any that
+/// touches Tidemark's own objects (a capture trigger dropped and made again around a write, a
+/// trigger on `tidemark_changes` that throws captured changes away). Each is refused after the
+/// statement that made it, inside the transaction, so nothing of the SQL is applied.
+///
+/// A schema change is told by SQLite's schema cookies (main and temp), whatever the statement's
+/// text; the SQL runs with SQLite's defensive flag on, which refuses the ways around them
+/// (`PRAGMA writable_schema`, `PRAGMA schema_version =`).
+struct SchemaWatch {
+    let db: Database
+    let tables: [TrackedTable]
+    private var cookies: [Int]
+    /// Tidemark's objects as they were before the first schema change, once there was one.
+    private var bookkeeping: [String: String]?
+    /// Whether the kept row digests could be vouched for before the first schema change.
+    private var digestsTrusted = false
+    /// Whether a statement changed the schema.
+    private var changed = false
+
+    init(db: Database, tables: [TrackedTable]) throws {
+        self.db = db
+        self.tables = tables
+        cookies = try Self.cookies(db)
+    }
+
+    /// Takes note of Tidemark's objects before the first statement that may change the schema
+    /// runs: SQLite marks a statement that does as not read-only. Call before each statement.
+    mutating func willRun(_ statement: Statement) throws {
+        guard bookkeeping == nil, !statement.isReadonly else { return }
+        bookkeeping = try Self.objects(db)
+        digestsTrusted = try RowDigests.trusted(db)
+    }
+
+    /// Refuses `statement`, which just ran, when it changed a tracked table or Tidemark's objects.
+    mutating func didRun(_ statement: Statement) throws {
+        let now = try Self.cookies(db)
+        guard now != cookies else { return }
+        cookies = now
+        changed = true
+        for table in tables where try !table.hasRegisteredShape(in: db) {
+            throw StoreError.schemaChangeNeedsMigration(statement: statement.sql)
+        }
+        let before = bookkeeping ?? [:]
+        let after = try Self.objects(db)
+        // Named by the object the statement named: an index SQLite made for a table goes with it.
+        let names = Set(after.keys).union(before.keys).sorted {
+            ($0.hasPrefix("sqlite_") ? 1 : 0, $0) < ($1.hasPrefix("sqlite_") ? 1 : 0, $1)
+        }
+        if let changed = names.first(where: { after[$0] != before[$0] }) {
+            throw StoreError.bookkeepingChanged(statement: statement.sql, object: changed)
+        }
+    }
+
+    /// After the last statement: schema changes that left every tracked table and every object of
+    /// Tidemark's as they were at each step cannot have written behind capture, so the kept row
+    /// digests still hold, as they did before.
+    func finish() throws {
+        if changed, digestsTrusted { try RowDigests.trust(db) }
+    }
+
+    /// The schema cookies of main and temp, which every schema change increments.
+    private static func cookies(_ db: Database) throws -> [Int] {
+        [
+            try Int.fetchOne(db, sql: "PRAGMA main.schema_version") ?? 0,
+            try Int.fetchOne(db, sql: "PRAGMA temp.schema_version") ?? 0,
+        ]
+    }
+
+    /// The SQL of every object of main and temp that is Tidemark's, is attached to one of its
+    /// tables, or names one (`tidemark_…`), by name (temp ones as `temp.name`).
+    static func objects(_ db: Database) throws -> [String: String] {
+        var objects: [String: String] = [:]
+        for (schema, prefix) in [("main", ""), ("temp", "temp.")] {
+            for row in try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT name, sql FROM \(schema).sqlite_schema
+                    WHERE name LIKE 'tidemark\\_%' ESCAPE '\\' OR tbl_name LIKE 'tidemark\\_%' ESCAPE '\\'
+                        OR sql LIKE '%tidemark\\_%' ESCAPE '\\'
+                    """)
+            {
+                objects[prefix + (row[0] as String)] = row[1] ?? ""
+            }
+        }
+        return objects
+    }
+}

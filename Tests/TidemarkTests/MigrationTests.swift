@@ -516,6 +516,34 @@ import TidemarkTestSupport
             ])
     }
 
+    /// Stores opened at once after another client dropped a capture trigger: one puts it back,
+    /// the others find it there, and none fails.
+    @Test func storesOpenedAtOnceRepairCaptureTriggersOnce() throws {
+        let group = try Self.group(["a"])
+        let a = group["a"]
+        let id = try #require(a.store.trackedTable(named: "items")?.id)
+        for round in 0..<10 {
+            let other = try DatabaseQueue(path: a.path)
+            try other.write { db in try db.execute(sql: "DROP TRIGGER tidemark_\(id)_insert") }
+            try other.close()
+            let outcomes = Outcomes()
+            DispatchQueue.concurrentPerform(iterations: 3) { _ in
+                do { outcomes.append(try Store.open(a.path).restoredCaptureTriggers.joined()) } catch {
+                    outcomes.append("\(error)")
+                }
+            }
+            #expect(outcomes.sorted == ["", "", "items"], "round \(round)")
+        }
+    }
+
+    /// What concurrent opens reported.
+    final class Outcomes: @unchecked Sendable {  // @unchecked: `values` is guarded by `lock`.
+        private let lock = NSLock()
+        private var values: [String] = []
+        func append(_ value: String) { lock.withLock { values.append(value) } }
+        var sorted: [String] { lock.withLock { values.sorted() } }
+    }
+
     @Test func schemaChangesThroughExecAreRefusedAndThoseOfOtherClientsAdopted() async throws {
         let group = try Self.group(["a", "b"])
         let a = group["a"]

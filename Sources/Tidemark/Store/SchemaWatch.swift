@@ -63,9 +63,10 @@ struct SchemaWatch {
 
     /// The schema cookies of main and temp, which every schema change increments.
     private static func cookies(_ db: Database) throws -> [Int] {
+        // Read after every statement: prepared once per connection.
         [
-            try Int.fetchOne(db, sql: "PRAGMA main.schema_version") ?? 0,
-            try Int.fetchOne(db, sql: "PRAGMA temp.schema_version") ?? 0,
+            try Int.fetchOne(try db.cachedStatement(sql: "PRAGMA main.schema_version")) ?? 0,
+            try Int.fetchOne(try db.cachedStatement(sql: "PRAGMA temp.schema_version")) ?? 0,
         ]
     }
 

@@ -516,6 +516,27 @@ import TidemarkTestSupport
             ])
     }
 
+    /// A store kept open while another client drops a capture trigger repairs it before its next
+    /// write, which is recorded, and says so; a write that is refused rolls the repair back with it.
+    @Test func aStoreKeptOpenRepairsCaptureTriggersBeforeItsNextWrite() throws {
+        let group = try Self.group(["a"])
+        let a = group["a"]
+        let id = try #require(a.store.trackedTable(named: "items")?.id)
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('i0', 'zero')")
+        let other = try DatabaseQueue(path: a.path)
+        try other.write { db in try db.execute(sql: "DROP TRIGGER tidemark_\(id)_insert") }
+        #expect(throws: StoreError.self) {
+            try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('i0', 'dup')")
+        }
+        #expect(a.store.restoredCaptureTriggers.isEmpty, "rolled back with the refused write")
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('i1', 'one')")
+        #expect(a.store.restoredCaptureTriggers == ["items"])
+        #expect(try a.store.fetchHistory().last?.changes.map(\.key) == [[.init("id", .text("i1"))]])
+        try other.write { db in try db.execute(sql: "INSERT INTO items(id, name) VALUES ('i2', 'two')") }
+        try other.close()
+        #expect(try a.store.fetchHistory().last?.changes.map(\.key) == [[.init("id", .text("i2"))]])
+    }
+
     /// Stores opened at once after another client dropped a capture trigger: one puts it back,
     /// the others find it there, and none fails.
     @Test func storesOpenedAtOnceRepairCaptureTriggersOnce() throws {

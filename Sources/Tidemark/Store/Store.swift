@@ -54,6 +54,8 @@ public final class Store: Sendable {
     let registrations: TrackedTable.Registrations
     private let adoption = Locked<MigrationSummary?>(nil)
     private let restoration = Locked<[String]>([])
+    /// The schema cookie at which the capture triggers were last found as this build makes them.
+    private let triggersChecked = Locked<Int?>(nil)
     /// This replica's Ed25519 public key (32 bytes); its identity is derived from it.
     public let publicKey: [UInt8]
     /// The connection every read and write goes through: the store's own `DatabaseQueue` when
@@ -154,10 +156,11 @@ public final class Store: Sendable {
         }
     }
 
-    /// The tracked tables whose capture triggers `open` found missing and put back: another client
-    /// removed them, or rebuilt the table (which drops them with it). Writes made to those tables
-    /// while they were missing were not recorded, and do not replicate; the next row digest counts
-    /// the tables again, so that `sync status` can tell peers whose rows differ. Empty when none.
+    /// The tracked tables whose capture triggers were found missing and put back, by `open` or
+    /// before a write through this store: another client removed them, or rebuilt the table (which
+    /// drops them with it). Writes made to those tables while they were missing were not recorded,
+    /// and do not replicate; the next row digest counts the tables again, so that `sync status`
+    /// can tell peers whose rows differ. Empty when none.
     public var restoredCaptureTriggers: [String] { restoration.withLock { $0 } }
 
     /// Puts back the capture triggers another client removed from tracked tables, and makes again
@@ -169,17 +172,33 @@ public final class Store: Sendable {
         guard try database.read({ db in try !CaptureTriggers.repairs(replicatedTables, in: db).isEmpty }) else {
             return
         }
-        let restored: [String]
         do {
-            restored = try writeImmediately { db in
-                let repairs = try CaptureTriggers.repairs(try TrackedTable.fetchAll(db), in: db)
-                for repair in repairs { try CaptureTriggers.install(repair.table, in: db, current: repair.present) }
-                return repairs.filter(\.missing).map(\.table.name)
-            }
+            try writeImmediately { db in try repairCaptureTriggers(db) }
         } catch let error as DatabaseError where error.resultCode == .SQLITE_READONLY {
             return
         }
-        restoration.withLock { $0 = restored }
+    }
+
+    /// Before a write through this store, when the schema changed since the capture triggers were
+    /// last checked (another client may have removed them while the store was open): repairs them,
+    /// so that the write is captured.
+    private func repairCaptureTriggersIfSchemaChanged(_ db: Database) throws {
+        let version = try Int.fetchOne(try db.cachedStatement(sql: "PRAGMA schema_version"))
+        guard triggersChecked.withLock({ $0 != version }) else { return }
+        try repairCaptureTriggers(db)
+    }
+
+    /// Makes every tracked table's capture triggers what this build makes, in the transaction `db`
+    /// is in. Once it commits, notes the tables one was missing from, and the schema cookie then.
+    private func repairCaptureTriggers(_ db: Database) throws {
+        let repairs = try CaptureTriggers.repairs(try TrackedTable.fetchAll(db), in: db)
+        for repair in repairs { try CaptureTriggers.install(repair.table, in: db, current: repair.present) }
+        let missing = repairs.filter(\.missing).map(\.table.name)
+        let checked = try Int.fetchOne(try db.cachedStatement(sql: "PRAGMA schema_version"))
+        db.afterNextTransaction(onCommit: { [restoration, triggersChecked] _ in
+            triggersChecked.withLock { $0 = checked }
+            restoration.withLock { names in names += missing.filter { !names.contains($0) } }
+        })
     }
 
     /// The registration of a tracked table by name.
@@ -206,6 +225,7 @@ public final class Store: Sendable {
     ) throws -> (T, Commit?) {
         try mappingErrors {
             try writeImmediately { db in
+                try repairCaptureTriggersIfSchemaChanged(db)
                 _ = try sealForeign(db)
                 let result = try body(db)
                 let commit = try Sealer.seal(

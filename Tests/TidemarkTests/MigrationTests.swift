@@ -438,12 +438,20 @@ import TidemarkTestSupport
             ("DROP TRIGGER \(insertTrigger); INSERT INTO items(id) VALUES ('x'); \(triggerText)", insertTrigger),
             ("/* note */ DROP TRIGGER \(insertTrigger); INSERT INTO items(id) VALUES ('x')", insertTrigger),
             ("DROP TABLE tidemark_conflicts", "tidemark_conflicts"),
-            ("CREATE TRIGGER audit BEFORE INSERT ON tidemark_changes BEGIN SELECT RAISE(IGNORE); END", "audit"),
+            (
+                "CREATE TRIGGER audit BEFORE INSERT ON tidemark_changes BEGIN SELECT RAISE(IGNORE); END",
+                "tidemark_changes"
+            ),
             (
                 "CREATE TEMP TRIGGER audit BEFORE INSERT ON main.tidemark_changes BEGIN SELECT RAISE(IGNORE); END",
-                "temp.audit"
+                "tidemark_changes"
             ),
-            ("CREATE TRIGGER wipe AFTER INSERT ON items BEGIN DELETE FROM tidemark_changes; END", "wipe"),
+            (
+                "CREATE TRIGGER wipe AFTER INSERT ON items BEGIN DELETE FROM \"TIDEMARK_CHANGES\"; END",
+                "TIDEMARK_CHANGES"
+            ),
+            ("DELETE FROM tidemark_changes", "tidemark_changes"),
+            ("UPDATE items SET name = 'x'; /* history */ DELETE FROM tidemark_transactions", "tidemark_transactions"),
         ]
         for (sql, object) in refusals {
             #expect {
@@ -469,7 +477,8 @@ import TidemarkTestSupport
 
         _ = try a.store.execute(
             sql: """
-                CREATE TABLE scratch(x); CREATE INDEX items_by_name ON items(name);
+                CREATE TABLE scratch(x); INSERT INTO scratch VALUES ('not tidemark_changes');
+                SELECT count(*) FROM tidemark_changes; CREATE INDEX items_by_name ON items(name);
                 INSERT INTO items(id, name) VALUES ('i1', 'one'); ALTER TABLE scratch ADD COLUMN y
                 """)
         #expect(try a.store.fetchHistory().last?.changes.map(\.key) == [[.init("id", .text("i1"))]])

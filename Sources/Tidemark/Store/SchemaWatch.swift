@@ -28,10 +28,55 @@ struct SchemaWatch {
 
     /// Takes note of Tidemark's objects before the first statement that may change the schema
     /// runs: SQLite marks a statement that does as not read-only. Call before each statement.
+    /// A statement that writes and names a `tidemark_` object is refused before it runs: the app's
+    /// SQL may read Tidemark's tables, never write them.
     mutating func willRun(_ statement: Statement) throws {
-        guard bookkeeping == nil, !statement.isReadonly else { return }
+        guard !statement.isReadonly else { return }
+        if let name = Self.bookkeepingName(in: statement.sql) {
+            throw StoreError.bookkeepingChanged(statement: statement.sql, object: name)
+        }
+        guard bookkeeping == nil else { return }
         bookkeeping = try Self.objects(db)
         digestsTrusted = try RowDigests.trusted(db)
+    }
+
+    /// The first `tidemark_…` name `sql` mentions outside its string literals and comments.
+    static func bookkeepingName(in sql: String) -> String? {
+        let text = Array(sql.utf8)
+        let prefix = Array(Bookkeeping.prefix.utf8)
+        /// Whether `c` can continue a name: a letter, a digit, `_`, or a byte of a non-ASCII character.
+        func isNamePart(_ c: UInt8) -> Bool {
+            c == UInt8(ascii: "_") || (0x30...0x39).contains(c) || (0x61...0x7a).contains(c | 0x20) || c >= 0x80
+        }
+        var i = 0
+        while i < text.count {
+            let next = i + 1 < text.count ? text[i + 1] : 0
+            if text[i] == UInt8(ascii: "'") {
+                // A string literal, in which '' is a quote.
+                i += 1
+                while i < text.count,
+                    text[i] != UInt8(ascii: "'") || (i + 1 < text.count && text[i + 1] == UInt8(ascii: "'"))
+                {
+                    i += text[i] == UInt8(ascii: "'") ? 2 : 1
+                }
+                i += 1
+            } else if text[i] == UInt8(ascii: "-"), next == UInt8(ascii: "-") {
+                while i < text.count, text[i] != UInt8(ascii: "\n") { i += 1 }
+            } else if text[i] == UInt8(ascii: "/"), next == UInt8(ascii: "*") {
+                i += 2
+                while i + 1 < text.count, !(text[i] == UInt8(ascii: "*") && text[i + 1] == UInt8(ascii: "/")) { i += 1 }
+                i += 2
+            } else if i == 0 || !isNamePart(text[i - 1]), i + prefix.count <= text.count,
+                zip(text[i..<i + prefix.count], prefix).allSatisfy({ $0 | 0x20 == $1 | 0x20 })
+            {
+                var end = i + prefix.count
+                while end < text.count, isNamePart(text[end]) { end += 1 }
+                return String(decoding: text[i..<end], as: UTF8.self)
+            } else {
+                i += 1
+            }
+        }
+        return nil
     }
 
     /// Refuses `statement`, which just ran, when it changed a tracked table or Tidemark's objects.

@@ -451,6 +451,10 @@ import TidemarkTestSupport
                 "TIDEMARK_CHANGES"
             ),
             ("DELETE FROM tidemark_changes", "tidemark_changes"),
+            ("DELETE FROM 'tidemark_changes'", "tidemark_changes"),
+            ("WITH \"--\" AS (SELECT 1) DELETE FROM tidemark_changes", "tidemark_changes"),
+            ("WITH [/*] AS (SELECT 1) DELETE FROM tidemark_changes", "tidemark_changes"),
+            ("WITH \"q'\" AS (SELECT 1) DELETE FROM tidemark_changes /*'*/", "tidemark_changes"),
             ("UPDATE items SET name = 'x'; /* history */ DELETE FROM tidemark_transactions", "tidemark_transactions"),
         ]
         for (sql, object) in refusals {
@@ -544,6 +548,20 @@ import TidemarkTestSupport
         try other.write { db in try db.execute(sql: "INSERT INTO items(id, name) VALUES ('i2', 'two')") }
         try other.close()
         #expect(try a.store.fetchHistory().last?.changes.map(\.key) == [[.init("id", .text("i2"))]])
+    }
+
+    /// A column another client renames while a store is open is carried into the capture triggers
+    /// by SQLite: the store's next write leaves them so (its registration still names the old
+    /// column), the table stays writable by every client, and the next open adopts the rename.
+    @Test func aStoreKeptOpenLeavesTheTriggersOfATableAnotherClientChanged() throws {
+        let group = try Self.group(["a"])
+        let a = group["a"]
+        let other = try DatabaseQueue(path: a.path)
+        try other.write { db in try db.execute(sql: "ALTER TABLE items RENAME COLUMN name TO title") }
+        _ = try a.store.execute(sql: "INSERT INTO items(id, title) VALUES ('i0', 'zero')")
+        try other.write { db in try db.execute(sql: "INSERT INTO items(id, title) VALUES ('i1', 'one')") }
+        try other.close()
+        #expect(try Store.open(a.path).adoptedSchemaChange?.renamedColumns == ["items": ["name": "title"]])
     }
 
     /// Stores opened at once after another client dropped a capture trigger: one puts it back,

@@ -40,35 +40,53 @@ struct SchemaWatch {
         digestsTrusted = try RowDigests.trusted(db)
     }
 
-    /// The first `tidemark_…` name `sql` mentions outside its string literals and comments.
+    /// The first `tidemark_…` name `sql` mentions outside its comments and string literals: bare,
+    /// quoted (`"…"`, `` `…` ``, `[…]`), or as a single-quoted string that is a whole name, which
+    /// SQLite takes for a name where one goes (`DELETE FROM 'tidemark_changes'`).
     static func bookkeepingName(in sql: String) -> String? {
         let text = Array(sql.utf8)
         let prefix = Array(Bookkeeping.prefix.utf8)
-        /// Whether `c` can continue a name: a letter, a digit, `_`, or a byte of a non-ASCII character.
+        /// Whether `c` can continue a name: a letter, a digit, `_`, `$`, or a byte of a non-ASCII
+        /// character, as SQLite's tokenizer has it.
         func isNamePart(_ c: UInt8) -> Bool {
-            c == UInt8(ascii: "_") || (0x30...0x39).contains(c) || (0x61...0x7a).contains(c | 0x20) || c >= 0x80
+            c == UInt8(ascii: "_") || c == UInt8(ascii: "$") || (0x30...0x39).contains(c)
+                || (0x61...0x7a).contains(c | 0x20) || c >= 0x80
+        }
+        func hasPrefix(_ bytes: ArraySlice<UInt8>) -> Bool {
+            bytes.count >= prefix.count && zip(bytes.prefix(prefix.count), prefix).allSatisfy { $0 | 0x20 == $1 | 0x20 }
         }
         var i = 0
         while i < text.count {
+            let c = text[i]
             let next = i + 1 < text.count ? text[i + 1] : 0
-            if text[i] == UInt8(ascii: "'") {
-                // A string literal, in which '' is a quote.
+            if c == UInt8(ascii: "'") || c == UInt8(ascii: "\"") || c == UInt8(ascii: "`") || c == UInt8(ascii: "[") {
+                // Quoted up to the closing quote; a doubled one is an escape, except in […].
+                let close = c == UInt8(ascii: "[") ? UInt8(ascii: "]") : c
+                var content: [UInt8] = []
                 i += 1
-                while i < text.count,
-                    text[i] != UInt8(ascii: "'") || (i + 1 < text.count && text[i + 1] == UInt8(ascii: "'"))
-                {
-                    i += text[i] == UInt8(ascii: "'") ? 2 : 1
+                while i < text.count {
+                    if text[i] == close {
+                        guard c != UInt8(ascii: "["), i + 1 < text.count, text[i + 1] == close else { break }
+                        i += 1
+                    }
+                    content.append(text[i])
+                    i += 1
                 }
                 i += 1
-            } else if text[i] == UInt8(ascii: "-"), next == UInt8(ascii: "-") {
+                if hasPrefix(content[...]), c != UInt8(ascii: "'") || content.allSatisfy(isNamePart) {
+                    return String(decoding: content, as: UTF8.self)
+                }
+            } else if c == UInt8(ascii: "-"), next == UInt8(ascii: "-") {
                 while i < text.count, text[i] != UInt8(ascii: "\n") { i += 1 }
-            } else if text[i] == UInt8(ascii: "/"), next == UInt8(ascii: "*") {
+            } else if c == UInt8(ascii: "/"), next == UInt8(ascii: "*") {
                 i += 2
                 while i + 1 < text.count, !(text[i] == UInt8(ascii: "*") && text[i + 1] == UInt8(ascii: "/")) { i += 1 }
                 i += 2
-            } else if i == 0 || !isNamePart(text[i - 1]), i + prefix.count <= text.count,
-                zip(text[i..<i + prefix.count], prefix).allSatisfy({ $0 | 0x20 == $1 | 0x20 })
+            } else if i == 0
+                || !(isNamePart(text[i - 1]) || text[i - 1] == UInt8(ascii: ":") || text[i - 1] == UInt8(ascii: "@")),
+                hasPrefix(text[i...])
             {
+                // A bare name (not a parameter such as :tidemark_id).
                 var end = i + prefix.count
                 while end < text.count, isNamePart(text[end]) { end += 1 }
                 return String(decoding: text[i..<end], as: UTF8.self)

@@ -169,11 +169,14 @@ public final class Store: Sendable {
     private func restoreCaptureTriggers() throws {
         // Looked at without a lock; a repair looks again in an immediate transaction, where no
         // other process can make the same repair meanwhile.
-        guard try database.read({ db in try !CaptureTriggers.repairs(replicatedTables, in: db).isEmpty }) else {
-            return
+        let needed = try database.read { db in
+            let repairs = try CaptureTriggers.repairs(replicatedTables, in: db)
+            if repairs.isEmpty { try noteTriggersChecked(db) }
+            return !repairs.isEmpty
         }
+        guard needed else { return }
         do {
-            try writeImmediately { db in try repairCaptureTriggers(db) }
+            try writeImmediately { db in try repairCaptureTriggers(db, checkingShapes: false) }
         } catch let error as DatabaseError where error.resultCode == .SQLITE_READONLY {
             return
         }
@@ -185,20 +188,40 @@ public final class Store: Sendable {
     private func repairCaptureTriggersIfSchemaChanged(_ db: Database) throws {
         let version = try Int.fetchOne(try db.cachedStatement(sql: "PRAGMA schema_version"))
         guard triggersChecked.withLock({ $0 != version }) else { return }
-        try repairCaptureTriggers(db)
+        do {
+            try repairCaptureTriggers(db, checkingShapes: true)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_READONLY {
+            // A store opened read-only: nothing is written through it either.
+        }
     }
 
     /// Makes every tracked table's capture triggers what this build makes, in the transaction `db`
     /// is in. Once it commits, notes the tables one was missing from, and the schema cookie then.
-    private func repairCaptureTriggers(_ db: Database) throws {
-        let repairs = try CaptureTriggers.repairs(try TrackedTable.fetchAll(db), in: db)
+    /// `checkingShapes` leaves alone a table another client changed while the store was open (a
+    /// renamed column, say, which SQLite carried into its triggers): the next `open` adopts that
+    /// change, and the triggers its registration makes would name columns no longer there.
+    private func repairCaptureTriggers(_ db: Database, checkingShapes: Bool) throws {
+        let all = try TrackedTable.fetchAll(db)
+        let tables = checkingShapes ? try all.filter { try $0.hasRegisteredShape(in: db) } : all
+        let changed = tables.count != all.count
+        let repairs = try CaptureTriggers.repairs(tables, in: db)
+        guard !repairs.isEmpty else {
+            if !changed { try noteTriggersChecked(db) }
+            return
+        }
         for repair in repairs { try CaptureTriggers.install(repair.table, in: db, current: repair.present) }
         let missing = repairs.filter(\.missing).map(\.table.name)
         let checked = try Int.fetchOne(try db.cachedStatement(sql: "PRAGMA schema_version"))
         db.afterNextTransaction(onCommit: { [restoration, triggersChecked] _ in
-            triggersChecked.withLock { $0 = checked }
+            if !changed { triggersChecked.withLock { $0 = checked } }
             restoration.withLock { names in names += missing.filter { !names.contains($0) } }
         })
+    }
+
+    /// Notes that the capture triggers are as this build makes them at the current schema cookie.
+    private func noteTriggersChecked(_ db: Database) throws {
+        let version = try Int.fetchOne(try db.cachedStatement(sql: "PRAGMA schema_version"))
+        triggersChecked.withLock { $0 = version }
     }
 
     /// The registration of a tracked table by name.

@@ -26,19 +26,22 @@ struct SchemaWatch {
         cookies = try Self.cookies(db)
     }
 
-    /// Takes note of Tidemark's objects before the first statement that may change the schema
-    /// runs: SQLite marks a statement that does as not read-only. Call before each statement.
-    /// A statement that writes and names a `tidemark_` object is refused before it runs: the app's
-    /// SQL may read Tidemark's tables, never write them.
+    /// Call before each statement. A statement that writes and names a `tidemark_` object is
+    /// refused before it runs: the app's SQL may read Tidemark's tables, never write them. Before
+    /// the first statement that changes the schema (by its first keyword), takes note of Tidemark's
+    /// objects; the many that only write rows cost no read of the schema.
     mutating func willRun(_ statement: Statement) throws {
         guard !statement.isReadonly else { return }
         if let name = Self.bookkeepingName(in: statement.sql) {
             throw StoreError.bookkeepingChanged(statement: statement.sql, object: name)
         }
-        guard bookkeeping == nil else { return }
+        guard bookkeeping == nil, Self.schemaKeywords.contains(statement.leadingKeyword) else { return }
         bookkeeping = try Self.objects(db)
         digestsTrusted = try RowDigests.trusted(db)
     }
+
+    /// The first keywords of the statements that change the schema (ANALYZE makes `sqlite_stat1`).
+    private static let schemaKeywords: Set = ["CREATE", "ALTER", "DROP", "ANALYZE"]
 
     /// The first `tidemark_…` name `sql` mentions outside its comments and string literals: bare,
     /// quoted (`"…"`, `` `…` ``, `[…]`), or as a single-quoted string that is a whole name, which
@@ -106,6 +109,8 @@ struct SchemaWatch {
         for table in tables where try !table.hasRegisteredShape(in: db) {
             throw StoreError.schemaChangeNeedsMigration(statement: statement.sql)
         }
+        // Any other statement that changed the schema was not foreseen: with nothing noted
+        // before it, every object counts as changed, and it is refused.
         let before = bookkeeping ?? [:]
         let after = try Self.objects(db)
         // Named by the object the statement named: an index SQLite made for a table goes with it.

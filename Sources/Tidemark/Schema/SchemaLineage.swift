@@ -10,15 +10,20 @@ enum SchemaLineage {
     static func fetch(_ db: Database) throws -> [Schema.Version] {
         var versions: [Schema.Version] = []
         for row in try Row.fetchAll(db, sql: "SELECT position, id, change FROM tidemark_schemas ORDER BY position") {
-            let version = Schema.Version(
-                after: versions.last, change: try Schema.Change(encoded: [UInt8](row[2] as Data)))
-            guard version.position == row[0] as Int, version.id == [UInt8](row[1] as Data) else {
-                throw StoreError.database(
-                    path: "tidemark_schemas", message: "the schema lineage is damaged at position \(row[0] as Int)")
-            }
-            versions.append(version)
+            versions.append(try version(row, after: versions.last))
         }
         return versions
+    }
+
+    /// The version `row` (position, id, change) records, checked against `parent`, the one before
+    /// it: throws when the lineage is damaged there.
+    private static func version(_ row: Row, after parent: Schema.Version?) throws -> Schema.Version {
+        let version = Schema.Version(after: parent, change: try Schema.Change(encoded: [UInt8](row[2] as Data)))
+        guard version.position == row[0] as Int, version.id == [UInt8](row[1] as Data) else {
+            throw StoreError.database(
+                path: "tidemark_schemas", message: "the schema lineage is damaged at position \(row[0] as Int)")
+        }
+        return version
     }
 
     /// The position of the current version (0: the initial schema).
@@ -33,25 +38,17 @@ enum SchemaLineage {
     static func append(_ db: Database, _ change: Schema.Change) throws -> Schema.Version {
         let last = try Row.fetchAll(
             db, sql: "SELECT position, id, change FROM tidemark_schemas ORDER BY position DESC LIMIT 2")
-        var parent: Schema.Version?
-        if let current = last.first {
-            let grandparentID = last.count > 1 ? [UInt8](last[1][1] as Data) : Schema.initialID
-            let position: Int = current[0]
-            let id = [UInt8](current[1] as Data)
-            let recorded = try Schema.Change(encoded: [UInt8](current[2] as Data))
-            guard position == (last.count > 1 ? last[1][0] as Int : 0) + 1,
-                id == Schema.versionID(parent: grandparentID, change: recorded)
-            else {
-                throw StoreError.database(
-                    path: "tidemark_schemas", message: "the schema lineage is damaged at position \(position)")
-            }
-            parent = Schema.Version(position: position, id: id, change: recorded)
+        let grandparent = try last.dropFirst().first.map { row in
+            Schema.Version(
+                position: row[0], id: [UInt8](row[1] as Data),
+                change: try Schema.Change(encoded: [UInt8](row[2] as Data)))
         }
-        let version = Schema.Version(after: parent, change: change)
+        let parent = try last.first.map { try version($0, after: grandparent) }
+        let next = Schema.Version(after: parent, change: change)
         try db.execute(
             sql: "INSERT INTO tidemark_schemas(position, id, change) VALUES (?, ?, ?)",
-            arguments: [version.position, Data(version.id), Data(change.encoded())])
-        return version
+            arguments: [next.position, Data(next.id), Data(change.encoded())])
+        return next
     }
 
     /// Takes `versions` on without a migration, for a store whose tables already have what they

@@ -280,15 +280,15 @@ extension TrackedTable {
 
     /// Whether the table exists with the registered columns and key.
     func hasRegisteredShape(in db: Database) throws -> Bool {
-        guard try db.tableExists(name) else { return false }
-        let shape = try Self.shape(of: name, in: db)
+        guard let shape = try Self.shapeIfPresent(of: name, in: db) else { return false }
         return shape.columns == columns && shape.keyColumns == keyColumns
     }
 
     /// Throws `StoreError.trackedTableChanged` if the table no longer has the registered columns.
     func checkShape(in db: Database) throws {
-        guard try db.tableExists(name) else { throw StoreError.trackedTableChanged(name, now: "the table was dropped") }
-        let shape = try Self.shape(of: name, in: db)
+        guard let shape = try Self.shapeIfPresent(of: name, in: db) else {
+            throw StoreError.trackedTableChanged(name, now: "the table was dropped")
+        }
         if shape.columns != columns || shape.keyColumns != keyColumns {
             throw StoreError.trackedTableChanged(
                 name,

@@ -86,4 +86,52 @@ import TidemarkTestSupport
         #expect(try b.store.conflicts().contains { $0.table == "users" && $0.key == #"{"id":"u2"}"# })
         #expect(try b.store.rowDigest().digest == b.tables().rowDigest)
     }
+
+    /// The row states of `count` items `i00`, `i01`, …, each a new life written whole at one clock.
+    static func items(_ sender: TestReplica, count: Int) -> [RowState] {
+        (0..<count).map { i in
+            let clock = Self.clock(sender, 2_000 + Int64(i))
+            return RowState(
+                table: "items", key: [History.Column("id", .text(String(format: "i%02d", i)))], generation: 1,
+                cells: [
+                    RowState.Cell(name: "name", value: .text("item \(i)"), clock: clock),
+                    RowState.Cell(name: "qty", value: .integer(Int64(i)), clock: clock),
+                ] + ["price", "photo", "note"].map { RowState.Cell(name: $0, value: .null, clock: clock) })
+        }
+    }
+
+    /// New rows are written many to a statement; one among them that the store knows deleted (its
+    /// tombstone outranks the snapshot's life) must not come back, and the rest are written.
+    @Test func aRowTheStoreHoldsDeletedAmongNewRowsStaysDeleted() throws {
+        let group = try ExchangeGroup(["a", "b"])
+        let (a, b) = (group["a"], group["b"])
+        _ = try b.store.execute(sql: "INSERT INTO items(id, name) VALUES ('i07', 'mine')")
+        _ = try b.store.execute(sql: "DELETE FROM items WHERE id = 'i07'")
+        try Self.join(b, from: a, tables: ["items"], states: Self.items(a, count: 40), in: group)
+        let ids = try #require(try b.tables()["items"]).rows.map { $0[0] }
+        #expect(ids == (0..<40).filter { $0 != 7 }.map { .text(String(format: "i%02d", $0)) })
+        #expect(try b.store.rowDigest().digest == b.tables().rowDigest)
+    }
+
+    /// A new row among others that breaks a CHECK is settled as on its own (deleted and listed),
+    /// and the rows beside it are written.
+    @Test func aNewRowThatBreaksACheckAmongOthersIsSettledAndTheOthersWritten() throws {
+        let group = try ExchangeGroup(["a", "b"], schema: ConflictResolutionTests.schema, preserve: [])
+        let (a, b) = (group["a"], group["b"])
+        let spans = (0..<40).map { i in
+            let clock = Self.clock(a, 2_000)
+            return RowState(
+                table: "spans", key: [History.Column("id", .text(String(format: "s%02d", i)))], generation: 1,
+                cells: [
+                    RowState.Cell(name: "lo", value: .integer(i == 7 ? 5 : 1), clock: clock),
+                    RowState.Cell(name: "hi", value: .integer(i == 7 ? 3 : 10), clock: clock),
+                ])
+        }
+        try Self.join(b, from: a, tables: ["users", "spans", "posts"], states: spans, in: group)
+        let ids = try #require(try b.tables()["spans"]).rows.map { $0[0] }
+        #expect(ids == (0..<40).filter { $0 != 7 }.map { .text(String(format: "s%02d", $0)) })
+        let conflict = try #require(try b.store.conflicts().first { $0.table == "spans" })
+        #expect(conflict.key == #"{"id":"s07"}"# && conflict.kind == "check", "\(conflict)")
+        #expect(try b.store.rowDigest().digest == b.tables().rowDigest)
+    }
 }

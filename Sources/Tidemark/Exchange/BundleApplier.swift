@@ -93,6 +93,7 @@ struct BundleApplier {
             if let current = try translation.current(change, path: path) {
                 // Listed before merging: a resolution is listed as such, not as the edits it discarded.
                 if isResolution && current.type == .delete {
+                    try engine.flushNewRows()
                     try engine.resolver.record(
                         current, kind: .remote, detail: "resolved by replica \(head.origin.short)", origin: head.origin)
                 }
@@ -149,6 +150,7 @@ struct BundleApplier {
     /// connection's transaction observers (GRDB's `ValueObservation` and
     /// `DatabaseRegionObservation`) told which tables changed. Returns those user tables.
     private func end(_ engine: inout MergeEngine, newest: HLCTimestamp, touched: Set<String>) throws -> Set<String> {
+        try engine.flushNewRows()
         try ReplicaState.advance(to: newest, db)
         try engine.resolver.settleOrphans()
         try engine.digests.flush(tables: store.replicatedTables)

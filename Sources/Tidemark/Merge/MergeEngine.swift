@@ -14,6 +14,10 @@ struct MergeEngine {
     let digests: RowDigests
     /// Finds the edits the generation rule discards, to list them (merge.md §4.5).
     var discarded: DiscardedEdits
+    /// New rows waiting to be written many to a statement (`flushNewRows`).
+    private var newRows = NewRowBatch()
+    /// Set while `flushNewRows` merges a batch one row at a time, which must not batch them again.
+    private var replaying = false
 
     init(db: Database, store: Store, now: @escaping () -> HLCTimestamp) {
         self.db = db
@@ -40,13 +44,20 @@ struct MergeEngine {
         let (table, store, access) = (target.table, target.metadata, target.rows)
         let key = change.key.map { $0.value }
         // A change of the members table may retire or bring back the writer of the next one.
-        if target.isInternal { discarded.forgetRetirements() }
+        if target.isInternal {
+            try flushNewRows()
+            discarded.forgetRetirements()
+        }
         let generation = change.generation
         let cells = written(by: change, in: target, at: clock)
-        if change.type == .insert, generation % 2 == 1, target.metadata.expectsNewRows,
-            try startNew(key: key, generation: generation, cells: cells, into: target)
-        {
-            return
+        if change.type == .insert, generation % 2 == 1, target.metadata.expectsNewRows {
+            if try batchNew(key: key, generation: generation, cells: cells, into: target, .change(change, clock)) {
+                return
+            }
+            try flushNewRows()
+            if try startNew(key: key, generation: generation, cells: cells, into: target) { return }
+        } else {
+            try flushNewRows()
         }
         var known = try store.fetch(db, key: key)
         if generation < known.generation {
@@ -121,10 +132,14 @@ struct MergeEngine {
         for cell in state.cells {
             if let i = target.nonKeyColumn(cell.name) { cells.append((i, cell.value, cell.clock)) }
         }
-        if state.generation % 2 == 1, target.metadata.expectsNewRows,
-            try startNew(key: key, generation: state.generation, cells: cells, into: target)
-        {
-            return
+        if state.generation % 2 == 1, target.metadata.expectsNewRows {
+            if try batchNew(key: key, generation: state.generation, cells: cells, into: target, .state(state, sender)) {
+                return
+            }
+            try flushNewRows()
+            if try startNew(key: key, generation: state.generation, cells: cells, into: target) { return }
+        } else {
+            try flushNewRows()
         }
         var known = try store.fetch(db, key: key)
         if state.generation < known.generation { return }
@@ -167,8 +182,24 @@ struct MergeEngine {
     private mutating func startNew(key: [SQLValue], generation: Int64, cells: [Cell], into target: Target) throws
         -> Bool
     {
+        guard var (_, metadata) = try newRow(key: key, generation: generation, cells: cells, in: target) else {
+            return false
+        }
+        guard try target.metadata.saveNew(db, key: key, &metadata) else { return false }
+        _ = try write(
+            key: key, columns: cells.map { ($0.index, $0.value) }, upsert: true, into: target, metadata: &metadata,
+            saved: true)
+        return true
+    }
+
+    /// The whole row (values by column index) and the metadata that life `generation` starting
+    /// with `cells` gives a row this store holds no metadata for; nil when the cells do not make
+    /// the whole row or its hash is not known without reading it.
+    private func newRow(key: [SQLValue], generation: Int64, cells: [Cell], in target: Target) throws
+        -> (values: [SQLValue?], metadata: RowMetadata)?
+    {
         let table = target.table
-        guard key.count + cells.count == table.columns.count else { return false }
+        guard key.count + cells.count == table.columns.count else { return nil }
         var values = [SQLValue?](repeating: nil, count: table.columns.count)
         var metadata = RowMetadata.unseen(columnCount: table.columns.count)
         metadata.generation = generation
@@ -177,13 +208,51 @@ struct MergeEngine {
             values[i] = value
             metadata.clocks[i] = clock
         }
-        guard let hash = try target.rows.hash(writing: values) else { return false }
+        guard let hash = try target.rows.hash(writing: values) else { return nil }
         metadata.rowHash = hash
-        guard try target.metadata.saveNew(db, key: key, &metadata) else { return false }
-        _ = try write(
-            key: key, columns: cells.map { ($0.index, $0.value) }, upsert: true, into: target, metadata: &metadata,
-            saved: true)
+        return (values, metadata)
+    }
+
+    /// Takes the start of row life `generation` with `cells` into the batch of new rows, to be
+    /// written with others of its table by one statement each for rows and metadata; returns false
+    /// when it cannot be (see `newRow`; Tidemark's own tables are merged one row at a time).
+    private mutating func batchNew(
+        key: [SQLValue], generation: Int64, cells: [Cell], into target: Target, _ source: NewRowBatch.Source
+    ) throws -> Bool {
+        guard !replaying, !target.isInternal,
+            let (values, metadata) = try newRow(key: key, generation: generation, cells: cells, in: target)
+        else { return false }
+        if newRows.target !== target { try flushNewRows() }
+        try newRows.add(db, key: key, values: values, metadata: metadata, into: target, source)
+        if newRows.isFull { try flushNewRows() }
         return true
+    }
+
+    /// Writes the batch of new rows: the metadata of all in one statement, then the rows in
+    /// another. Where either is refused (the store holds metadata for one after all, or a row
+    /// breaks a constraint), it takes back what it wrote and merges each as `apply` does one at a
+    /// time, which settles what the batch could not. Runs before anything else reads or writes the
+    /// rows or metadata of a tracked table.
+    mutating func flushNewRows() throws {
+        guard let target = newRows.target else { return }
+        let batch = newRows
+        newRows = NewRowBatch()
+        if batch.count > 1, try target.metadata.insertNew(db, batch.metadataValues, count: batch.count) {
+            if try target.rows.insertNew(batch.rowValues, count: batch.count) {
+                target.metadata.noteNew(hashes: batch.hashes)
+                digests.noteMerged(target.table)
+                return
+            }
+            try target.metadata.removeNew(db, batch.metadataValues, count: batch.count)
+        }
+        replaying = true
+        defer { replaying = false }
+        for source in batch.sources {
+            switch source {
+            case .change(let change, let clock): try apply(change, clock: clock)
+            case .state(let state, let sender): try apply(state, from: sender)
+            }
+        }
     }
 
     /// Writes merged values without reading the row first: sets them, and when `upsert` inserts

@@ -116,6 +116,34 @@ final class RowAccess {
         try hasher().hash(writing: values)
     }
 
+    /// Inserts `count` rows, each given whole by `values` (every column, in column order), in one
+    /// statement; returns false, having changed nothing, when a constraint refuses one of them (a
+    /// row with its key is present, say).
+    func insertNew(_ values: [SQLValue], count: Int) throws -> Bool {
+        let statement: RawStatement
+        if let made = newRowInserts[count] {
+            statement = made
+            statement.reset()
+        } else {
+            let columns = table.columns.map(\.quotedDatabaseIdentifier).joined(separator: ", ")
+            let row = "(" + table.columns.map { _ in "?" }.joined(separator: ", ") + ")"
+            statement = try RawStatement(
+                db,
+                sql: "INSERT OR ABORT INTO \(quotedTable)(\(columns)) VALUES "
+                    + repeatElement(row, count: count).joined(separator: ", "))
+            newRowInserts[count] = statement
+        }
+        try statement.bind(values)
+        do {
+            try statement.execute()
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+            return false
+        }
+        return true
+    }
+
+    private var newRowInserts: [Int: RawStatement] = [:]
+
     /// Statements by the column indexes they write, in order.
     private var upserts: [[Int]: RawStatement] = [:]
     private var updates: [[Int]: RawStatement] = [:]

@@ -131,41 +131,27 @@ final class RowMetadataStore {
     private static func saveSlot(shared: Bool, replacing: Bool) -> Int { (shared ? 2 : 0) + (replacing ? 1 : 0) }
 
     private func save(_ db: Database, key: [SQLValue], _ metadata: inout RowMetadata, replacing: Bool) throws -> Bool {
-        let first = nonKey.first.flatMap { metadata.clocks[$0] }
-        let statement: RawStatement
-        var index = Int32(key.count) + 2
-        let shared = Self.saveSlot(shared: true, replacing: replacing)
-        if !metadata.isAlive {
-            // A tombstone has no clock: `t` holds the epoch that says when it may be dropped.
-            if epoch == nil { epoch = try Tombstones.openEpoch(db) }
-            statement = try RawStatement.reusing(&saveStatements[shared], db) { saveSQL[shared] }
-            try statement.bind(epoch, at: index)
-            try statement.bind(nil as Int64?, at: index + 1)
-            index += 2
-        } else if let first, nonKey.allSatisfy({ metadata.clocks[$0] == first }) {
-            // One write set every column: one shared clock, `c` stays NULL.
-            statement = try RawStatement.reusing(&saveStatements[shared], db) { saveSQL[shared] }
-            try statement.bind(first.timestamp.packed, at: index)
-            try statement.bind(try origins.number(of: first.origin), at: index + 1)
-            index += 2
+        let clocks = try storedClocks(db, metadata)
+        let slot: Int
+        if case .perColumn = clocks {
+            slot = Self.saveSlot(shared: false, replacing: replacing)
         } else {
-            let perColumn = Self.saveSlot(shared: false, replacing: replacing)
-            statement = try RawStatement.reusing(&saveStatements[perColumn], db) { saveSQL[perColumn] }
-            var entries: [ColumnClocks.Entry] = []
-            entries.reserveCapacity(nonKeyBySlot.count)
-            for column in nonKeyBySlot {
-                guard let clock = metadata.clocks[column] else { continue }
-                entries.append(
-                    .init(
-                        slot: table.slots[column], timestamp: clock.timestamp.packed,
-                        origin: try origins.number(of: clock.origin)))
-            }
-            try statement.bind(entries.isEmpty ? .null : .blob(ColumnClocks.encode(entries)), at: index)
+            slot = Self.saveSlot(shared: true, replacing: replacing)
+        }
+        let statement = try RawStatement.reusing(&saveStatements[slot], db) { saveSQL[slot] }
+        var index = Int32(key.count) + 2
+        switch clocks {
+        case .shared(let timestamp, let origin):
+            try statement.bind(timestamp, at: index)
+            try statement.bind(origin, at: index + 1)
+            index += 2
+        case .perColumn(let blob):
+            try statement.bind(blob, at: index)
             index += 1
         }
         try statement.bind(key)
         try statement.bind(metadata.generation, at: Int32(key.count) + 1)
-        try statement.bind(table.sharedClockWidth == nil ? nil : Int64(table.slotCount), at: index)
+        try statement.bind(width, at: index)
         index += 1
         try statement.bind(metadata.rowHash, at: index)
         try statement.execute()
@@ -173,6 +159,115 @@ final class RowMetadataStore {
         digests?.replace(table: table, old: metadata.saved, new: metadata.rowHash)
         metadata.saved = .init(hash: metadata.rowHash, exists: true)
         return true
+    }
+
+    /// How a row's clocks are stored: in `t` and `o` (one clock shared by every non-key column,
+    /// or a tombstone's epoch and no origin), or per column in `c`.
+    private enum StoredClocks {
+        case shared(Int64?, Int64?)
+        case perColumn(SQLValue)
+    }
+
+    private func storedClocks(_ db: Database, _ metadata: RowMetadata) throws -> StoredClocks {
+        if !metadata.isAlive {
+            // A tombstone has no clock: `t` holds the epoch that says when it may be dropped.
+            if epoch == nil { epoch = try Tombstones.openEpoch(db) }
+            return .shared(epoch, nil)
+        }
+        if let first = nonKey.first.flatMap({ metadata.clocks[$0] }),
+            nonKey.allSatisfy({ metadata.clocks[$0] == first })
+        {
+            // One write set every column: one shared clock, `c` stays NULL.
+            return .shared(first.timestamp.packed, try origins.number(of: first.origin))
+        }
+        var entries: [ColumnClocks.Entry] = []
+        entries.reserveCapacity(nonKeyBySlot.count)
+        for column in nonKeyBySlot {
+            guard let clock = metadata.clocks[column] else { continue }
+            entries.append(
+                .init(
+                    slot: table.slots[column], timestamp: clock.timestamp.packed,
+                    origin: try origins.number(of: clock.origin)))
+        }
+        return .perColumn(entries.isEmpty ? .null : .blob(ColumnClocks.encode(entries)))
+    }
+
+    /// The shared clock's width every save records: the slots a shared clock covers, where a
+    /// migration may add columns after it (nil: every column).
+    private var width: Int64? { table.sharedClockWidth == nil ? nil : Int64(table.slotCount) }
+
+    // MARK: - New rows, many to a statement
+
+    /// The values `insertNew` takes for one row: `metadata` of the row with `key` (values in key
+    /// order), appended to `values`: the key, then `gen, t, o, c, w, h`.
+    func appendNewRow(_ db: Database, key: [SQLValue], _ metadata: RowMetadata, to values: inout [SQLValue]) throws {
+        values.append(contentsOf: key)
+        values.append(.integer(metadata.generation))
+        switch try storedClocks(db, metadata) {
+        case .shared(let timestamp, let origin):
+            values.append(timestamp.map(SQLValue.integer) ?? .null)
+            values.append(origin.map(SQLValue.integer) ?? .null)
+            values.append(.null)
+        case .perColumn(let blob):
+            values.append(.null)
+            values.append(.null)
+            values.append(blob)
+        }
+        values.append(width.map(SQLValue.integer) ?? .null)
+        values.append(metadata.rowHash.map(SQLValue.integer) ?? .null)
+    }
+
+    /// The number of values `appendNewRow` appends per row.
+    var newRowWidth: Int { table.keyIndexes.count + 6 }
+
+    /// Adds the metadata of `count` rows (`values` made by `appendNewRow`) in one statement,
+    /// where the store holds none for any of them; returns false, having changed nothing, when it
+    /// holds some for one (or two of them share a key). Neither the row digest nor `expectsNewRows`
+    /// hears of them until `noteNew`: the caller may still take them back with `removeNew`.
+    func insertNew(_ db: Database, _ values: [SQLValue], count: Int) throws -> Bool {
+        let statement = try newRowInsert(db, count: count)
+        statement.reset()
+        try statement.bind(values)
+        do {
+            try statement.execute()
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+            return false
+        }
+        return true
+    }
+
+    /// Removes the metadata `insertNew` added for the rows of `values`, which it left as the
+    /// only metadata of their keys.
+    func removeNew(_ db: Database, _ values: [SQLValue], count: Int) throws {
+        let keyMatch = table.keyIndexes.indices.map { "k\($0) = ?" }.joined(separator: " AND ")
+        let statement = try RawStatement(
+            db, sql: "DELETE FROM \(Bookkeeping.rowMetadataTable(table)) WHERE \(keyMatch)")
+        for row in 0..<count {
+            statement.reset()
+            try statement.bind(values[(row * newRowWidth)..<(row * newRowWidth + table.keyIndexes.count)])
+            try statement.execute()
+        }
+    }
+
+    /// Counts rows `insertNew` added for good, with these hashes, into the row digest and
+    /// `expectsNewRows`.
+    func noteNew(hashes: [Int64?]) {
+        for hash in hashes { digests?.replace(table: table, old: .init(hash: nil, exists: false), new: hash) }
+        newRows += hashes.count
+    }
+
+    private var newRowInserts: [Int: RawStatement] = [:]
+
+    private func newRowInsert(_ db: Database, count: Int) throws -> RawStatement {
+        if let statement = newRowInserts[count] { return statement }
+        let columns = table.keyIndexes.indices.map { "k\($0)" } + ["gen", "t", "o", "c", "w", "h"]
+        let row = "(" + columns.map { _ in "?" }.joined(separator: ", ") + ")"
+        let target = "\(Bookkeeping.rowMetadataTable(table))(\(columns.joined(separator: ", ")))"
+        let statement = try RawStatement(
+            db, sql: "INSERT OR ABORT INTO \(target) VALUES " + repeatElement(row, count: count).joined(separator: ", ")
+        )
+        newRowInserts[count] = statement
+        return statement
     }
 
     /// The clock stored in columns `index` (packed timestamp) and `index + 1` (origin number).

@@ -84,6 +84,7 @@ struct ForgottenRows {
     /// `sender` left out and whose life it knew (a write it had applied is in the row, or nothing
     /// it lacked can have started the life). Returns the names of the tables it deleted rows of.
     mutating func settle(_ engine: inout MergeEngine, sender: Replica.ID) throws -> Set<String> {
+        try engine.flushNewRows()
         var deleted = Set<String>()
         for table in engine.targets.values.map(\.table).sorted(by: { $0.id < $1.id }) {
             guard let floor = floors[table.id] else { continue }

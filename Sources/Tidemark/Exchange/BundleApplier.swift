@@ -199,6 +199,8 @@ struct BundleApplier {
                 db: db, own: store.replica.id, through: decoder.header.through, floors: floors)
             let verified = try decode(decoder) {
                 let position = decoder.header.lineage.count
+                // The table of the row state before: most follow one of the same table.
+                var last: (name: String, target: MergeEngine.Target?)?
                 while let state = try decoder.nextRowState() {
                     // Row states are named as the sender's newest version names them.
                     guard
@@ -206,10 +208,11 @@ struct BundleApplier {
                             state)
                     else { continue }
                     try engine.apply(state, from: sender)
-                    if let table = engine.targets[state.table]?.table {
-                        try forgotten.note(table, key: state.key.map(\.value))
+                    if last?.name != state.table {
+                        last = (state.table, engine.targets[state.table])
+                        touched.insert(state.table)
                     }
-                    touched.insert(state.table)
+                    if let target = last?.target { try forgotten.note(target, key: state.key) }
                     for cell in state.cells {
                         if let clock = cell.clock { newest = max(newest, clock.timestamp) }
                     }

@@ -18,6 +18,8 @@ struct MergeEngine {
     private var newRows = NewRowBatch()
     /// Set while `flushNewRows` merges a batch one row at a time, which must not batch them again.
     private var replaying = false
+    /// The table looked up last, and its target.
+    private var recentTarget: (name: String, target: Target)?
 
     init(db: Database, store: Store, now: @escaping () -> HLCTimestamp) {
         self.db = db
@@ -40,7 +42,7 @@ struct MergeEngine {
 
     /// Merges one change written at `clock`.
     mutating func apply(_ change: History.Change, clock: MergeClock) throws {
-        guard let target = targets[change.table] else { return }
+        guard let target = target(named: change.table) else { return }
         let (table, store, access) = (target.table, target.metadata, target.rows)
         let key = change.key.map { $0.value }
         // A change of the members table may retire or bring back the writer of the next one.
@@ -108,6 +110,14 @@ struct MergeEngine {
         }
     }
 
+    /// The target of the table `name`, looked up once for a run of changes or row states of it.
+    private mutating func target(named name: String) -> Target? {
+        if let recentTarget, recentTarget.name == name { return recentTarget.target }
+        guard let target = targets[name] else { return nil }
+        recentTarget = (name, target)
+        return target
+    }
+
     /// A non-key column a change or row state writes: its index, value and clock.
     typealias Cell = (index: Int, value: SQLValue, clock: MergeClock?)
 
@@ -124,7 +134,7 @@ struct MergeEngine {
     /// Merges one row state from a snapshot sent by `sender`: the same rules, with each column's own
     /// clock.
     mutating func apply(_ state: RowState, from sender: Replica.ID) throws {
-        guard let target = targets[state.table] else { return }
+        guard let target = target(named: state.table) else { return }
         let (table, store, access) = (target.table, target.metadata, target.rows)
         let key = state.key.map { $0.value }
         var cells: [Cell] = []

@@ -59,8 +59,9 @@ struct ForgottenRows {
     }
 
     /// Notes that the snapshot lists row `key` of `table`.
-    mutating func note(_ table: TrackedTable, key: [SQLValue]) throws {
-        guard floors[table.id] != nil else { return }
+    mutating func note(_ target: MergeEngine.Target, key: [History.Column]) throws {
+        guard floors[target.table.id] != nil else { return }
+        let table = target.table
         if listed[table.id] == nil {
             let keys = table.keyIndexes.indices.map { "k\($0)" }
             // Kept by the connection, empty between imports: SQLite cannot drop a table while
@@ -76,7 +77,7 @@ struct ForgottenRows {
         }
         let statement = listed[table.id]!
         statement.reset()
-        try statement.bind(key)
+        try statement.bind(key.lazy.map(\.value))
         try statement.execute()
     }
 

@@ -6,7 +6,7 @@ extension BundleDecoder {
     public func nextRowState() throws -> RowState? {
         if position == chunk.count { guard try refill() else { return nil } }
         guard header.kind == .snapshot else { throw fail(.unexpectedRecord("a row state outside a snapshot")) }
-        let (table, index) = try headerEntry(of: try internedName())
+        let (table, index) = try headerEntry(of: try internedName(at: 0))
         let generation = try varint()
         guard generation >= 1, generation <= UInt64(Int64.max) else { throw fail(.badGeneration(generation)) }
         let key = try keyColumns(of: table, index)
@@ -17,17 +17,15 @@ extension BundleDecoder {
         var cells: [RowState.Cell] = []
         cells.reserveCapacity(Int(cellCount))
         var rank = 0
-        for _ in 0..<cellCount {
-            let cellName = try internedName()
+        for place in 0..<Int(cellCount) {
+            let cellName = try internedName(at: 1 + key.count + place)
             let cellValue = try value()
             var clock: MergeClock?
             switch try byte() {
             case 0: break
             case 1:
                 let packed = try varint()
-                clock = MergeClock(
-                    timestamp: HLCTimestamp(packed: Int64(bitPattern: packed)),
-                    origin: Replica.ID(bytes: try bytes(16))!)
+                clock = MergeClock(timestamp: HLCTimestamp(packed: Int64(bitPattern: packed)), origin: try origin())
             case let b: throw fail(.badPresenceByte(b))
             }
             rank = try checkColumn(cellName, after: (cells.last?.name, rank), of: table, index)
@@ -50,7 +48,7 @@ extension BundleDecoder {
         hasherReady = false
         prefix = []
         let start = consumedBefore + position
-        let origin = Replica.ID(bytes: try bytes(16))!
+        let origin = try self.origin()
         guard var chain = chains[origin] else {
             throw BundleError.verification(.transactionOutsideRanges(origin: origin.description, sequence: 0))
         }
@@ -119,14 +117,14 @@ extension BundleDecoder {
         guard generation >= 1, generation <= UInt64(Int64.max), (generation % 2 == 0) == (type == .delete) else {
             throw fail(.badGeneration(generation))
         }
-        let (table, index) = try headerEntry(of: try internedName())
+        let (table, index) = try headerEntry(of: try internedName(at: 0))
         let key = try keyColumns(of: table, index)
         let columnCount = try columnCount()
         var columns: [History.Column] = []
         columns.reserveCapacity(Int(columnCount))
         var rank = 0
-        for _ in 0..<columnCount {
-            let name = try internedName()
+        for place in 0..<Int(columnCount) {
+            let name = try internedName(at: 1 + key.count + place)
             let column = History.Column(name.string, try value())
             rank = try checkColumn(name, after: (columns.last?.name, rank), of: table, index)
             columns.append(column)
@@ -170,7 +168,7 @@ extension BundleDecoder {
         key.reserveCapacity(Int(keyCount))
         var matches = keyCount == tables[index].keys.count
         for position in 0..<Int(keyCount) {
-            let name = try internedName()
+            let name = try internedName(at: 1 + position)
             matches = matches && headerNames.isKey(name, at: position, of: index)
             key.append(History.Column(name.string, try value()))
         }

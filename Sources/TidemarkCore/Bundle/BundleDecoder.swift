@@ -55,6 +55,11 @@ public final class BundleDecoder {
     /// Names read so far, by a hash of their bytes, so that a repeated name costs no allocation.
     var names: [UInt64: [(bytes: [UInt8], name: Name)]] = [:]
     var nameCount = 0
+    /// The name read last at each place of a record (the table, then each column in order), which
+    /// the same place of the next record of the table most often repeats: found by one comparison.
+    var recentNames = [(bytes: [UInt8], name: Name)?](repeating: nil, count: 64)
+    /// The origin of the clock read last: the clocks of a row state's cells most often share it.
+    var recentOrigin: Replica.ID?
     /// The TEXT and BLOB bytes the change or row state being read has declared so far (§4.1, R36).
     var recordValueBytes = 0
 
@@ -167,22 +172,46 @@ public final class BundleDecoder {
 
     func name() throws -> String { try internedName().string }
 
-    func internedName() throws -> Name {
+    /// Reads a name; `place` is where in its record it stands (0 for the table, then its columns
+    /// in order), or nil where that is not known.
+    func internedName(at place: Int? = nil) throws -> Name {
         let n = try length(limit: BundleFormat.maxNameLength)
         guard n > 0 else { throw fail(.emptyName) }
-        if n <= chunk.count - position {
-            // Most names repeat (tables, columns): find this one without copying its bytes.
-            let slice = chunk[position..<position + n]
-            let hash = Self.fnv1a(slice)
-            if let known = names[hash]?.first(where: { $0.bytes.elementsEqual(slice) }) {
-                position += n
-                return known.name
-            }
-            position += n
-            return try intern(Array(slice), hash: hash)
+        guard n <= chunk.count - position else {
+            let raw = try bytes(n)
+            return try intern(raw, hash: Self.fnv1a(raw[...]))
         }
-        let raw = try bytes(n)
-        return try intern(raw, hash: Self.fnv1a(raw[...]))
+        // Most names repeat (tables, columns): find this one without copying its bytes.
+        let slice = chunk[position..<position + n]
+        let cached = place.flatMap { $0 < recentNames.count ? $0 : nil }
+        if let cached, let recent = recentNames[cached], recent.bytes.count == n, recent.bytes.elementsEqual(slice) {
+            position += n
+            return recent.name
+        }
+        let hash = Self.fnv1a(slice)
+        let name: Name
+        if let known = names[hash]?.first(where: { $0.bytes.elementsEqual(slice) }) {
+            name = known.name
+        } else {
+            name = try intern(Array(slice), hash: hash)
+        }
+        if let cached { recentNames[cached] = (Array(slice), name) }
+        position += n
+        return name
+    }
+
+    /// Reads a replica's identity (16 bytes).
+    func origin() throws -> Replica.ID {
+        let n = Replica.ID.byteCount
+        if let recentOrigin, n <= chunk.count - position,
+            recentOrigin.bytes.elementsEqual(chunk[position..<position + n])
+        {
+            position += n
+            return recentOrigin
+        }
+        let origin = Replica.ID(bytes: try bytes(n))!
+        recentOrigin = origin
+        return origin
     }
 
     /// The name with bytes `raw`: the one remembered, or a new one.

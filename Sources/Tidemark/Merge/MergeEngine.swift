@@ -43,7 +43,6 @@ struct MergeEngine {
     /// Merges one change written at `clock`.
     mutating func apply(_ change: History.Change, clock: MergeClock) throws {
         guard let target = target(named: change.table) else { return }
-        let (table, store, access) = (target.table, target.metadata, target.rows)
         let key = change.key.map { $0.value }
         // A change of the members table may retire or bring back the writer of the next one.
         if target.isInternal {
@@ -61,6 +60,7 @@ struct MergeEngine {
         } else {
             try flushNewRows()
         }
+        let (table, store, access) = (target.table, target.metadata, target.rows)
         var known = try store.fetch(db, key: key)
         if generation < known.generation {
             if change.type != .delete, !target.isInternal, try discarded.isRetired(clock.origin) {
@@ -135,7 +135,6 @@ struct MergeEngine {
     /// clock.
     mutating func apply(_ state: RowState, from sender: Replica.ID) throws {
         guard let target = target(named: state.table) else { return }
-        let (table, store, access) = (target.table, target.metadata, target.rows)
         let key = state.key.map { $0.value }
         var cells: [Cell] = []
         cells.reserveCapacity(state.cells.count)
@@ -151,6 +150,7 @@ struct MergeEngine {
         } else {
             try flushNewRows()
         }
+        let (table, store, access) = (target.table, target.metadata, target.rows)
         var known = try store.fetch(db, key: key)
         if state.generation < known.generation { return }
         var winners: [(Int, SQLValue)]
@@ -208,12 +208,12 @@ struct MergeEngine {
     private func newRow(key: [SQLValue], generation: Int64, cells: [Cell], in target: Target) throws
         -> (values: [SQLValue?], metadata: RowMetadata)?
     {
-        let table = target.table
-        guard key.count + cells.count == table.columns.count else { return nil }
-        var values = [SQLValue?](repeating: nil, count: table.columns.count)
-        var metadata = RowMetadata.unseen(columnCount: table.columns.count)
+        let columnCount = target.table.columns.count
+        guard key.count + cells.count == columnCount else { return nil }
+        var values = [SQLValue?](repeating: nil, count: columnCount)
+        var metadata = RowMetadata.unseen(columnCount: columnCount)
         metadata.generation = generation
-        for (i, v) in zip(table.keyIndexes, key) { values[i] = v }
+        for (i, v) in zip(target.table.keyIndexes, key) { values[i] = v }
         for (i, value, clock) in cells {
             values[i] = value
             metadata.clocks[i] = clock

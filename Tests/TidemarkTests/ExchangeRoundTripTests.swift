@@ -150,6 +150,34 @@ import TidemarkTestSupport
         #expect(try b.tables()["items"]?.rows.count == 8_000)
     }
 
+    /// One transaction whose changes alternate between two tables in runs longer and shorter than
+    /// the receiver writes to one statement: its history there holds every change, in order, with
+    /// its values and generation.
+    @Test func aTransactionOfRunsAcrossTablesIsRecordedInOrder() throws {
+        let directory = try TemporaryDirectory("tidemark-runs")
+        let a = try TestReplica("a", in: directory)
+        let b = try TestReplica("b", in: directory)
+        try b.trust(a)
+        _ = try a.store.write(author: "runs") { db in
+            for run in 0..<6 {
+                for i in 0..<(run % 2 == 0 ? 150 : 3) {
+                    let id = "r\(run)-\(i)"
+                    try db.execute(sql: "INSERT INTO items(id, name, qty) VALUES (?, ?, ?)", arguments: [id, id, i])
+                    try db.execute(sql: "INSERT INTO tags(item, tag, weight) VALUES (?, 't', ?)", arguments: [id, i])
+                }
+                try db.execute(sql: "UPDATE items SET qty = qty + 1 WHERE id LIKE ?", arguments: ["r\(run)-%"])
+                try db.execute(sql: "DELETE FROM tags WHERE item LIKE ?", arguments: ["r\(run)-1%"])
+            }
+        }
+        let export = try a.export(to: directory.file("runs.tmb"))
+        #expect(export.transactionCount == 1)
+        _ = try b.store.importBundle(at: export.path)
+        try ExchangeExpect.sameTables([a, b])
+        let transactions = try b.transactions()
+        #expect(transactions == (try a.transactions()))
+        #expect(transactions.first?.changes.count == export.changeCount)
+    }
+
     /// A → B → C: C only ever imports bundles written by B, yet ends with A's writes; C's writes
     /// reach A through B the same way.
     @Test func relayThroughAThirdReplica() async throws {

@@ -100,10 +100,12 @@ struct BundleApplier {
                 try engine.apply(current, clock: clock)
                 touched.insert(current.table)
             }
-            last = try history.record(change, as: translation)
+            last += 1
+            try history.record(change, as: translation, id: last)
             if first == nil { first = last }
             count += 1
         }
+        try history.flush()
         try HistoryWriter.recordTransaction(
             db, origin: head.origin, sequence: head.sequence, timestamp: head.timestamp,
             authorship: .init(author: head.author, contextName: head.contextName, processID: head.processID),
@@ -258,12 +260,16 @@ struct BundleApplier {
     /// (their row metadata was written as they were made).
     private func sealResolutions(_ deletes: [History.Change]) throws {
         // Imported changes belong to their transactions already; what follows is this replica's own.
-        try ReplicaState.setSealedThrough(try Sealer.lastChangeID(db), db)
+        var last = try Sealer.lastChangeID(db)
+        try ReplicaState.setSealedThrough(last, db)
         guard !deletes.isEmpty else { return }
         for change in deletes {
-            _ = try history.record(
-                change, as: try translations.translation(of: change.table, at: context.lineage.count, path: path))
+            last += 1
+            try history.record(
+                change, as: try translations.translation(of: change.table, at: context.lineage.count, path: path),
+                id: last)
         }
+        try history.flush()
         let sealed = try Sealer.seal(
             db, replica: store.replica.id, clock: store.options.clock,
             as: .init(author: Self.systemAuthor, contextName: Self.systemContext, processID: store.options.processID))

@@ -7,40 +7,48 @@ import TidemarkCore
 /// deletes that settle a conflict). Local writes reach `tidemark_changes` through `CaptureTriggers`.
 final class HistoryWriter {
     let db: Database
-    /// Per registration: the statement that records one of its changes, and its number of mask
+    /// Per registration: the columns one of its changes is recorded in, and its number of mask
     /// words and slots.
-    private let changeSQL: [Int64: (sql: String, words: Int, slots: Int)]
-    /// Per registration: that statement, prepared on first use.
-    private var statements: [Int64: RawStatement] = [:]
-    /// The slot values of the change being recorded, kept to reuse its storage.
+    private let layouts: [Int64: (columns: String, words: Int, slots: Int)]
+    /// Per registration and number of rows: the statement that records that many of its changes.
+    private var statements: [Int64: [Int: RawStatement]] = [:]
+    /// Changes of one registration waiting to be recorded, many to a statement: each one's id,
+    /// table id, op, generation, mask words and slot values.
+    private var pending: (table: Int64, count: Int, capacity: Int)?
     private var values: [SQLValue] = []
 
     /// A writer of changes in the slots of `registrations` (every table ever tracked).
     init(db: Database, registrations: [TrackedTable]) {
         self.db = db
-        changeSQL = Dictionary(
+        layouts = Dictionary(
             uniqueKeysWithValues: registrations.map { table in
                 let words = ColumnMask.wordCount(slots: table.slotCount)
                 let columns =
                     ((0..<words).map(Bookkeeping.maskColumn) + (0..<table.slotCount).map(Bookkeeping.valueColumn))
                     .joined(separator: ", ")
-                let placeholders = Array(repeating: "?", count: words + table.slotCount + 3).joined(separator: ", ")
-                let sql = "INSERT INTO tidemark_changes(table_id, op, gen, \(columns)) VALUES (\(placeholders))"
-                return (table.id, (sql, words, table.slotCount))
+                return (table.id, ("id, table_id, op, gen, \(columns)", words, table.slotCount))
             })
     }
 
-    /// Records one change in the slots `translation` gives its column names, with its generation;
-    /// returns its change id.
-    func record(_ change: History.Change, as translation: SchemaTranslations.Translation) throws -> Int64 {
-        let (sql, words, slots) = changeSQL[translation.id]!
-        values.removeAll(keepingCapacity: true)
-        values.append(contentsOf: repeatElement(.null, count: slots))
+    /// Records one change as change `id`, in the slots `translation` gives its column names, with
+    /// its generation. It is written with the changes recorded after it, at the latest by `flush`,
+    /// which must run before anything reads `tidemark_changes`.
+    func record(_ change: History.Change, as translation: SchemaTranslations.Translation, id: Int64) throws {
+        let (_, words, slots) = layouts[translation.id]!
+        if let pending, pending.table != translation.id { try flush() }
+        let start = values.count
+        values.append(.integer(id))
+        values.append(.integer(translation.id))
+        let op: Bookkeeping.Op = change.type == .insert ? .insert : change.type == .update ? .update : .delete
+        values.append(.integer(op.rawValue))
+        values.append(.integer(change.generation))
+        values.append(contentsOf: repeatElement(.null, count: words + slots))
+        let slotStart = start + 4 + words
         var mask = ColumnMask()
         func carry(_ columns: [History.Column]) {
             for column in columns {
                 guard let slot = translation.slots[column.name] else { continue }
-                values[slot] = column.value
+                values[slotStart + slot] = column.value
                 mask.insert(slot)
             }
         }
@@ -50,15 +58,34 @@ final class HistoryWriter {
             carry(change.values)
         case .delete: carry(change.tombstone ?? change.key)
         }
-        let op: Bookkeeping.Op = change.type == .insert ? .insert : change.type == .update ? .update : .delete
-        let statement = try RawStatement.reusing(&statements[translation.id], db) { sql }
-        try statement.bind(translation.id, at: 1)
-        try statement.bind(op.rawValue, at: 2)
-        try statement.bind(change.generation, at: 3)
-        for (i, word) in mask.words(count: words).enumerated() { try statement.bind(word, at: Int32(4 + i)) }
-        try statement.bind(values, from: Int32(4 + words))
+        for (i, word) in mask.words(count: words).enumerated() { values[start + 4 + i] = .integer(word) }
+        if pending == nil {
+            pending = (translation.id, 0, max(1, min(64, db.parameterLimit / (4 + words + slots))))
+        }
+        pending!.count += 1
+        if pending!.count == pending!.capacity { try flush() }
+    }
+
+    /// Writes the changes `record` holds.
+    func flush() throws {
+        guard let (table, count, _) = pending else { return }
+        pending = nil
+        defer { values.removeAll(keepingCapacity: true) }
+        let statement: RawStatement
+        if let made = statements[table]?[count] {
+            statement = made
+            statement.reset()
+        } else {
+            let layout = layouts[table]!
+            let row = "(" + Array(repeating: "?", count: 4 + layout.words + layout.slots).joined(separator: ", ") + ")"
+            statement = try RawStatement(
+                db,
+                sql: "INSERT INTO tidemark_changes(\(layout.columns)) VALUES "
+                    + repeatElement(row, count: count).joined(separator: ", "))
+            statements[table, default: [:]][count] = statement
+        }
+        try statement.bind(values)
         try statement.execute()
-        return statement.lastInsertedRowID
     }
 
     /// Records a transaction that owns the change ids `first` through `last` (none when `first` is

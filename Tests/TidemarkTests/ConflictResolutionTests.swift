@@ -70,6 +70,26 @@ import TidemarkTestSupport
         #expect(!resolutions.isEmpty)
     }
 
+    /// A clash met among the new rows of one imported transaction is noted at the receiver's
+    /// clock as it applies that transaction, not after the ones that follow it in the bundle.
+    @Test func aClashAmongNewRowsIsDetectedAtItsOwnTransaction() throws {
+        let cluster = try Self.cluster()
+        try cluster.write(1, "INSERT INTO users VALUES ('u0', 'same@example.com', 'first')")
+        cluster.time.advance(by: 10)
+        try cluster.write(
+            0,
+            "INSERT INTO users VALUES ('u1', 'same@example.com', 'later'); "
+                + "INSERT INTO users VALUES ('u2', 'other@example.com', 'beside')")
+        cluster.time.advance(by: 100_000)
+        try cluster.write(0, "INSERT INTO users VALUES ('u3', 'third@example.com', 'after'), ('u4', NULL, 'after')")
+        try cluster.send(0, to: 1)
+        #expect(try Self.keys(cluster, 1, "users") == ["u0", "u2", "u3", "u4"].map { .text($0) })
+        let conflict = try #require(try cluster.replicas[1].store.conflicts().first { $0.table == "users" })
+        #expect(conflict.key == #"{"id":"u1"}"#)
+        let last = try #require(try cluster.replicas[0].store.fetchHistory().last)
+        #expect(conflict.detected < last.timestamp, "\(conflict.detected) is not before \(last.timestamp)")
+    }
+
     /// §5.1: the clash is settled the same way whichever replica's import meets it, and an
     /// application repairs by writing the row again.
     @Test func uniqueALaterRepairSyncsLikeAnyWrite() throws {

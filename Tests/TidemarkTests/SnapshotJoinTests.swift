@@ -134,4 +134,23 @@ import TidemarkTestSupport
         #expect(conflict.key == #"{"id":"s07"}"# && conflict.kind == "check", "\(conflict)")
         #expect(try b.store.rowDigest().digest == b.tables().rowDigest)
     }
+
+    /// An app trigger that changes a row as it is inserted, named with its table's name in another
+    /// case or made TEMP on the store's connection: the joined rows are hashed as the trigger left
+    /// them, so the row digest the import keeps is the one its rows give.
+    @Test(arguments: [
+        "CREATE TRIGGER app_stamp AFTER INSERT ON ITEMS BEGIN UPDATE items SET note = 'stamped' WHERE id = NEW.id; END",
+        "CREATE TEMP TRIGGER app_stamp AFTER INSERT ON main.items BEGIN UPDATE items SET note = 'stamped' WHERE id = NEW.id; END",
+    ])
+    func rowsAnAppTriggerChangesAsTheyAreInsertedAreHashedAsLeft(trigger: String) throws {
+        let group = try ExchangeGroup(["a", "b"])
+        let (a, b) = (group["a"], group["b"])
+        _ = try b.store.execute(sql: trigger)
+        // A pull's watermark keeps the digest from here on: the import adds the rows' hashes to it.
+        try group.pull("b", prune: false)
+        try Self.join(b, from: a, tables: ["items"], states: Self.items(a, count: 40), in: group)
+        let rows = try #require(try b.tables()["items"]).rows
+        #expect(rows.count == 40 && rows.allSatisfy { $0[5] == .text("stamped") })
+        #expect(try b.store.rowDigest().digest == b.tables().rowDigest)
+    }
 }

@@ -105,6 +105,8 @@ struct BundleApplier {
             if first == nil { first = last }
             count += 1
         }
+        // Before the clock moves past this transaction: what a batch settles is noted at its time.
+        try engine.flushNewRows()
         try history.flush()
         try HistoryWriter.recordTransaction(
             db, origin: head.origin, sequence: head.sequence, timestamp: head.timestamp,
@@ -220,6 +222,8 @@ struct BundleApplier {
                     }
                     rows += 1
                 }
+                // What the rows themselves refuse is reported before the file's last checks.
+                try engine.flushNewRows()
             }
             // Rows the sender saw deleted and then forgot are deleted here too.
             touched.formUnion(try forgotten.settle(&engine, sender: sender))

@@ -229,7 +229,7 @@ struct MergeEngine {
     private mutating func batchNew(
         key: [SQLValue], generation: Int64, cells: [Cell], into target: Target, _ source: NewRowBatch.Source
     ) throws -> Bool {
-        guard !replaying, !target.isInternal,
+        guard !replaying, !target.isInternal, target.refusedBatches < target.writtenBatches + 4,
             let (values, metadata) = try newRow(key: key, generation: generation, cells: cells, in: target)
         else { return false }
         if newRows.target !== target { try flushNewRows() }
@@ -247,13 +247,17 @@ struct MergeEngine {
         guard let target = newRows.target else { return }
         let batch = newRows
         newRows = NewRowBatch()
-        if batch.count > 1, try target.metadata.insertNew(db, batch.metadataValues, count: batch.count) {
-            if try target.rows.insertNew(batch.rowValues, count: batch.count) {
-                target.metadata.noteNew(hashes: batch.hashes)
-                digests.noteMerged(target.table)
-                return
+        if batch.count > 1 {
+            if try target.metadata.insertNew(db, batch.metadataValues, count: batch.count) {
+                if try target.rows.insertNew(batch.rowValues, count: batch.count) {
+                    target.metadata.noteNew(hashes: batch.hashes)
+                    digests.noteMerged(target.table)
+                    target.writtenBatches += 1
+                    return
+                }
+                try target.metadata.removeNew(db, batch.metadataValues, count: batch.count)
             }
-            try target.metadata.removeNew(db, batch.metadataValues, count: batch.count)
+            target.refusedBatches += 1
         }
         replaying = true
         defer { replaying = false }
@@ -324,6 +328,10 @@ struct MergeEngine {
         /// Whether the table is one of Tidemark's own (`TrackedTable.isInternal`), kept to save the
         /// name comparison per change.
         let isInternal: Bool
+        /// Batches of new rows written whole, and refused (each then merged one row at a time): once
+        /// refusals outnumber them by 4, the table's new rows are merged one at a time only.
+        var writtenBatches = 0
+        var refusedBatches = 0
         /// The names of the non-key columns and their indexes, scanned for a narrow table: cheaper
         /// than hashing a name.
         private let nonKeyNames: [String]

@@ -136,7 +136,8 @@ final class RowAccess {
         try statement.bind(values)
         do {
             try statement.execute()
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT && db.isInsideTransaction {
+            // The statement is undone; the transaction goes on (one that ended is not caught).
             return false
         }
         return true

@@ -27,12 +27,15 @@ final class RowHasher {
         let columns = try HashDefaults.of(table.columns, in: table.name, db)
         affinities = columns.affinities
         real = affinities.map { $0 == .real }
+        // A trigger names its table as written (`ON ITEMS`), and a TEMP trigger may sit on it too.
+        let others = ["sqlite_schema", "sqlite_temp_schema"].map { schema in
+            """
+            SELECT 1 FROM \(schema) WHERE type = 'trigger' AND tbl_name = ? COLLATE NOCASE
+            AND name NOT LIKE '\(Bookkeeping.prefix.replacingOccurrences(of: "_", with: "\\_"))%' ESCAPE '\\'
+            """
+        }
         hasOtherTriggers = try Bool.fetchOne(
-            db,
-            sql: """
-                SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = ?
-                AND name NOT LIKE '\(Bookkeeping.prefix.replacingOccurrences(of: "_", with: "\\_"))%' ESCAPE '\\')
-                """, arguments: [table.name])!
+            db, sql: "SELECT EXISTS (\(others.joined(separator: " UNION ALL ")))", arguments: [table.name, table.name])!
         order = table.columns.indices.sorted {
             table.columns[$0].utf8.lexicographicallyPrecedes(table.columns[$1].utf8)
         }

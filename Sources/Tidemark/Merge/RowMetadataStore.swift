@@ -230,7 +230,7 @@ final class RowMetadataStore {
         try statement.bind(values)
         do {
             try statement.execute()
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT && db.isInsideTransaction {
             return false
         }
         return true
@@ -239,9 +239,10 @@ final class RowMetadataStore {
     /// Removes the metadata `insertNew` added for the rows of `values`, which it left as the
     /// only metadata of their keys.
     func removeNew(_ db: Database, _ values: [SQLValue], count: Int) throws {
-        let keyMatch = table.keyIndexes.indices.map { "k\($0) = ?" }.joined(separator: " AND ")
-        let statement = try RawStatement(
-            db, sql: "DELETE FROM \(Bookkeeping.rowMetadataTable(table)) WHERE \(keyMatch)")
+        let statement = try RawStatement.reusing(&removeStatement, db) {
+            let keyMatch = table.keyIndexes.indices.map { "k\($0) = ?" }.joined(separator: " AND ")
+            return "DELETE FROM \(Bookkeeping.rowMetadataTable(table)) WHERE \(keyMatch)"
+        }
         for row in 0..<count {
             statement.reset()
             try statement.bind(values[(row * newRowWidth)..<(row * newRowWidth + table.keyIndexes.count)])
@@ -257,6 +258,7 @@ final class RowMetadataStore {
     }
 
     private var newRowInserts: [Int: RawStatement] = [:]
+    private var removeStatement: RawStatement?
 
     private func newRowInsert(_ db: Database, count: Int) throws -> RawStatement {
         if let statement = newRowInserts[count] { return statement }

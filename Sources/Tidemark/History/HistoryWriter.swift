@@ -9,9 +9,9 @@ final class HistoryWriter {
     let db: Database
     /// Per registration: the columns one of its changes is recorded in, and its number of mask
     /// words and slots.
-    private let layouts: [Int64: (columns: String, words: Int, slots: Int)]
-    /// Per registration and number of rows: the statement that records that many of its changes.
-    private var statements: [Int64: [Int: RawStatement]] = [:]
+    private let layouts: [Int64: (columns: [String], words: Int, slots: Int)]
+    /// Per registration: the statements that record its changes.
+    private var inserts: [Int64: MultiRowInsert] = [:]
     /// Changes of one registration waiting to be recorded, many to a statement: each one's id,
     /// table id, op, generation, mask words and slot values.
     private var pending: (table: Int64, count: Int, capacity: Int)?
@@ -24,9 +24,9 @@ final class HistoryWriter {
             uniqueKeysWithValues: registrations.map { table in
                 let words = ColumnMask.wordCount(slots: table.slotCount)
                 let columns =
-                    ((0..<words).map(Bookkeeping.maskColumn) + (0..<table.slotCount).map(Bookkeeping.valueColumn))
-                    .joined(separator: ", ")
-                return (table.id, ("id, table_id, op, gen, \(columns)", words, table.slotCount))
+                    ["id", "table_id", "op", "gen"] + (0..<words).map(Bookkeeping.maskColumn)
+                    + (0..<table.slotCount).map(Bookkeeping.valueColumn)
+                return (table.id, (columns, words, table.slotCount))
             })
     }
 
@@ -71,21 +71,10 @@ final class HistoryWriter {
         guard let (table, count, _) = pending else { return }
         pending = nil
         defer { values.removeAll(keepingCapacity: true) }
-        let statement: RawStatement
-        if let made = statements[table]?[count] {
-            statement = made
-            statement.reset()
-        } else {
-            let layout = layouts[table]!
-            let row = "(" + Array(repeating: "?", count: 4 + layout.words + layout.slots).joined(separator: ", ") + ")"
-            statement = try RawStatement(
-                db,
-                sql: "INSERT INTO tidemark_changes(\(layout.columns)) VALUES "
-                    + repeatElement(row, count: count).joined(separator: ", "))
-            statements[table, default: [:]][count] = statement
+        if inserts[table] == nil {
+            inserts[table] = MultiRowInsert(db, into: "tidemark_changes", columns: layouts[table]!.columns)
         }
-        try statement.bind(values)
-        try statement.execute()
+        try inserts[table]!.insert(values, count: count)
     }
 
     /// Records a transaction that owns the change ids `first` through `last` (none when `first` is

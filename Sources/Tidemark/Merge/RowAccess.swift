@@ -120,30 +120,14 @@ final class RowAccess {
     /// statement; returns false, having changed nothing, when a constraint refuses one of them (a
     /// row with its key is present, say).
     func insertNew(_ values: [SQLValue], count: Int) throws -> Bool {
-        let statement: RawStatement
-        if let made = newRowInserts[count] {
-            statement = made
-            statement.reset()
-        } else {
-            let columns = table.columns.map(\.quotedDatabaseIdentifier).joined(separator: ", ")
-            let row = "(" + table.columns.map { _ in "?" }.joined(separator: ", ") + ")"
-            statement = try RawStatement(
-                db,
-                sql: "INSERT OR ABORT INTO \(quotedTable)(\(columns)) VALUES "
-                    + repeatElement(row, count: count).joined(separator: ", "))
-            newRowInserts[count] = statement
+        if newRowInsert == nil {
+            newRowInsert = MultiRowInsert(
+                db, into: quotedTable, columns: table.columns.map(\.quotedDatabaseIdentifier))
         }
-        try statement.bind(values)
-        do {
-            try statement.execute()
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT && db.isInsideTransaction {
-            // The statement is undone; the transaction goes on (one that ended is not caught).
-            return false
-        }
-        return true
+        return try newRowInsert!.insertUnlessRefused(values, count: count)
     }
 
-    private var newRowInserts: [Int: RawStatement] = [:]
+    private var newRowInsert: MultiRowInsert?
 
     /// Statements by the column indexes they write, in order.
     private var upserts: [[Int]: RawStatement] = [:]

@@ -225,15 +225,12 @@ final class RowMetadataStore {
     /// holds some for one (or two of them share a key). Neither the row digest nor `expectsNewRows`
     /// hears of them until `noteNew`: the caller may still take them back with `removeNew`.
     func insertNew(_ db: Database, _ values: [SQLValue], count: Int) throws -> Bool {
-        let statement = try newRowInsert(db, count: count)
-        statement.reset()
-        try statement.bind(values)
-        do {
-            try statement.execute()
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT && db.isInsideTransaction {
-            return false
+        if newRowInsert == nil {
+            newRowInsert = MultiRowInsert(
+                db, into: Bookkeeping.rowMetadataTable(table),
+                columns: table.keyIndexes.indices.map { "k\($0)" } + ["gen", "t", "o", "c", "w", "h"])
         }
-        return true
+        return try newRowInsert!.insertUnlessRefused(values, count: count)
     }
 
     /// Removes the metadata `insertNew` added for the rows of `values`, which it left as the
@@ -257,20 +254,8 @@ final class RowMetadataStore {
         newRows += hashes.count
     }
 
-    private var newRowInserts: [Int: RawStatement] = [:]
+    private var newRowInsert: MultiRowInsert?
     private var removeStatement: RawStatement?
-
-    private func newRowInsert(_ db: Database, count: Int) throws -> RawStatement {
-        if let statement = newRowInserts[count] { return statement }
-        let columns = table.keyIndexes.indices.map { "k\($0)" } + ["gen", "t", "o", "c", "w", "h"]
-        let row = "(" + columns.map { _ in "?" }.joined(separator: ", ") + ")"
-        let target = "\(Bookkeeping.rowMetadataTable(table))(\(columns.joined(separator: ", ")))"
-        let statement = try RawStatement(
-            db, sql: "INSERT OR ABORT INTO \(target) VALUES " + repeatElement(row, count: count).joined(separator: ", ")
-        )
-        newRowInserts[count] = statement
-        return statement
-    }
 
     /// The clock stored in columns `index` (packed timestamp) and `index + 1` (origin number).
     private func clock(_ statement: RawStatement, _ index: Int32) throws -> MergeClock? {

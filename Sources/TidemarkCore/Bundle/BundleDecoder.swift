@@ -57,7 +57,8 @@ public final class BundleDecoder {
     var nameCount = 0
     /// The name read last at each place of a record (the table, then each column in order), which
     /// the same place of the next record of the table most often repeats: found by one comparison.
-    var recentNames = [(bytes: [UInt8], name: Name)?](repeating: nil, count: 64)
+    var recentNames = [Name?](repeating: nil, count: 64)
+    var recentNameBytes = [[UInt8]](repeating: [], count: 64)
     /// The origin of the clock read last: the clocks of a row state's cells most often share it.
     var recentOrigin: Replica.ID?
     /// The TEXT and BLOB bytes the change or row state being read has declared so far (§4.1, R36).
@@ -184,9 +185,9 @@ public final class BundleDecoder {
         // Most names repeat (tables, columns): find this one without copying its bytes.
         let slice = chunk[position..<position + n]
         let cached = place.flatMap { $0 < recentNames.count ? $0 : nil }
-        if let cached, let recent = recentNames[cached], recent.bytes.count == n, recent.bytes.elementsEqual(slice) {
+        if let cached, let recent = recentNames[cached], Self.same(recentNameBytes[cached], chunk, at: position, n) {
             position += n
-            return recent.name
+            return recent
         }
         let hash = Self.fnv1a(slice)
         let name: Name
@@ -195,7 +196,10 @@ public final class BundleDecoder {
         } else {
             name = try intern(Array(slice), hash: hash)
         }
-        if let cached { recentNames[cached] = (Array(slice), name) }
+        if let cached {
+            recentNames[cached] = name
+            recentNameBytes[cached] = Array(slice)
+        }
         position += n
         return name
     }
@@ -203,9 +207,7 @@ public final class BundleDecoder {
     /// Reads a replica's identity (16 bytes).
     func origin() throws -> Replica.ID {
         let n = Replica.ID.byteCount
-        if let recentOrigin, n <= chunk.count - position,
-            recentOrigin.bytes.elementsEqual(chunk[position..<position + n])
-        {
+        if let recentOrigin, n <= chunk.count - position, Self.same(recentOrigin.bytes, chunk, at: position, n) {
             position += n
             return recentOrigin
         }
@@ -224,6 +226,17 @@ public final class BundleDecoder {
         names[hash, default: []].append((raw, name))
         nameCount += 1
         return name
+    }
+
+    /// Whether `bytes` are the `count` bytes of `chunk` at `offset` (which are there).
+    private static func same(_ bytes: [UInt8], _ chunk: [UInt8], at offset: Int, _ count: Int) -> Bool {
+        guard bytes.count == count else { return false }
+        return bytes.withUnsafeBufferPointer { a in
+            chunk.withUnsafeBufferPointer { b in
+                for i in 0..<count where a[i] != b[offset + i] { return false }
+                return true
+            }
+        }
     }
 
     /// FNV-1a over `bytes`: a cheap hash for the name cache (collisions only cost a comparison).

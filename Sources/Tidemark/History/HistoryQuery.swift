@@ -42,9 +42,12 @@ enum HistoryQuery {
     /// The timestamp of the first transaction of `origin` held here after `sequence`, or nil when
     /// none is. An origin numbers its transactions in the order of their timestamps, so every write
     /// of `origin` stamped earlier is in a transaction at or before `sequence`.
+    /// That is the timestamp of the next transaction by sequence, found in the (replica, seq)
+    /// index: `min(hlc)` over every later one read them all (an import into a store of 200,000 own
+    /// transactions from a peer that held none took 8 times as long as into an empty store).
     static func firstTimestamp(of origin: Replica.ID, after sequence: Int64, _ db: Database) throws -> HLCTimestamp? {
         try Int64.fetchOne(
-            db, sql: "SELECT min(hlc) FROM tidemark_transactions WHERE replica = ? AND seq > ?",
+            db, sql: "SELECT hlc FROM tidemark_transactions WHERE replica = ? AND seq > ? ORDER BY seq LIMIT 1",
             arguments: [Data(origin.bytes), sequence]
         ).map(HLCTimestamp.init(packed:))
     }

@@ -199,7 +199,7 @@ final class RowMetadataStore {
     // MARK: - New rows, many to a statement
 
     /// The values `insertNew` takes for one row: `metadata` of the row with `key` (values in key
-    /// order), appended to `values`: the key, then `gen, t, o, c, w, h`.
+    /// order), appended to `values`: the key, then the columns a fetch reads, in its order.
     func appendNewRow(_ db: Database, key: [SQLValue], _ metadata: RowMetadata, to values: inout [SQLValue]) throws {
         values.append(contentsOf: key)
         values.append(.integer(metadata.generation))
@@ -218,7 +218,7 @@ final class RowMetadataStore {
     }
 
     /// The number of values `appendNewRow` appends per row.
-    var newRowWidth: Int { table.keyIndexes.count + 6 }
+    var newRowWidth: Int { table.keyIndexes.count + Self.fetchColumns.count }
 
     /// Adds the metadata of `count` rows (`values` made by `appendNewRow`) in one statement,
     /// where the store holds none for any of them; returns false, having changed nothing, when it
@@ -228,7 +228,7 @@ final class RowMetadataStore {
         if newRowInsert == nil {
             newRowInsert = MultiRowInsert(
                 db, into: Bookkeeping.rowMetadataTable(table),
-                columns: table.keyIndexes.indices.map { "k\($0)" } + ["gen", "t", "o", "c", "w", "h"])
+                columns: table.keyIndexes.indices.map { "k\($0)" } + Self.fetchColumns)
         }
         return try newRowInsert!.insertUnlessRefused(values, count: count)
     }

@@ -17,6 +17,8 @@ extension BundleDecoder {
         var cells: [RowState.Cell] = []
         cells.reserveCapacity(Int(cellCount))
         var rank = 0
+        // The name before, kept apart: reading it from the last cell copied the whole cell.
+        var previous: String?
         for place in 0..<Int(cellCount) {
             let cellName = try internedName(at: 1 + key.count + place)
             let cellValue = try value()
@@ -28,7 +30,8 @@ extension BundleDecoder {
                 clock = MergeClock(timestamp: HLCTimestamp(packed: Int64(bitPattern: packed)), origin: try origin())
             case let b: throw fail(.badPresenceByte(b))
             }
-            rank = try checkColumn(cellName, after: (cells.last?.name, rank), of: table, index)
+            rank = try checkColumn(cellName, after: (previous, rank), of: table, index)
+            previous = cellName.string
             cells.append(RowState.Cell(name: cellName.string, value: cellValue, clock: clock))
         }
         try attributes()
@@ -123,10 +126,12 @@ extension BundleDecoder {
         var columns: [History.Column] = []
         columns.reserveCapacity(Int(columnCount))
         var rank = 0
+        var previous: String?
         for place in 0..<Int(columnCount) {
             let name = try internedName(at: 1 + key.count + place)
             let column = History.Column(name.string, try value())
-            rank = try checkColumn(name, after: (columns.last?.name, rank), of: table, index)
+            rank = try checkColumn(name, after: (previous, rank), of: table, index)
+            previous = name.string
             columns.append(column)
         }
         if type == .update && columns.isEmpty { throw fail(.columnsNotCanonical("an update changes no column")) }

@@ -100,19 +100,15 @@ final class RowDigests {
     /// client changed the schema since they were (SQLite's schema cookie, which every schema change
     /// by any client increments, is as noted).
     static func trusted(_ db: Database) throws -> Bool {
-        try Bookkeeping.meta(db, Bookkeeping.Meta.digestSchemaVersion) == schemaVersion(db).databaseValue
+        try Bookkeeping.meta(db, Bookkeeping.Meta.digestSchemaVersion) == Int64(db.schemaVersion()).databaseValue
             && Bookkeeping.meta(db, Bookkeeping.Meta.rowHashRule) == hashRule.databaseValue
     }
 
     /// Notes the schema cookie as it is now, and this build's row hash: the kept digests are
     /// vouched for from here on.
     static func trust(_ db: Database) throws {
-        try Bookkeeping.setMeta(db, Bookkeeping.Meta.digestSchemaVersion, schemaVersion(db))
+        try Bookkeeping.setMeta(db, Bookkeeping.Meta.digestSchemaVersion, Int64(db.schemaVersion()))
         try Bookkeeping.setMeta(db, Bookkeeping.Meta.rowHashRule, hashRule)
-    }
-
-    private static func schemaVersion(_ db: Database) throws -> Int64 {
-        try Int64.fetchOne(db, sql: "PRAGMA schema_version") ?? 0
     }
 
     /// Forgets a table's digest: the next `Store.rowDigest` counts it again.

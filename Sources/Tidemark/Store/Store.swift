@@ -186,7 +186,7 @@ public final class Store: Sendable {
     /// last checked (another client may have removed them while the store was open): repairs them,
     /// so that the write is captured.
     private func repairCaptureTriggersIfSchemaChanged(_ db: Database) throws {
-        let version = try Int.fetchOne(try db.cachedStatement(sql: "PRAGMA schema_version"))
+        let version = Int(try db.schemaVersion())
         guard triggersChecked.withLock({ $0 != version }) else { return }
         do {
             try repairCaptureTriggers(db, checkingShapes: true)
@@ -211,7 +211,7 @@ public final class Store: Sendable {
         }
         for repair in repairs { try CaptureTriggers.install(repair.table, in: db, current: repair.present) }
         let missing = repairs.filter(\.missing).map(\.table.name)
-        let checked = try Int.fetchOne(try db.cachedStatement(sql: "PRAGMA schema_version"))
+        let checked = Int(try db.schemaVersion())
         db.afterNextTransaction(onCommit: { [restoration, triggersChecked] _ in
             if !changed { triggersChecked.withLock { $0 = checked } }
             restoration.withLock { names in names += missing.filter { !names.contains($0) } }
@@ -220,7 +220,7 @@ public final class Store: Sendable {
 
     /// Notes that the capture triggers are as this build makes them at the current schema cookie.
     private func noteTriggersChecked(_ db: Database) throws {
-        let version = try Int.fetchOne(try db.cachedStatement(sql: "PRAGMA schema_version"))
+        let version = Int(try db.schemaVersion())
         triggersChecked.withLock { $0 = version }
     }
 

@@ -113,7 +113,7 @@ extension TrackedTable {
 
         /// Reads the registrations again if the schema changed since they were read.
         func refresh(_ db: Database) throws {
-            let version = try Int.fetchOne(db, sql: "PRAGMA schema_version")
+            let version = Int(try db.schemaVersion())
             guard state.withLock({ $0.schemaVersion != version }) else { return }
             let tables = try TrackedTable.fetchAll(db, includingUntracked: true)
             state.withLock { $0 = (tables, version) }
@@ -135,7 +135,7 @@ extension TrackedTable {
 
         /// Reads the registrations again: they changed without a schema change.
         func reload(_ db: Database) throws {
-            let version = try Int.fetchOne(db, sql: "PRAGMA schema_version")
+            let version = Int(try db.schemaVersion())
             let tables = try TrackedTable.fetchAll(db, includingUntracked: true)
             state.withLock { $0 = (tables, version) }
         }

@@ -32,17 +32,24 @@ enum Bookkeeping {
 
     /// The number of mask columns currently in `tidemark_changes`.
     static func maskColumnCount(_ db: Database) throws -> Int {
-        try db.columns(in: "tidemark_changes").filter { $0.name.hasPrefix("mask") }.count
+        try db.columns(in: "tidemark_changes").filter { isMaskColumn($0.name) }.count
     }
 
     /// Adds value and mask columns until `tidemark_changes` can hold a change of `table`.
     static func ensureChangeColumns(_ db: Database, for table: TrackedTable) throws {
-        try ensureValueColumns(db, count: table.slotCount)
-        let existing = try maskColumnCount(db)
-        for word in existing..<max(existing, ColumnMask.wordCount(slots: table.slotCount)) {
+        let names = try db.columns(in: "tidemark_changes").map(\.name)
+        let values = names.filter(isValueColumn).count
+        for i in values..<max(values, table.slotCount) {
+            try db.execute(sql: "ALTER TABLE tidemark_changes ADD COLUMN \(valueColumn(i))")
+        }
+        let masks = names.filter(isMaskColumn).count
+        for word in masks..<max(masks, ColumnMask.wordCount(slots: table.slotCount)) {
             try db.execute(sql: "ALTER TABLE tidemark_changes ADD COLUMN \(maskColumn(word)) INTEGER")
         }
     }
+
+    private static func isMaskColumn(_ name: String) -> Bool { name.hasPrefix("mask") }
+    private static func isValueColumn(_ name: String) -> Bool { name.hasPrefix("c") && Int(name.dropFirst()) != nil }
 
     /// The columns of `tidemark_changes` besides its value columns and the mask words past `mask`.
     static let changeColumnsBesideValues = 5
@@ -274,8 +281,7 @@ enum Bookkeeping {
 
     /// The number of `c<i>` value columns currently in `tidemark_changes`.
     static func valueColumnCount(_ db: Database) throws -> Int {
-        try db.columns(in: "tidemark_changes").filter { $0.name.hasPrefix("c") && Int($0.name.dropFirst()) != nil }
-            .count
+        try db.columns(in: "tidemark_changes").filter { isValueColumn($0.name) }.count
     }
 
     /// The row-metadata table of a tracked table (Protocol/merge.md §2): one row per identity seen,
@@ -304,14 +310,6 @@ enum Bookkeeping {
             sql:
                 "CREATE TABLE \(name)(\(columns.joined(separator: ", ")), PRIMARY KEY(\(keys.joined(separator: ", ")))) WITHOUT ROWID"
         )
-    }
-
-    /// Adds value columns until there are at least `count`.
-    static func ensureValueColumns(_ db: Database, count: Int) throws {
-        let existing = try valueColumnCount(db)
-        for i in existing..<max(existing, count) {
-            try db.execute(sql: "ALTER TABLE tidemark_changes ADD COLUMN \(valueColumn(i))")
-        }
     }
 
     /// The replicated membership table: one row per member, `retired` 1 once a replica retired it.

@@ -16,6 +16,11 @@ final class HistoryWriter {
     /// table id, op, generation, mask words and slot values.
     private var pending: (table: Int64, count: Int, capacity: Int)?
     private var values: [SQLValue] = []
+    /// The slots of the columns `record` was last given, per list (key; values; tombstone or key
+    /// of a delete), in `recentTranslation`: a transaction's changes mostly name the same columns,
+    /// and the decoder hands out the same name strings again, which compare cheaper than they hash.
+    private var recentColumns: [(names: [String], slots: [Int?])] = Array(repeating: ([], []), count: 3)
+    private var recentTranslation: SchemaTranslations.Translation?
 
     /// A writer of changes in the slots of `registrations` (every table ever tracked).
     init(db: Database, registrations: [TrackedTable]) {
@@ -42,28 +47,46 @@ final class HistoryWriter {
         let op: Bookkeeping.Op = change.type == .insert ? .insert : change.type == .update ? .update : .delete
         values.append(.integer(op.rawValue))
         values.append(.integer(change.generation))
-        values.append(contentsOf: repeatElement(.null, count: words + slots))
+        values.append(contentsOf: repeatElement(.integer(0), count: words))
+        values.append(contentsOf: repeatElement(.null, count: slots))
         let slotStart = start + 4 + words
         var mask = ColumnMask()
-        func carry(_ columns: [History.Column]) {
-            for column in columns {
-                guard let slot = translation.slots[column.name] else { continue }
+        func carry(_ columns: [History.Column], _ list: Int) {
+            for (column, slot) in zip(columns, recentSlots(of: columns, list, in: translation)) {
+                guard let slot else { continue }
                 values[slotStart + slot] = column.value
                 mask.insert(slot)
             }
         }
         switch change.type {
         case .insert, .update:
-            carry(change.key)
-            carry(change.values)
-        case .delete: carry(change.tombstone ?? change.key)
+            carry(change.key, 0)
+            carry(change.values, 1)
+        case .delete: carry(change.tombstone ?? change.key, 2)
         }
-        for (i, word) in mask.words(count: words).enumerated() { values[start + 4 + i] = .integer(word) }
+        for (i, word) in mask.words.prefix(words).enumerated() { values[start + 4 + i] = .integer(word) }
         if pending == nil {
             pending = (translation.id, 0, max(1, min(64, db.parameterLimit / (4 + words + slots))))
         }
         pending!.count += 1
         if pending!.count == pending!.capacity { try flush() }
+    }
+
+    /// The slot of each of `columns` (nil for one its version lacks), found in `translation`.
+    private func recentSlots(
+        of columns: [History.Column], _ list: Int, in translation: SchemaTranslations.Translation
+    ) -> [Int?] {
+        if recentTranslation !== translation {
+            recentTranslation = translation
+            recentColumns = Array(repeating: ([], []), count: 3)
+        }
+        let recent = recentColumns[list]
+        if recent.names.count == columns.count && zip(recent.names, columns).allSatisfy({ $0 == $1.name }) {
+            return recent.slots
+        }
+        let found = (columns.map(\.name), columns.map { translation.slots[$0.name] })
+        recentColumns[list] = found
+        return found.1
     }
 
     /// Writes the changes `record` holds.

@@ -5,8 +5,9 @@ import TidemarkCore
 /// column renamed since keeps its identity; a column dropped since is not merged; a table
 /// untracked since is not merged at all. History records every change as it was written.
 final class SchemaTranslations {
-    /// One table's names at one version.
-    struct Translation {
+    /// One table's names at one version. A class: an import looks one up for every change, and a
+    /// reference is what that costs to hand over.
+    final class Translation {
         /// The registration.
         let id: Int64
         /// The table's name at the version.
@@ -22,6 +23,19 @@ final class SchemaTranslations {
         /// Whether the version has every column the bundle's header declares for the table: the
         /// decoder holds each change to those, so its names need no check one by one.
         let coversDeclared: Bool
+
+        init(
+            id: Int64, name: String, slots: [String: Int], table: TrackedTable?, names: [Int: String], identity: Bool,
+            coversDeclared: Bool
+        ) {
+            self.id = id
+            self.name = name
+            self.slots = slots
+            self.table = table
+            self.names = names
+            self.identity = identity
+            self.coversDeclared = coversDeclared
+        }
 
         /// The change under today's names, without the columns dropped since; nil when the table
         /// is no longer tracked. Throws if it names a column its version does not have.

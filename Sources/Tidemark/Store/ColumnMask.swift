@@ -21,7 +21,7 @@ struct ColumnMask: Equatable {
 
     mutating func insert(_ slot: Int) {
         let word = slot / Self.bitsPerWord
-        if words.count <= word { words += [Int64](repeating: 0, count: word + 1 - words.count) }
+        if words.count <= word { words.append(contentsOf: repeatElement(0, count: word + 1 - words.count)) }
         words[word] |= 1 << Int64(slot % Self.bitsPerWord)
     }
 
@@ -32,7 +32,8 @@ struct ColumnMask: Equatable {
 
     /// Exactly `count` words, padded with zeros.
     func words(count: Int) -> [Int64] {
-        Array((words + [Int64](repeating: 0, count: max(0, count - words.count))).prefix(count))
+        if words.count == count { return words }
+        return Array(words.prefix(count)) + repeatElement(0, count: max(0, count - words.count))
     }
 
     /// The first `words` words as comma-separated SQL literals.

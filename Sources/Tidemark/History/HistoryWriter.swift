@@ -41,20 +41,24 @@ final class HistoryWriter {
     func record(_ change: History.Change, as translation: SchemaTranslations.Translation, id: Int64) throws {
         let (_, words, slots) = layouts[translation.id]!
         if let pending, pending.table != translation.id { try flush() }
-        let start = values.count
-        values.append(.integer(id))
-        values.append(.integer(translation.id))
+        // Filled as a local array and put back: each access to a property of a class is checked
+        // for exclusivity at run time, and a change makes a dozen.
+        var row: [SQLValue] = []
+        swap(&row, &values)
+        let start = row.count
+        row.append(.integer(id))
+        row.append(.integer(translation.id))
         let op: Bookkeeping.Op = change.type == .insert ? .insert : change.type == .update ? .update : .delete
-        values.append(.integer(op.rawValue))
-        values.append(.integer(change.generation))
-        values.append(contentsOf: repeatElement(.integer(0), count: words))
-        values.append(contentsOf: repeatElement(.null, count: slots))
+        row.append(.integer(op.rawValue))
+        row.append(.integer(change.generation))
+        row.append(contentsOf: repeatElement(.integer(0), count: words))
+        row.append(contentsOf: repeatElement(.null, count: slots))
         let slotStart = start + 4 + words
         var mask = ColumnMask()
         func carry(_ columns: [History.Column], _ list: Int) {
             for (column, slot) in zip(columns, recentSlots(of: columns, list, in: translation)) {
                 guard let slot else { continue }
-                values[slotStart + slot] = column.value
+                row[slotStart + slot] = column.value
                 mask.insert(slot)
             }
         }
@@ -64,7 +68,8 @@ final class HistoryWriter {
             carry(change.values, 1)
         case .delete: carry(change.tombstone ?? change.key, 2)
         }
-        for (i, word) in mask.words.prefix(words).enumerated() { values[start + 4 + i] = .integer(word) }
+        for (i, word) in mask.words.prefix(words).enumerated() { row[start + 4 + i] = .integer(word) }
+        swap(&row, &values)
         if pending == nil {
             pending = (translation.id, 0, max(1, min(64, db.parameterLimit / (4 + words + slots))))
         }

@@ -18,12 +18,12 @@ struct LocalFold {
     func run() throws {
         try store.registrations.refresh(db)
         let own = Data(store.replica.id.bytes)
-        let folded = try ReplicaState.fetch(db).foldedSequence
+        let foldedThrough = try ReplicaState.fetch(db).foldedSequence
         let transactions = try Row.fetchAll(
             db,
             sql:
                 "SELECT seq, hlc, first_change, last_change FROM tidemark_transactions WHERE replica = ? AND seq > ? ORDER BY seq",
-            arguments: [own, folded])
+            arguments: [own, foldedThrough])
         guard let last = transactions.last else { return }
         let origins = OriginNumbers(db: db)
         let digests = hashesRows ? RowDigests(db: db) : nil
@@ -38,11 +38,85 @@ struct LocalFold {
         // Where a row's tombstone was dropped, a life started here must outrank it (merge.md §3).
         let floors = try Tombstones.floors(db)
         let layout = try ChangeLayout(db)
-        // The key values and the column mask matter here: which row, and which columns the change
-        // wrote; and an insert's values, which make the row's hash without reading it.
         let changes = try RawStatement(
             db, sql: HistoryQuery.changesOfTransaction(selecting: layout.selectList + ", id"))
         var generations = try GenerationRuns(db)
+        var batch = NewRows()
+        /// The row's metadata after `change`, from what it was before.
+        func folded(_ before: RowMetadata, _ change: Captured, of table: TrackedTable) throws -> RowMetadata {
+            var metadata = before
+            if metadata.generation == 0, let floor = floors[table.id] { metadata.generation = floor }
+            switch change.op {
+            case .insert:
+                if !metadata.isAlive { metadata.startLife(metadata.afterInsert) }
+                for i in table.columns.indices where change.writes(i, of: table) { metadata.clocks[i] = change.clock }
+            case .update:
+                if !metadata.isAlive { metadata.generation = metadata.afterInsert }
+                for i in table.columns.indices where change.writes(i, of: table) { metadata.clocks[i] = change.clock }
+            case .delete, .marker:
+                metadata.startLife(metadata.afterDelete)
+            }
+            metadata.rowHash = nil
+            if metadata.isAlive && hashesRows, let rows = access[table.id] {
+                if let values = change.inserted {
+                    metadata.rowHash = try rows.hash(key: change.key, holding: values)
+                } else {
+                    metadata.rowHash = try rows.hash(key: change.key)
+                }
+            }
+            return metadata
+        }
+        /// Folds `change` one row at a time: an insert that most often starts the life of a row
+        /// with no metadata is saved as that without the read, made only when the store holds
+        /// some after all.
+        func foldAlone(_ change: Captured, into metadataStore: RowMetadataStore) throws {
+            let table = metadataStore.table
+            if change.op == .insert, metadataStore.expectsNewRows {
+                var metadata = try folded(.unseen(columnCount: table.columns.count), change, of: table)
+                if try metadataStore.saveNew(db, key: change.key, &metadata) {
+                    try generations.record(metadata.generation, of: change.id)
+                    return
+                }
+            }
+            var metadata = try folded(try metadataStore.fetch(db, key: change.key), change, of: table)
+            try metadataStore.save(db, key: change.key, &metadata)
+            try generations.record(metadata.generation, of: change.id)
+        }
+        /// A change read again by id, for a batch the store refused.
+        let single = try RawStatement(
+            db, sql: HistoryQuery.changesOfTransaction(selecting: layout.selectList + ", id"))
+        /// Writes the metadata of the rows `batch` holds in one statement, or folds each alone
+        /// when the store refuses it (it held metadata for one after all).
+        func flush() throws {
+            guard let metadataStore = batch.store else { return }
+            batch.store = nil
+            // Taken out and put back emptied, so that the next batch reuses their storage.
+            var (values, rows) = ([SQLValue](), [NewRows.Row]())
+            swap(&values, &batch.values)
+            swap(&rows, &batch.rows)
+            defer {
+                values.removeAll(keepingCapacity: true)
+                rows.removeAll(keepingCapacity: true)
+                swap(&values, &batch.values)
+                swap(&rows, &batch.rows)
+            }
+            if try metadataStore.insertNew(db, values, count: rows.count) {
+                batch.written[metadataStore.table.id, default: 0] += 1
+                metadataStore.noteNew(hashes: rows.map(\.hash))
+                for row in rows { try generations.record(row.generation, of: row.id) }
+                return
+            }
+            batch.refusals[metadataStore.table.id, default: 0] += 1
+            for row in rows {
+                single.reset()
+                try single.bind(row.id, at: 1)
+                try single.bind(row.id, at: 2)
+                guard try single.step() else { continue }
+                let change = Captured(single, layout, metadataStore.table, clock: row.clock)
+                single.reset()
+                try foldAlone(change, into: metadataStore)
+            }
+        }
         for transaction in transactions {
             let clock = MergeClock(timestamp: HLCTimestamp(packed: transaction[1]), origin: store.replica.id)
             changes.reset()
@@ -53,55 +127,78 @@ struct LocalFold {
                     op != .marker
                 else { continue }
                 let table = metadataStore.table
-                let mask = layout.mask(changes)
-                let id = changes.int64(Int32(layout.count))
-                let key = table.keyIndexes.map { changes.value(Int32(layout.valueIndex(table.slots[$0]))) }
-                let written = { (i: Int) in mask.contains(table.slots[i]) && !table.keyIndexes.contains(i) }
-                /// The row's metadata after this change, from what it was before.
-                func folded(_ before: RowMetadata) throws -> RowMetadata {
-                    var metadata = before
-                    if metadata.generation == 0, let floor = floors[table.id] { metadata.generation = floor }
-                    switch op {
-                    case .insert:
-                        if !metadata.isAlive { metadata.startLife(metadata.afterInsert) }
-                        for i in table.columns.indices where written(i) { metadata.clocks[i] = clock }
-                    case .update:
-                        if !metadata.isAlive { metadata.generation = metadata.afterInsert }
-                        for i in table.columns.indices where written(i) { metadata.clocks[i] = clock }
-                    case .delete, .marker:
-                        metadata.startLife(metadata.afterDelete)
+                let change = Captured(changes, layout, table, clock: clock)
+                // Inserts of new rows of one table, one after another, have their metadata written
+                // many to a statement; anything else first writes those.
+                if op == .insert, metadataStore.expectsNewRows, !table.isInternal, batch.takes(table) {
+                    if batch.store !== metadataStore { try flush() }
+                    let metadata = try folded(.unseen(columnCount: table.columns.count), change, of: table)
+                    batch.store = metadataStore
+                    try metadataStore.appendNewRow(db, key: change.key, metadata, to: &batch.values)
+                    batch.rows.append((change.id, metadata.generation, metadata.rowHash, clock))
+                    if batch.rows.count >= max(1, min(64, db.parameterLimit / metadataStore.newRowWidth)) {
+                        try flush()
                     }
-                    metadata.rowHash = nil
-                    if metadata.isAlive && hashesRows, let rows = access[table.id] {
-                        if op == .insert {
-                            let values = table.columns.indices.map { i -> SQLValue? in
-                                mask.contains(table.slots[i])
-                                    ? changes.value(Int32(layout.valueIndex(table.slots[i]))) : nil
-                            }
-                            metadata.rowHash = try rows.hash(key: key, holding: values)
-                        } else {
-                            metadata.rowHash = try rows.hash(key: key)
-                        }
-                    }
-                    return metadata
+                    continue
                 }
-                // An insert most often starts the life of a row with no metadata: it is saved as
-                // that without the read, which is made only when the store holds some after all.
-                if op == .insert, metadataStore.expectsNewRows {
-                    var metadata = try folded(.unseen(columnCount: table.columns.count))
-                    if try metadataStore.saveNew(db, key: key, &metadata) {
-                        try generations.record(metadata.generation, of: id)
-                        continue
-                    }
-                }
-                var metadata = try folded(try metadataStore.fetch(db, key: key))
-                try metadataStore.save(db, key: key, &metadata)
-                try generations.record(metadata.generation, of: id)
+                try flush()
+                try foldAlone(change, into: metadataStore)
             }
         }
+        try flush()
         try generations.flush()
         try digests?.flush(tables: store.replicatedTables)
         try ReplicaState.setFolded(through: last[0], db)
+    }
+}
+
+/// One captured change, as the fold reads it: which row, which columns it wrote, and an insert's
+/// values (by column index, nil for a column it did not write), which make the row's hash without
+/// reading it.
+private struct Captured {
+    var id: Int64
+    var op: Bookkeeping.Op
+    var key: [SQLValue]
+    var mask: ColumnMask
+    var inserted: [SQLValue?]?
+    var clock: MergeClock
+
+    /// The change on the current row of `statement`, selected with `layout` and then its id, of
+    /// `table`, written at `clock`.
+    init(_ statement: RawStatement, _ layout: ChangeLayout, _ table: TrackedTable, clock: MergeClock) {
+        let value = { (i: Int) in statement.value(Int32(layout.valueIndex(table.slots[i]))) }
+        id = statement.int64(Int32(layout.count))
+        op = Bookkeeping.Op(rawValue: statement.int64(1)) ?? .marker
+        key = table.keyIndexes.map(value)
+        mask = layout.mask(statement)
+        inserted =
+            op == .insert
+            ? table.columns.indices.map { [mask] in mask.contains(table.slots[$0]) ? value($0) : nil } : nil
+        self.clock = clock
+    }
+
+    /// Whether the change wrote non-key column `i` of `table`.
+    func writes(_ i: Int, of table: TrackedTable) -> Bool {
+        mask.contains(table.slots[i]) && !table.keyIndexes.contains(i)
+    }
+}
+
+/// Inserts of new rows of one table waiting to have their metadata written together
+/// (`RowMetadataStore.appendNewRow`), with what each needs once written, or to be folded again
+/// alone; and per table, how many batches the store took and refused.
+private struct NewRows {
+    typealias Row = (id: Int64, generation: Int64, hash: Int64?, clock: MergeClock)
+    var store: RowMetadataStore?
+    var values: [SQLValue] = []
+    var rows: [Row] = []
+    var written: [Int64: Int] = [:]
+    var refusals: [Int64: Int] = [:]
+
+    /// Whether inserts into `table` are batched: until its refused batches outnumber those
+    /// written by four (rows inserted again after their delete, say, which hold metadata), when
+    /// each batch costs a statement more than folding its rows alone.
+    func takes(_ table: TrackedTable) -> Bool {
+        refusals[table.id, default: 0] < written[table.id, default: 0] + 4
     }
 }
 

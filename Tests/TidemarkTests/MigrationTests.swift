@@ -550,6 +550,26 @@ import TidemarkTestSupport
         #expect(try a.store.fetchHistory().last?.changes.map(\.key) == [[.init("id", .text("i2"))]])
     }
 
+    /// An import lifts the capture triggers and puts them back, which changes the schema cookie;
+    /// the store counts them as checked at the new cookie, but a trigger another client drops
+    /// after the import is still put back before the next write, which is recorded.
+    @Test func aStoreThatImportedRepairsCaptureTriggersDroppedAfterTheImport() throws {
+        let group = try Self.group(["a", "b"])
+        let (a, b) = (group["a"], group["b"])
+        let id = try #require(a.store.trackedTable(named: "items")?.id)
+        _ = try b.store.execute(sql: "INSERT INTO items(id, name) VALUES ('b1', 'from b')")
+        _ = try b.store.push(to: group.folder, key: b.key)
+        #expect(try a.store.pull(from: group.folder, key: a.key).changedTables == ["items"])
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a1', 'after the import')")
+        #expect(a.store.restoredCaptureTriggers.isEmpty)
+        let other = try DatabaseQueue(path: a.path)
+        try other.write { db in try db.execute(sql: "DROP TRIGGER tidemark_\(id)_insert") }
+        try other.close()
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a2', 'after the drop')")
+        #expect(a.store.restoredCaptureTriggers == ["items"])
+        #expect(try a.store.fetchHistory().last?.changes.map(\.key) == [[.init("id", .text("a2"))]])
+    }
+
     /// A column another client renames while a store is open is carried into the capture triggers
     /// by SQLite: the store's next write leaves them so (its registration still names the old
     /// column), the table stays writable by every client, and the next open adopts the rename.

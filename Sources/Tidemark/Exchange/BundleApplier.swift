@@ -37,7 +37,7 @@ struct BundleApplier {
         let started = try ReplicaState.fetch(db).lastTimestamp
         var engine = MergeEngine(db: db, store: store) { max(started, newest) }
         try engine.discarded.sender(through: decoder.header.through)
-        let (verified, changed) = try CaptureTriggers.suspended(store.replicatedTables, in: db) {
+        let (verified, changed) = try store.withCaptureLifted(in: db) {
             let verified = try decode(decoder) {
                 while let head = try decoder.nextTransaction() {
                     if head.sequence <= context.token[head.origin] {
@@ -191,7 +191,7 @@ struct BundleApplier {
         var rows = 0
         // Derived from the sender's key by a hash: once, not per row.
         let sender = decoder.sender
-        let (verified, changed) = try CaptureTriggers.suspended(store.replicatedTables, in: db) {
+        let (verified, changed) = try store.withCaptureLifted(in: db) {
             // The floors the sender declares, by this store's tables.
             let floors: [(TrackedTable, Int64)] = decoder.header.floors.compactMap { floor in
                 let position = decoder.header.lineage.count

@@ -218,6 +218,21 @@ public final class Store: Sendable {
         })
     }
 
+    /// Runs `body` with the capture triggers of the replicated tables lifted, so that what it
+    /// writes (an import's merge) is not captured, and puts them back as this build makes them
+    /// (`CaptureTriggers.suspended`). That changes the schema cookie: when the triggers were
+    /// checked at the cookie it started from, they count as checked at the one it leaves once its
+    /// transaction commits, and the next write does not read and compare them all again.
+    func withCaptureLifted<T>(in db: Database, _ body: () throws -> T) throws -> T {
+        let before = Int(try db.schemaVersion())
+        let result = try CaptureTriggers.suspended(replicatedTables, in: db, body)
+        let after = Int(try db.schemaVersion())
+        db.afterNextTransaction(onCommit: { [triggersChecked] _ in
+            triggersChecked.withLock { checked in if checked == before { checked = after } }
+        })
+        return result
+    }
+
     /// Notes that the capture triggers are as this build makes them at the current schema cookie.
     private func noteTriggersChecked(_ db: Database) throws {
         let version = Int(try db.schemaVersion())

@@ -16,11 +16,6 @@ final class HistoryWriter {
     /// table id, op, generation, mask words and slot values.
     private var pending: (table: Int64, count: Int, capacity: Int)?
     private var values: [SQLValue] = []
-    /// The slots of the columns `record` was last given, per list (key; values; tombstone or key
-    /// of a delete), in `recentTranslation`: a transaction's changes mostly name the same columns,
-    /// and the decoder hands out the same name strings again, which compare cheaper than they hash.
-    private var recentColumns: [(names: [String], slots: [Int?])] = Array(repeating: ([], []), count: 3)
-    private var recentTranslation: SchemaTranslations.Translation?
 
     /// A writer of changes in the slots of `registrations` (every table ever tracked).
     init(db: Database, registrations: [TrackedTable]) {
@@ -56,7 +51,7 @@ final class HistoryWriter {
         let slotStart = start + 4 + words
         var mask = ColumnMask()
         func carry(_ columns: [History.Column], _ list: Int) {
-            for (column, slot) in zip(columns, recentSlots(of: columns, list, in: translation)) {
+            for (column, slot) in zip(columns, translation.slots(of: columns, list)) {
                 guard let slot else { continue }
                 row[slotStart + slot] = column.value
                 mask.insert(slot)
@@ -75,23 +70,6 @@ final class HistoryWriter {
         }
         pending!.count += 1
         if pending!.count == pending!.capacity { try flush() }
-    }
-
-    /// The slot of each of `columns` (nil for one its version lacks), found in `translation`.
-    private func recentSlots(
-        of columns: [History.Column], _ list: Int, in translation: SchemaTranslations.Translation
-    ) -> [Int?] {
-        if recentTranslation !== translation {
-            recentTranslation = translation
-            recentColumns = Array(repeating: ([], []), count: 3)
-        }
-        let recent = recentColumns[list]
-        if recent.names.count == columns.count && zip(recent.names, columns).allSatisfy({ $0 == $1.name }) {
-            return recent.slots
-        }
-        let found = (columns.map(\.name), columns.map { translation.slots[$0.name] })
-        recentColumns[list] = found
-        return found.1
     }
 
     /// Writes the changes `record` holds.

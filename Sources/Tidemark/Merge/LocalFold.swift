@@ -111,7 +111,10 @@ struct LocalFold {
                 single.reset()
                 try single.bind(row.id, at: 1)
                 try single.bind(row.id, at: 2)
-                guard try single.step() else { continue }
+                guard try single.step() else {
+                    throw StoreError.database(
+                        path: store.path, message: "change \(row.id) of history was not there to fold again")
+                }
                 let change = Captured(single, layout, metadataStore.table, clock: row.clock)
                 single.reset()
                 try foldAlone(change, into: metadataStore)

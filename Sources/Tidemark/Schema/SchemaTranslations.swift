@@ -6,7 +6,7 @@ import TidemarkCore
 /// untracked since is not merged at all. History records every change as it was written.
 final class SchemaTranslations {
     /// One table's names at one version. A class: an import looks one up for every change, and a
-    /// reference is what that costs to hand over.
+    /// reference is what that costs to hand over; it keeps what `slots(of:_:)` found last.
     final class Translation {
         /// The registration.
         let id: Int64
@@ -36,6 +36,23 @@ final class SchemaTranslations {
             self.identity = identity
             self.coversDeclared = coversDeclared
         }
+
+        /// The slot of each of `columns` (nil for one the version lacks). `list` says which list
+        /// of a change they are (0 its key, 1 its values, 2 a delete's tombstone or key): the
+        /// slots of the names a list was last given are kept, since a transaction's changes
+        /// mostly name the same columns, and the decoder hands out the same name strings again,
+        /// which compare cheaper than they hash.
+        func slots(of columns: [History.Column], _ list: Int) -> [Int?] {
+            let last = recent[list]
+            if last.names.count == columns.count && zip(last.names, columns).allSatisfy({ $0 == $1.name }) {
+                return last.slots
+            }
+            let found = (columns.map(\.name), columns.map { slots[$0.name] })
+            recent[list] = found
+            return found.1
+        }
+
+        private var recent: [(names: [String], slots: [Int?])] = Array(repeating: ([], []), count: 3)
 
         /// The change under today's names, without the columns dropped since; nil when the table
         /// is no longer tracked. Throws if it names a column its version does not have.
@@ -134,3 +151,7 @@ final class SchemaTranslations {
         return translation
     }
 }
+
+/// Used by one import on one connection: never shared between threads.
+@available(*, unavailable)
+extension SchemaTranslations.Translation: Sendable {}

@@ -52,8 +52,10 @@ final class RawStatement {
         case .real(let v): code = sqlite3_bind_double(statement, index, v)
         case .text(let text):
             // As GRDB binds text (length -1): up to the first NUL character, so that every path
-            // of the store, raw or through GRDB, sees the same string.
-            code = sqlite3_bind_text(statement, index, text, -1, tidemark_sqlite_transient())
+            // of the store, raw or through GRDB, sees the same string. `withCString` lends a
+            // native string's own NUL-terminated storage, where passing the String copies it
+            // into a new array first.
+            code = text.withCString { sqlite3_bind_text(statement, index, $0, -1, tidemark_sqlite_transient()) }
         case .blob(let bytes):
             code = bytes.withUnsafeBytes { buffer in
                 // A zero-length blob must stay a blob, not NULL: bind a non-null pointer.

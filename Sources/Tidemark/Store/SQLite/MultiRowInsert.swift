@@ -30,8 +30,7 @@ final class MultiRowInsert {
             )
             statements[count] = statement
         }
-        try statement.bind(values)
-        try statement.execute()
+        try statement.execute(binding: values)
     }
 
     /// Inserts as `insert` does; returns false, having changed nothing, when a constraint refuses

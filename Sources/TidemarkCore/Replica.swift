@@ -6,27 +6,62 @@ public struct Replica: Hashable, Sendable {
     /// The stable identity of a replica: the first 16 bytes of SHA-256 over its Ed25519 public key,
     /// so no replica can claim another's identity without its private key.
     public struct ID: Hashable, Comparable, Sendable, CustomStringConvertible {
+        /// The 16 identity bytes as two big-endian halves, held inline: an identity goes with
+        /// every clock of every row's metadata, and inline it is copied and dropped without a
+        /// reference count or an allocation.
+        private let high: UInt64
+        private let low: UInt64
+
         /// The 16 identity bytes.
-        public let bytes: [UInt8]
+        public var bytes: [UInt8] {
+            var out: [UInt8] = []
+            out.reserveCapacity(Self.byteCount)
+            append(to: &out)
+            return out
+        }
 
         /// The number of bytes in an identity.
         public static let byteCount = 16
 
         /// Wraps 16 identity bytes; returns nil for any other length.
-        public init?(bytes: [UInt8]) {
+        public init?(bytes: some Collection<UInt8>) {
             guard bytes.count == Self.byteCount else { return nil }
-            self.bytes = bytes
+            var halves: (UInt64, UInt64) = (0, 0)
+            for (i, byte) in bytes.enumerated() {
+                if i < 8 { halves.0 = halves.0 << 8 | UInt64(byte) } else { halves.1 = halves.1 << 8 | UInt64(byte) }
+            }
+            (high, low) = halves
         }
 
         /// Derives the identity of the replica holding `publicKey` (32 raw Ed25519 bytes).
         public init(publicKey: [UInt8]) {
-            self.bytes = Array(SHA256.hash(data: publicKey).prefix(Self.byteCount))
+            self.init(bytes: Array(SHA256.hash(data: publicKey)).prefix(Self.byteCount))!
         }
 
         /// Parses the 32-character lowercase hex form printed by `description`.
         public init?(hex: String) {
             guard hex.utf8.count == Self.byteCount * 2, let bytes = HexCoding.decode(hex) else { return nil }
-            self.bytes = bytes
+            self.init(bytes: bytes)
+        }
+
+        /// Appends the 16 identity bytes to `out`.
+        public func append(to out: inout [UInt8]) {
+            for half in [high, low] {
+                for shift in stride(from: 56, through: 0, by: -8) {
+                    out.append(UInt8(truncatingIfNeeded: half >> UInt64(shift)))
+                }
+            }
+        }
+
+        /// Whether the 16 bytes of `buffer` from `offset` are this identity (false when fewer are there).
+        public func isStored(in buffer: [UInt8], at offset: Int) -> Bool {
+            guard offset >= 0, buffer.count - offset >= Self.byteCount else { return false }
+            var halves: (UInt64, UInt64) = (0, 0)
+            for i in 0..<8 {
+                halves.0 = halves.0 << 8 | UInt64(buffer[offset + i])
+                halves.1 = halves.1 << 8 | UInt64(buffer[offset + 8 + i])
+            }
+            return halves == (high, low)
         }
 
         /// 32 lowercase hex digits.
@@ -35,7 +70,8 @@ public struct Replica: Hashable, Sendable {
         /// The first 8 hex digits, for compact human output.
         public var short: String { String(description.prefix(8)) }
 
-        public static func < (lhs: ID, rhs: ID) -> Bool { lhs.bytes.lexicographicallyPrecedes(rhs.bytes) }
+        /// The order of the bytes, first byte first.
+        public static func < (lhs: ID, rhs: ID) -> Bool { (lhs.high, lhs.low) < (rhs.high, rhs.low) }
     }
 
     /// The human name given at `sync init`.

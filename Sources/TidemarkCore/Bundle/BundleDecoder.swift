@@ -207,7 +207,7 @@ public final class BundleDecoder {
     /// Reads a replica's identity (16 bytes).
     func origin() throws -> Replica.ID {
         let n = Replica.ID.byteCount
-        if let recentOrigin, n <= chunk.count - position, Self.same(recentOrigin.bytes, chunk, at: position, n) {
+        if let recentOrigin, recentOrigin.isStored(in: chunk, at: position) {
             position += n
             return recentOrigin
         }

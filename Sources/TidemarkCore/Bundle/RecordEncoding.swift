@@ -61,7 +61,7 @@ enum RecordEncoding {
         let ids = t.sequences.keys.sorted()
         varint(UInt64(ids.count), &out)
         for id in ids {
-            out.append(contentsOf: id.bytes)
+            id.append(to: &out)
             varint(UInt64(t[id]), &out)
         }
     }
@@ -75,7 +75,7 @@ enum RecordEncoding {
         origin: Replica.ID, sequence: Int64, timestamp: HLCTimestamp, author: String?, contextName: String?,
         processID: Int32?, changeCount: Int, _ out: inout [UInt8]
     ) {
-        out.append(contentsOf: origin.bytes)
+        origin.append(to: &out)
         varint(UInt64(sequence), &out)
         varint(UInt64(bitPattern: timestamp.packed), &out)
         optionalString(author, &out)

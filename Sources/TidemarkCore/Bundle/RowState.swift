@@ -63,7 +63,7 @@ extension RecordEncoding {
             if let clock = cell.clock {
                 out.append(1)
                 varint(UInt64(bitPattern: clock.timestamp.packed), &out)
-                out.append(contentsOf: clock.origin.bytes)
+                clock.origin.append(to: &out)
             } else {
                 out.append(0)
             }

@@ -46,10 +46,11 @@ public struct Replica: Hashable, Sendable {
 
         /// Appends the 16 identity bytes to `out`.
         public func append(to out: inout [UInt8]) {
-            for half in [high, low] {
-                for shift in stride(from: 56, through: 0, by: -8) {
-                    out.append(UInt8(truncatingIfNeeded: half >> UInt64(shift)))
-                }
+            for shift in stride(from: 56, through: 0, by: -8) {
+                out.append(UInt8(truncatingIfNeeded: high >> UInt64(shift)))
+            }
+            for shift in stride(from: 56, through: 0, by: -8) {
+                out.append(UInt8(truncatingIfNeeded: low >> UInt64(shift)))
             }
         }
 

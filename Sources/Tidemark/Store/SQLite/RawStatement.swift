@@ -83,8 +83,8 @@ final class RawStatement {
 
     /// Binds `values` to parameters 1, 2, … and runs the statement, which returns no rows, with
     /// the bytes of every text and blob laid out in one buffer and bound where they lie: SQLite
-    /// reads them while the statement runs instead of copying each into memory of its own, which
-    /// for the hundreds of values of a multi-row insert costs a fifth of the insert. Text is taken
+    /// reads them while the statement runs instead of copying each into memory of its own, a
+    /// malloc and a copy for each of the hundreds of values of a multi-row insert. Text is taken
     /// up to its first NUL, as `bind` takes it. The bindings are cleared before it returns, so no
     /// pointer into the buffer outlives the call.
     func execute(binding values: [SQLValue]) throws {
@@ -97,8 +97,8 @@ final class RawStatement {
             swap(&bytes, &self.bytes)
             swap(&lengths, &self.lengths)
         }
-        // A first byte, so that the buffer has an address even when every value is empty: a
-        // NULL pointer would bind NULL, not an empty text or blob.
+        // A first byte, so that the buffer has an address even when every value is empty (a
+        // NULL pointer would bind NULL, not an empty text or blob).
         bytes.removeAll(keepingCapacity: true)
         bytes.append(0)
         lengths.removeAll(keepingCapacity: true)
@@ -124,6 +124,8 @@ final class RawStatement {
             case .null, .integer, .real: continue
             }
         }
+        // And a last one, so that an empty value at the end points inside the buffer too.
+        bytes.append(0)
         try bytes.withUnsafeBufferPointer { buffer in
             defer { sqlite3_clear_bindings(statement) }
             var next = buffer.baseAddress! + 1

@@ -23,19 +23,22 @@ public struct Replica: Hashable, Sendable {
         /// The number of bytes in an identity.
         public static let byteCount = 16
 
-        /// Wraps 16 identity bytes; returns nil for any other length.
-        public init?(bytes: some Collection<UInt8>) {
+        /// Wraps 16 identity bytes; returns nil for any other length. (An array, not any
+        /// collection: a generic initializer runs unspecialized from another module, element by
+        /// element through witness tables, at a hundred times the cost.)
+        public init?(bytes: [UInt8]) {
             guard bytes.count == Self.byteCount else { return nil }
             var halves: (UInt64, UInt64) = (0, 0)
-            for (i, byte) in bytes.enumerated() {
-                if i < 8 { halves.0 = halves.0 << 8 | UInt64(byte) } else { halves.1 = halves.1 << 8 | UInt64(byte) }
+            for i in 0..<8 {
+                halves.0 = halves.0 << 8 | UInt64(bytes[i])
+                halves.1 = halves.1 << 8 | UInt64(bytes[8 + i])
             }
             (high, low) = halves
         }
 
         /// Derives the identity of the replica holding `publicKey` (32 raw Ed25519 bytes).
         public init(publicKey: [UInt8]) {
-            self.init(bytes: Array(SHA256.hash(data: publicKey)).prefix(Self.byteCount))!
+            self.init(bytes: Array(Array(SHA256.hash(data: publicKey)).prefix(Self.byteCount)))!
         }
 
         /// Parses the 32-character lowercase hex form printed by `description`.

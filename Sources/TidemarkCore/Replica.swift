@@ -28,12 +28,7 @@ public struct Replica: Hashable, Sendable {
         /// element through witness tables, at a hundred times the cost.)
         public init?(bytes: [UInt8]) {
             guard bytes.count == Self.byteCount else { return nil }
-            var halves: (UInt64, UInt64) = (0, 0)
-            for i in 0..<8 {
-                halves.0 = halves.0 << 8 | UInt64(bytes[i])
-                halves.1 = halves.1 << 8 | UInt64(bytes[8 + i])
-            }
-            (high, low) = halves
+            (high, low) = Self.halves(of: bytes, at: 0)
         }
 
         /// Derives the identity of the replica holding `publicKey` (32 raw Ed25519 bytes).
@@ -60,12 +55,17 @@ public struct Replica: Hashable, Sendable {
         /// Whether the 16 bytes of `buffer` from `offset` are this identity (false when fewer are there).
         public func isStored(in buffer: [UInt8], at offset: Int) -> Bool {
             guard offset >= 0, buffer.count - offset >= Self.byteCount else { return false }
+            return Self.halves(of: buffer, at: offset) == (high, low)
+        }
+
+        /// The 16 bytes of `buffer` from `offset` as two big-endian halves.
+        private static func halves(of buffer: [UInt8], at offset: Int) -> (UInt64, UInt64) {
             var halves: (UInt64, UInt64) = (0, 0)
             for i in 0..<8 {
                 halves.0 = halves.0 << 8 | UInt64(buffer[offset + i])
                 halves.1 = halves.1 << 8 | UInt64(buffer[offset + 8 + i])
             }
-            return halves == (high, low)
+            return halves
         }
 
         /// 32 lowercase hex digits.

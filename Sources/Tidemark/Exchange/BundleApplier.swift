@@ -205,15 +205,12 @@ struct BundleApplier {
                 let position = decoder.header.lineage.count
                 // The table of the row state before: most follow one of the same table.
                 var last: (name: String, target: MergeEngine.Target?)?
-                var translation: (name: String, translation: SchemaTranslations.Translation)?
                 while let state = try decoder.nextRowState() {
-                    if translation?.name != state.table {
-                        translation = (
-                            state.table, try translations.translation(of: state.table, at: position, path: path)
-                        )
-                    }
                     // Row states are named as the sender's newest version names them.
-                    guard let state = translation?.translation.current(state) else { continue }
+                    guard
+                        let state = try translations.translation(of: state.table, at: position, path: path).current(
+                            state)
+                    else { continue }
                     try engine.apply(state, from: sender)
                     if last?.name != state.table {
                         last = (state.table, engine.targets[state.table])

@@ -66,7 +66,7 @@ final class HistoryWriter {
         for (i, word) in mask.words.prefix(words).enumerated() { row[start + 4 + i] = .integer(word) }
         swap(&row, &values)
         if pending == nil {
-            pending = (translation.id, 0, max(1, min(64, db.parameterLimit / (4 + words + slots))))
+            pending = (translation.id, 0, MultiRowInsert.rowsPerStatement(width: 4 + words + slots, db))
         }
         pending!.count += 1
         if pending!.count == pending!.capacity { try flush() }

@@ -82,9 +82,9 @@ struct LocalFold {
             try metadataStore.save(db, key: change.key, &metadata)
             try generations.record(metadata.generation, of: change.id)
         }
-        /// A change read again by id, for a batch the store refused.
-        let single = try RawStatement(
-            db, sql: HistoryQuery.changesOfTransaction(selecting: layout.selectList + ", id"))
+        /// The statement that reads a change again by id, for a batch the store refused; prepared
+        /// on the first.
+        var single: RawStatement?
         /// Writes the metadata of the rows `batch` holds in one statement, or folds each alone
         /// when the store refuses it (it held metadata for one after all).
         func flush() throws {
@@ -107,16 +107,19 @@ struct LocalFold {
                 return
             }
             batch.refusals[metadataStore.table.id, default: 0] += 1
+            let reread = try RawStatement.reusing(&single, db) {
+                HistoryQuery.changesOfTransaction(selecting: layout.selectList + ", id")
+            }
             for row in rows {
-                single.reset()
-                try single.bind(row.id, at: 1)
-                try single.bind(row.id, at: 2)
-                guard try single.step() else {
+                reread.reset()
+                try reread.bind(row.id, at: 1)
+                try reread.bind(row.id, at: 2)
+                guard try reread.step() else {
                     throw StoreError.database(
                         path: store.path, message: "change \(row.id) of history was not there to fold again")
                 }
-                let change = Captured(single, layout, metadataStore.table, clock: row.clock)
-                single.reset()
+                let change = Captured(reread, layout, metadataStore.table, clock: row.clock)
+                reread.reset()
                 try foldAlone(change, into: metadataStore)
             }
         }
@@ -139,7 +142,7 @@ struct LocalFold {
                     batch.store = metadataStore
                     try metadataStore.appendNewRow(db, key: change.key, metadata, to: &batch.values)
                     batch.rows.append((change.id, metadata.generation, metadata.rowHash, clock))
-                    if batch.rows.count >= max(1, min(64, db.parameterLimit / metadataStore.newRowWidth)) {
+                    if batch.rows.count >= MultiRowInsert.rowsPerStatement(width: metadataStore.newRowWidth, db) {
                         try flush()
                     }
                     continue

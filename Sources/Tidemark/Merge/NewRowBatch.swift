@@ -36,7 +36,7 @@ struct NewRowBatch {
         if self.target == nil {
             self.target = target
             let widest = max(target.table.columns.count, target.metadata.newRowWidth)
-            capacity = max(1, min(64, db.parameterLimit / widest))
+            capacity = MultiRowInsert.rowsPerStatement(width: widest, db)
         }
         try target.metadata.appendNewRow(db, key: key, metadata, to: &metadataValues)
         for value in values { rowValues.append(value ?? .null) }

@@ -17,6 +17,12 @@ final class MultiRowInsert {
         row = "(" + Array(repeating: "?", count: columns.count).joined(separator: ", ") + ")"
     }
 
+    /// How many rows of `width` values one statement takes: 64 at most (past that a statement
+    /// costs more to prepare than it spares), fewer where SQLite allows fewer parameters.
+    static func rowsPerStatement(width: Int, _ db: Database) -> Int {
+        max(1, min(64, db.parameterLimit / max(1, width)))
+    }
+
     /// Inserts `count` rows, `values` holding each row's columns in order, one row after another.
     func insert(_ values: [SQLValue], count: Int) throws {
         let statement: RawStatement

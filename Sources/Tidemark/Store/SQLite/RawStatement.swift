@@ -104,20 +104,15 @@ final class RawStatement {
         lengths.removeAll(keepingCapacity: true)
         for value in values {
             switch value {
-            case .text(let text):
-                let appended = text.utf8.withContiguousStorageIfAvailable { utf8 in
-                    let count = utf8.firstIndex(of: 0) ?? utf8.count
-                    bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[..<count]))
-                    return count
-                }
-                if let appended {
-                    lengths.append(appended)
-                } else {
-                    let utf8 = Array(text.utf8)
-                    let count = utf8.firstIndex(of: 0) ?? utf8.count
-                    bytes.append(contentsOf: utf8[..<count])
-                    lengths.append(count)
-                }
+            case .text(var text):
+                // Native strings are contiguous already; a bridged one is made so, once.
+                text.makeContiguousUTF8()
+                lengths.append(
+                    text.utf8.withContiguousStorageIfAvailable { utf8 in
+                        let count = utf8.firstIndex(of: 0) ?? utf8.count
+                        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[..<count]))
+                        return count
+                    }!)
             case .blob(let blob):
                 bytes.append(contentsOf: blob)
                 lengths.append(blob.count)

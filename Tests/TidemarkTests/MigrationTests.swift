@@ -570,6 +570,28 @@ import TidemarkTestSupport
         #expect(try a.store.fetchHistory().last?.changes.map(\.key) == [[.init("id", .text("a2"))]])
     }
 
+    /// A trigger another client drops while a store is open, when the store's next operation is an
+    /// import: the import puts the trigger back as it lifts and restores them all, and the store
+    /// still says so, since the other client's writes meanwhile were not recorded.
+    @Test func anImportAfterATriggerWasDroppedReportsTheRestoration() throws {
+        let group = try Self.group(["a", "b"])
+        let (a, b) = (group["a"], group["b"])
+        let id = try #require(a.store.trackedTable(named: "items")?.id)
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a0', 'before')")
+        _ = try b.store.execute(sql: "INSERT INTO items(id, name) VALUES ('b1', 'from b')")
+        _ = try b.store.push(to: group.folder, key: b.key)
+        let other = try DatabaseQueue(path: a.path)
+        try other.write { db in
+            try db.execute(sql: "DROP TRIGGER tidemark_\(id)_insert")
+            try db.execute(sql: "INSERT INTO items(id, name) VALUES ('x1', 'unrecorded')")
+        }
+        try other.close()
+        #expect(try a.store.pull(from: group.folder, key: a.key).changedTables == ["items"])
+        #expect(a.store.restoredCaptureTriggers == ["items"])
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a2', 'after the import')")
+        #expect(try a.store.fetchHistory().last?.changes.map(\.key) == [[.init("id", .text("a2"))]])
+    }
+
     /// A column another client renames while a store is open is carried into the capture triggers
     /// by SQLite: the store's next write leaves them so (its registration still names the old
     /// column), the table stays writable by every client, and the next open adopts the rename.

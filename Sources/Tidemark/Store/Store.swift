@@ -220,10 +220,14 @@ public final class Store: Sendable {
 
     /// Runs `body` with the capture triggers of the replicated tables lifted, so that what it
     /// writes (an import's merge) is not captured, and puts them back as this build makes them
-    /// (`CaptureTriggers.suspended`). That changes the schema cookie: when the triggers were
-    /// checked at the cookie it started from, they count as checked at the one it leaves once its
-    /// transaction commits, and the next write does not read and compare them all again.
+    /// (`CaptureTriggers.suspended`). A trigger another client removed since they were last
+    /// checked is repaired first, as before a write, so that `restoredCaptureTriggers` names its
+    /// table rather than the import putting it back unnoticed. Lifting them changes the schema
+    /// cookie: when the triggers were checked at the cookie it started from, they count as checked
+    /// at the one it leaves once its transaction commits, and the next write does not read and
+    /// compare them all again.
     func withCaptureLifted<T>(in db: Database, _ body: () throws -> T) throws -> T {
+        try repairCaptureTriggersIfSchemaChanged(db)
         let before = Int(try db.schemaVersion())
         let result = try CaptureTriggers.suspended(replicatedTables, in: db, body)
         let after = Int(try db.schemaVersion())

@@ -169,7 +169,7 @@ import TidemarkTestSupport
         ] {
             let result = try await SyncProcess.run([arguments[0], "--store", store.path] + arguments.dropFirst())
             expectFailure(
-                result, "created by a newer Tidemark (store format 99; this build reads format 2)", hint: "upgrade")
+                result, "created by a newer Tidemark (store format 99; this build reads format 3)", hint: "upgrade")
         }
         #expect(try await store.dump() == before)
     }

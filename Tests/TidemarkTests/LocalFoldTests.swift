@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Testing
 import Tidemark
 import TidemarkTestSupport
@@ -40,5 +41,37 @@ import TidemarkTestSupport
         for replica in [a, b] {
             #expect(try replica.store.rowDigest().digest == replica.tables().rowDigest)
         }
+    }
+
+    /// The fold writes a change's generation into history only where it is not its kind's default
+    /// (1 for an insert or update, 2 for a delete). History reads the same either way: 0 before the
+    /// fold, the generation after it, here and on a peer, across a row's three lives.
+    @Test func generationsReadTheSameWhetherWrittenOrLeftAtTheirDefault() throws {
+        let directory = try TemporaryDirectory("tidemark-fold")
+        let a = try TestReplica("a", in: directory)
+        let b = try TestReplica("b", in: directory)
+        try b.trust(a)
+        let steps = [
+            "INSERT INTO items(id, name) VALUES ('r', 'one')", "UPDATE items SET name = 'two' WHERE id = 'r'",
+            "DELETE FROM items WHERE id = 'r'", "INSERT INTO items(id, name) VALUES ('r', 'three')",
+            "UPDATE items SET name = 'four' WHERE id = 'r'", "DELETE FROM items WHERE id = 'r'",
+            "INSERT INTO items(id, name) VALUES ('r', 'five')",
+        ]
+        for step in steps { _ = try a.store.execute(sql: step) }
+        let generations = { (replica: TestReplica) in
+            try replica.transactions().filter { $0.origin == a.store.replica.id }.flatMap(\.changes).map(\.generation)
+        }
+        #expect(try generations(a) == [0, 0, 0, 0, 0, 0, 0])
+        _ = try b.store.importBundle(at: try a.export(to: directory.file("lives.tmb")).path)
+        #expect(try generations(a) == [1, 1, 2, 3, 3, 4, 5])
+        #expect(try generations(b) == [1, 1, 2, 3, 3, 4, 5])
+        // Only the generations past the first life were written.
+        let other = try DatabaseQueue(path: a.path)
+        let written = try other.read { db in
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM tidemark_changes WHERE gen IS NOT NULL")
+        }
+        try other.close()
+        #expect(written == 4)
+        try ExchangeExpect.sameTables([a, b])
     }
 }

@@ -214,7 +214,7 @@ import TidemarkTestSupport
         _ = try fixture.store.execute(sql: "INSERT INTO items(id) VALUES ('a')")
         try await SQLiteShell.execute(fixture.path, "UPDATE tidemark_meta SET value = 99 WHERE key = 'format'")
         let before = try await SQLiteShell.dump(fixture.path)
-        let expected = StoreError.newerFormat(path: fixture.path, found: 99, supported: 2)
+        let expected = StoreError.newerFormat(path: fixture.path, found: 99, supported: 3)
         #expect(throws: expected) { try Store.open(fixture.path) }
         #expect(throws: expected) {
             try Store.initialize(fixture.path, setup: Store.Setup(replicaName: "a", preserve: ["items.name"]))

@@ -44,31 +44,40 @@ struct ChangeDecoder {
     /// The SELECT list for change rows.
     var selectList: String { layout.selectList }
 
-    /// Decodes one row selected with `selectList`, of a transaction written under `position`.
-    func decode(_ row: Row, position: Int) -> History.Change? {
+    /// Decodes one row selected with `selectList`, of a transaction written under `position`;
+    /// `folded` is false for one of this replica's transactions the fold has not reached, whose
+    /// changes have no generation yet (0).
+    func decode(_ row: Row, position: Int, folded: Bool = true) -> History.Change? {
         let mask = ColumnMask(words: (0..<layout.maskWords).map { (row[3 + $0] as Int64?) ?? 0 })
-        return decode(tableID: row[0], opCode: row[1], mask: mask, generation: row[2] ?? 0, position: position) {
+        return decode(
+            tableID: row[0], opCode: row[1], mask: mask, generation: folded ? row[2] as Int64? : 0, position: position
+        ) {
             SQLValue(row[layout.valueIndex($0)] as DatabaseValue)
         }
     }
 
-    /// Decodes the current row of a raw statement selected with `selectList`.
+    /// Decodes the current row of a raw statement selected with `selectList`, of a folded
+    /// transaction.
     func decode(_ statement: RawStatement, position: Int) -> History.Change? {
         decode(
             tableID: statement.int64(0), opCode: statement.int64(1), mask: layout.mask(statement),
-            generation: statement.int64(2), position: position
+            generation: statement.isNull(2) ? nil : statement.int64(2), position: position
         ) {
             statement.value(Int32(layout.valueIndex($0)))
         }
     }
 
+    /// `generation` is the stored one: nil stands for the change kind's default
+    /// (`Bookkeeping.Op.defaultGeneration`).
     private func decode(
-        tableID: Int64, opCode: Int64, mask: ColumnMask, generation: Int64, position: Int, value: (Int) -> SQLValue
+        tableID: Int64, opCode: Int64, mask: ColumnMask, generation stored: Int64?, position: Int,
+        value: (Int) -> SQLValue
     )
         -> History.Change?
     {
         guard let table = naming.tables(at: position)[tableID], let op = Bookkeeping.Op(rawValue: opCode), op != .marker
         else { return nil }
+        let generation = stored ?? op.defaultGeneration
         let key = table.keySlots.map { History.Column(table.columns[$0] ?? "", value($0)) }
         // Every column the change carries, the key included, in slot order.
         let carried = table.columns.filter { mask.contains($0.key) }.sorted { $0.key < $1.key }

@@ -74,12 +74,15 @@ struct HistoryReader {
         let decoder = try ChangeDecoder(db, store: store)
         let changes = try db.makeStatement(sql: HistoryQuery.changesOfTransaction(selecting: decoder.selectList))
         let versions = try SchemaLineage.fetch(db)
+        // This replica's transactions past the fold have no generations yet.
+        let foldedThrough = try ReplicaState.fetch(db).foldedSequence
         var result: [History.Transaction] = []
         for header in headers {
             var list: [History.Change] = []
+            let folded = header.origin != store.replica.id || header.sequence <= foldedThrough
             let rows = try Row.fetchCursor(changes, arguments: [header.firstChange, header.lastChange])
             while let row = try rows.next() {
-                if let change = decoder.decode(row, position: header.schema), request.matches(change) {
+                if let change = decoder.decode(row, position: header.schema, folded: folded), request.matches(change) {
                     list.append(change)
                 }
             }

@@ -74,13 +74,13 @@ struct LocalFold {
             if change.op == .insert, metadataStore.expectsNewRows {
                 var metadata = try folded(.unseen(columnCount: table.columns.count), change, of: table)
                 if try metadataStore.saveNew(db, key: change.key, &metadata) {
-                    try generations.record(metadata.generation, of: change.id)
+                    try generations.record(metadata.generation, of: change.id, change.op)
                     return
                 }
             }
             var metadata = try folded(try metadataStore.fetch(db, key: change.key), change, of: table)
             try metadataStore.save(db, key: change.key, &metadata)
-            try generations.record(metadata.generation, of: change.id)
+            try generations.record(metadata.generation, of: change.id, change.op)
         }
         /// The statement that reads a change again by id, for a batch the store refused; prepared
         /// on the first.
@@ -103,7 +103,7 @@ struct LocalFold {
             if try metadataStore.insertNew(db, values, count: rows.count) {
                 batch.written[metadataStore.table.id, default: 0] += 1
                 metadataStore.noteNew(hashes: rows.map(\.hash))
-                for row in rows { try generations.record(row.generation, of: row.id) }
+                for row in rows { try generations.record(row.generation, of: row.id, .insert) }
                 return
             }
             batch.refusals[metadataStore.table.id, default: 0] += 1
@@ -209,8 +209,9 @@ private struct NewRows {
 }
 
 /// Writes the generations of folded changes into their history rows, one statement per run of
-/// consecutive change ids that share a generation (a run of inserts of new rows, of updates of
-/// live ones): each statement costs about as much as writing a single row by id.
+/// consecutive change ids that share a generation (a run of inserts of rows inserted again after
+/// their delete, say): each statement costs about as much as writing a single row by id. A
+/// generation that is its change kind's default is not written (`Op.defaultGeneration`).
 private struct GenerationRuns {
     private let statement: RawStatement
     private var run: (first: Int64, last: Int64, generation: Int64)?
@@ -219,9 +220,11 @@ private struct GenerationRuns {
         statement = try RawStatement(db, sql: "UPDATE tidemark_changes SET gen = ? WHERE id BETWEEN ? AND ?")
     }
 
-    /// Records that change `id` left its row at `generation`. Ids come in increasing order; a
-    /// skipped id (a marker, a change of a table not replicated) ends the run.
-    mutating func record(_ generation: Int64, of id: Int64) throws {
+    /// Records that change `id`, of kind `op`, left its row at `generation`. Ids come in
+    /// increasing order; a skipped id (a marker, a change of a table not replicated, one whose
+    /// generation is its kind's default) ends the run.
+    mutating func record(_ generation: Int64, of id: Int64, _ op: Bookkeeping.Op) throws {
+        guard generation != op.defaultGeneration else { return }
         if let run, run.generation == generation, run.last + 1 == id {
             self.run?.last = id
             return

@@ -11,7 +11,9 @@ enum Bookkeeping {
     /// The store format this build writes and reads. A store with a higher number was made by a
     /// newer Tidemark and is refused rather than misread; one with a lower number is upgraded when
     /// opened (`upgrade`). 2: row metadata keeps clocks per column in one BLOB (`ColumnClocks`).
-    static let formatVersion = 2
+    /// 3: a folded change whose generation is its kind's default keeps NULL in
+    /// `tidemark_changes.gen` (`Op.defaultGeneration`).
+    static let formatVersion = 3
 
     /// Change kinds in `tidemark_changes.op`.
     enum Op: Int64 {
@@ -20,6 +22,13 @@ enum Bookkeeping {
         case insert = 1
         case update = 2
         case delete = 3
+
+        /// The generation a change of this kind leaves a row of the first life at, which the fold
+        /// does not write into `tidemark_changes.gen`: most changes have it, and writing it
+        /// rewrote every history row once more. NULL there means this default for a change of an
+        /// own transaction the fold has passed (and of every other origin's, which keeps its
+        /// generation as received), and "not yet known" for one it has not.
+        var defaultGeneration: Int64 { self == .delete ? 2 : 1 }
     }
 
     /// Value columns of `tidemark_changes` are named `c0`, `c1`, …: column `i` of a tracked table
@@ -85,7 +94,7 @@ enum Bookkeeping {
                     table_id INTEGER NOT NULL,
                     op INTEGER NOT NULL,
                     mask INTEGER NOT NULL,            -- bit i set: column i carries a value
-                    gen INTEGER                       -- the row's causal length after the change; NULL until folded
+                    gen INTEGER                       -- the row's causal length after the change; NULL until folded, or its kind's default
                     \(values)
                 );
                 CREATE TABLE tidemark_transactions(

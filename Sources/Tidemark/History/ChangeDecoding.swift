@@ -75,27 +75,81 @@ struct ChangeDecoder {
     )
         -> History.Change?
     {
-        guard let table = naming.tables(at: position)[tableID], let op = Bookkeeping.Op(rawValue: opCode), op != .marker
+        guard let op = Bookkeeping.Op(rawValue: opCode), op != .marker,
+            let plan = plans.plan(for: Shape(position: position, tableID: tableID, mask: mask), naming)
         else { return nil }
         let generation = stored ?? op.defaultGeneration
-        let key = table.keySlots.map { History.Column(table.columns[$0] ?? "", value($0)) }
-        // Every column the change carries, the key included, in slot order.
-        let carried = table.columns.filter { mask.contains($0.key) }.sorted { $0.key < $1.key }
-        let column = { (slot: Int, name: String) in History.Column(name, value(slot)) }
+        func columns(_ list: [Plans.Plan.Column]) -> [History.Column] {
+            list.map { History.Column($0.name, value($0.slot)) }
+        }
+        let key = columns(plan.key)
         switch op {
         case .insert:
             return History.Change(
-                type: .insert, table: table.name, key: key, values: carried.map(column), generation: generation)
+                type: .insert, table: plan.table, key: key, values: columns(plan.carried), generation: generation)
         case .update:
-            let updated = carried.filter { !table.keySlots.contains($0.key) }
             return History.Change(
-                type: .update, table: table.name, key: key, values: updated.map(column), generation: generation)
+                type: .update, table: plan.table, key: key, values: columns(plan.updated), generation: generation)
         case .delete:
             return History.Change(
-                type: .delete, table: table.name, key: key, values: [], tombstone: carried.map(column),
+                type: .delete, table: plan.table, key: key, values: [], tombstone: columns(plan.carried),
                 generation: generation)
         case .marker:
             return nil
         }
     }
+
+    /// What the decoder has worked out of the naming, by the shape of the changes it was for.
+    private let plans = Plans()
 }
+
+/// The shape of a change row: its schema version's position, its table and its mask. Changes of
+/// one shape name the same columns, in the same order.
+private struct Shape: Hashable {
+    var position: Int
+    var tableID: Int64
+    var mask: [Int64]
+
+    init(position: Int, tableID: Int64, mask: ColumnMask) {
+        self.position = position
+        self.tableID = tableID
+        self.mask = mask.words
+    }
+}
+
+/// The names and slots a change of one shape is decoded with, worked out once per shape: the
+/// naming's lookup, filter and sort cost more than the rest of decoding a change.
+private final class Plans {
+    struct Plan {
+        typealias Column = (slot: Int, name: String)
+        var table: String
+        /// The key columns, in key order.
+        var key: [Column]
+        /// Every column the change carries, the key included, in slot order.
+        var carried: [Column]
+        /// `carried` without the key.
+        var updated: [Column]
+    }
+
+    private var byShape: [Shape: Plan] = [:]
+
+    /// The plan of changes of `shape`, or nil when the naming has no such table.
+    func plan(for shape: Shape, _ naming: SchemaNaming) -> Plan? {
+        if let known = byShape[shape] { return known }
+        guard let table = naming.tables(at: shape.position)[shape.tableID] else { return nil }
+        let mask = ColumnMask(words: shape.mask)
+        let carried = table.columns.filter { mask.contains($0.key) }.sorted { $0.key < $1.key }
+            .map { (slot: $0.key, name: $0.value) }
+        let plan = Plan(
+            table: table.name, key: table.keySlots.map { (slot: $0, name: table.columns[$0] ?? "") },
+            carried: carried, updated: carried.filter { !table.keySlots.contains($0.slot) })
+        // A history of many masks keeps the most recent ones.
+        if byShape.count >= 1024 { byShape.removeAll(keepingCapacity: true) }
+        byShape[shape] = plan
+        return plan
+    }
+}
+
+/// Bound to one decoder, inside one database access: never shared between threads.
+@available(*, unavailable)
+extension Plans: Sendable {}

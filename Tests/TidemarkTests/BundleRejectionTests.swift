@@ -303,11 +303,15 @@ import TidemarkTestSupport
                 { if case .framing(.badHeader("invalid UTF-8", .invalidUTF8), _) = $0 { true } else { false } }
             ))
 
-        // In a record: a text value (a lone continuation byte and an overlong encoding).
-        for (label, replacement) in [
-            ("continuation", [0x80, 0x54, 0x46, 0x38]), ("overlong", [0xC0, 0xAF, 0x46, 0x38]),
-        ] as [(String, [UInt8])] {
-            var value = try Self.craftedBundle(pair, name: "UTF8-MARK")
+        // In a record: a text value (a lone continuation byte and an overlong encoding), the bad
+        // bytes first, then past the first eight bytes, then in the last few (the decoder checks
+        // text eight bytes at a time, then byte by byte).
+        for (label, text, replacement) in [
+            ("continuation", "UTF8", [0x80, 0x54, 0x46, 0x38]), ("overlong", "UTF8", [0xC0, 0xAF, 0x46, 0x38]),
+            ("continuation, second word", "12345678UTF8-MARK", [0x80, 0x54, 0x46, 0x38]),
+            ("overlong, in the tail", "1234567812345678UTF8", [0x54, 0x46, 0xC0, 0xAF]),
+        ] as [(String, String, [UInt8])] {
+            var value = try Self.craftedBundle(pair, name: text)
             #expect(try value.replaceInRecords(Array("UTF8".utf8), with: replacement))
             try value.reattestSingleTransaction(with: pair.a.key)
             cases.append(

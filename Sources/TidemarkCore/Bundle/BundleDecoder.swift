@@ -220,7 +220,7 @@ public final class BundleDecoder {
     func intern(_ raw: [UInt8], hash: UInt64) throws -> Name {
         // A name split across chunks may be remembered already: it keeps its number.
         if let known = names[hash]?.first(where: { $0.bytes == raw }) { return known.name }
-        guard let s = String(validating: raw, as: UTF8.self) else { throw fail(.invalidUTF8) }
+        guard let s = raw.withUnsafeBufferPointer(UTF8Text.string) else { throw fail(.invalidUTF8) }
         guard nameCount < 4096 else { return Name(string: s, id: -1) }
         let name = Name(string: s, id: nameCount)
         names[hash, default: []].append((raw, name))
@@ -279,10 +279,11 @@ public final class BundleDecoder {
             let n = try valueLength()
             let text: String?
             if n <= chunk.count - position {
-                text = String(validating: chunk[position..<position + n], as: UTF8.self)
+                let start = position
+                text = chunk.withUnsafeBufferPointer { UTF8Text.string(.init(rebasing: $0[start..<start + n])) }
                 position += n
             } else {
-                text = String(validating: try bytes(n), as: UTF8.self)
+                text = try bytes(n).withUnsafeBufferPointer(UTF8Text.string)
             }
             guard let text else { throw fail(.invalidUTF8) }
             return .text(text)

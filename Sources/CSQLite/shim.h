@@ -10,3 +10,28 @@ static inline int tidemark_sqlite_defensive(sqlite3 *db, int on) {
     sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, on, &now);
     return now;
 }
+
+/* The pre-update hook (sqlite.org/c3ref/preupdate_count.html). sqlite3.h declares it only when
+   SQLITE_ENABLE_PREUPDATE_HOOK is defined, though the system libraries of Debian and of Apple's
+   platforms are built with it. Declared weak here: where the linked library lacks it, the symbols
+   are NULL and tidemark_preupdate_available() says so. */
+#ifndef SQLITE_ENABLE_PREUPDATE_HOOK
+void *sqlite3_preupdate_hook(
+    sqlite3 *db,
+    void (*xPreUpdate)(void *pCtx, sqlite3 *db, int op, char const *zDb, char const *zName, sqlite3_int64 iKey1,
+                       sqlite3_int64 iKey2),
+    void *pCtx) __attribute__((weak));
+int sqlite3_preupdate_new(sqlite3 *db, int iIdx, sqlite3_value **ppValue) __attribute__((weak));
+int sqlite3_preupdate_count(sqlite3 *db) __attribute__((weak));
+int sqlite3_preupdate_depth(sqlite3 *db) __attribute__((weak));
+#else
+#pragma weak sqlite3_preupdate_hook
+#pragma weak sqlite3_preupdate_new
+#pragma weak sqlite3_preupdate_count
+#pragma weak sqlite3_preupdate_depth
+#endif
+
+static inline int tidemark_preupdate_available(void) {
+    return sqlite3_preupdate_hook != 0 && sqlite3_preupdate_new != 0 && sqlite3_preupdate_count != 0
+        && sqlite3_preupdate_depth != 0;
+}

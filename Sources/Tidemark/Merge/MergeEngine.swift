@@ -29,11 +29,15 @@ struct MergeEngine {
         var tables: [String: TrackedTable] = [:]
         var metadata: [String: RowMetadataStore] = [:]
         var targets: [String: Target] = [:]
+        // An app's connection may have a pre-update hook of its own (`PreUpdateRow`).
+        let ownConnection = store.authorship == nil
         for table in store.replicatedTables {
             let store = RowMetadataStore(table: table, origins: origins, digests: digests)
             tables[table.name] = table
             metadata[table.name] = store
-            targets[table.name] = Target(table: table, metadata: store, rows: RowAccess(db: db, table: table))
+            targets[table.name] = Target(
+                table: table, metadata: store,
+                rows: RowAccess(db: db, table: table, catchesWrittenRows: ownConnection))
         }
         self.targets = targets
         resolver = ConflictResolver(db: db, replica: store.replica.id, tables: tables, metadata: metadata, now: now)

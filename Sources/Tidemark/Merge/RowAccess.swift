@@ -16,10 +16,19 @@ final class RowAccess {
     private var deleteStatement: RawStatement?
     /// Made on the first hash: it reads the columns' declared types.
     private var madeHasher: RowHasher?
+    /// Whether a row this access writes may be hashed as SQLite writes it (`PreUpdateRow`): only on
+    /// a connection Tidemark opened.
+    private let catchesWrittenRows: Bool
+    /// Catches the row an update or upsert writes, made on the first; nil once known unavailable.
+    private var catcher: PreUpdateRow??
+    /// The key and hash of the row the last update or upsert wrote, as caught; taken by the next
+    /// hash of that row.
+    private var caught: (key: [SQLValue], hash: Int64)?
 
-    init(db: Database, table: TrackedTable) {
+    init(db: Database, table: TrackedTable, catchesWrittenRows: Bool = false) {
         self.db = db
         self.table = table
+        self.catchesWrittenRows = catchesWrittenRows
         quotedTable = table.name.quotedDatabaseIdentifier
         keyMatch = table.keyColumns.map { "\($0.quotedDatabaseIdentifier) = ?" }.joined(separator: " AND ")
         keyColumns = table.keyColumns.map(\.quotedDatabaseIdentifier).joined(separator: ", ")
@@ -68,7 +77,27 @@ final class RowAccess {
         }
         try statement.bind(key)
         try statement.bind(ordered.lazy.map { $0.1 }, from: Int32(key.count) + 1)
-        try statement.execute()
+        try executeCatchingRow(statement, key: key)
+    }
+
+    /// Runs `statement`, which writes at most the row with `key`, catching the row it writes
+    /// where it can.
+    private func executeCatchingRow(_ statement: RawStatement, key: [SQLValue]) throws {
+        caught = nil
+        guard let catcher = try rowCatcher() else { return try statement.execute() }
+        if let hash = try catcher.catching({ try statement.execute() }) { caught = (key, hash) }
+    }
+
+    /// The catcher of written rows, where one can be used: on a connection Tidemark opened, for a
+    /// table that no other trigger writes to as a row is written.
+    private func rowCatcher() throws -> PreUpdateRow? {
+        if let catcher { return catcher }
+        let hasher = try hasher()
+        let made =
+            catchesWrittenRows && !hasher.hasOtherTriggers
+            ? PreUpdateRow(db, table: table.name, columnCount: table.columns.count) { hasher.hash($0) } : nil
+        catcher = .some(made)
+        return made
     }
 
     /// Sets columns (index, value) of the row with `key`; returns false when the row is absent.
@@ -80,13 +109,17 @@ final class RowAccess {
         }
         try statement.bind(ordered.lazy.map { $0.1 })
         try statement.bind(key, from: Int32(ordered.count) + 1)
-        try statement.execute()
+        try executeCatchingRow(statement, key: key)
         return db.changesCount > 0
     }
 
     /// The hash of the row with `key` just after a write of `columns` (index, value), or nil when
     /// it is absent.
     func hash(key: [SQLValue], written columns: [(Int, SQLValue)]) throws -> Int64? {
+        if let caught, caught.key == key {
+            self.caught = nil
+            return caught.hash
+        }
         guard columns.count + key.count == table.columns.count else { return try hash(key: key) }
         var values: [SQLValue?] = []
         swap(&values, &written)

@@ -20,7 +20,7 @@ final class RowHasher {
     /// to it is left out.
     private let defaults: [[UInt8]?]
     /// Whether the table has triggers other than Tidemark's, which may change a row as it is written.
-    private let hasOtherTriggers: Bool
+    let hasOtherTriggers: Bool
     private var buffer: [UInt8] = []
 
     init(table: TrackedTable, _ db: Database) throws {
@@ -55,16 +55,18 @@ final class RowHasher {
     }
 
     /// The hash of the current row of `statement`, whose column `start + i` holds the table's
-    /// column `i`.
-    func hash(_ statement: RawStatement, start: Int32 = 0) -> Int64 {
+    /// column `i`, or of a row caught as SQLite writes it (`PreUpdateRow`).
+    func hash(_ statement: some EncodedRow, start: Int32 = 0) -> Int64 {
         encoding { buffer in
             for i in order {
-                let index = start + Int32(i)
-                guard !statement.isNull(index) else { continue }
-                let start = buffer.count
+                let cell = buffer.count
                 buffer += names[i]
-                statement.appendEncodedValue(index, asReal: real[i], to: &buffer)
-                leaveOutDefault(i, from: start, of: &buffer)
+                // A NULL cell is left out, name and all.
+                guard statement.appendEncodedValue(start + Int32(i), asReal: real[i], to: &buffer) else {
+                    buffer.removeSubrange(cell...)
+                    continue
+                }
+                leaveOutDefault(i, from: cell, of: &buffer)
             }
             return true
         }!
@@ -118,3 +120,14 @@ final class RowHasher {
 /// Bound to one connection inside one database access: never shared between threads.
 @available(*, unavailable)
 extension RowHasher: Sendable {}
+
+/// A row whose columns the row hash can encode where they lie: a statement's current row, or one
+/// SQLite is about to write.
+protocol EncodedRow {
+    /// Appends column `index`'s value as the row hash encodes it, an INTEGER as a REAL when
+    /// `asReal`; returns false, having appended nothing, when it is NULL.
+    func appendEncodedValue(_ index: Int32, asReal: Bool, to out: inout [UInt8]) -> Bool
+}
+
+extension RawStatement: EncodedRow {}
+extension PreUpdateRow.Values: EncodedRow {}

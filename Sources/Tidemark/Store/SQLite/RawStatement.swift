@@ -212,34 +212,47 @@ final class RawStatement {
     /// Appends column `index`'s value in the bundle encoding (Protocol/bundle.md §4.1) without
     /// making a `SQLValue`: tag, then payload. TEXT is taken as stored, every byte; an INTEGER is
     /// taken as a REAL when `asReal`.
-    func appendEncodedValue(_ index: Int32, asReal: Bool, to out: inout [UInt8]) {
+    @discardableResult
+    func appendEncodedValue(_ index: Int32, asReal: Bool, to out: inout [UInt8]) -> Bool {
         switch sqlite3_column_type(statement, index) {
         case SQLITE_INTEGER where asReal:
-            appendEncodedReal(Double(sqlite3_column_int64(statement, index)), to: &out)
+            Self.appendEncodedReal(Double(sqlite3_column_int64(statement, index)), to: &out)
         case SQLITE_INTEGER:
-            let v = sqlite3_column_int64(statement, index)
-            out.append(1)
-            Varint.append(UInt64(bitPattern: (v << 1) ^ (v >> 63)), to: &out)
+            Self.appendEncodedInteger(sqlite3_column_int64(statement, index), to: &out)
         case SQLITE_FLOAT:
-            appendEncodedReal(sqlite3_column_double(statement, index), to: &out)
-        case SQLITE_TEXT, SQLITE_BLOB:
-            let isText = sqlite3_column_type(statement, index) == SQLITE_TEXT
-            let pointer =
-                isText ? UnsafeRawPointer(sqlite3_column_text(statement, index)) : sqlite3_column_blob(statement, index)
-            let count = Int(sqlite3_column_bytes(statement, index))
-            out.append(isText ? 3 : 4)
-            Varint.append(UInt64(count), to: &out)
-            if count > 0, let pointer { out.append(contentsOf: UnsafeRawBufferPointer(start: pointer, count: count)) }
-        default: out.append(0)
+            Self.appendEncodedReal(sqlite3_column_double(statement, index), to: &out)
+        case SQLITE_TEXT:
+            Self.appendEncodedBytes(
+                tag: 3, UnsafeRawPointer(sqlite3_column_text(statement, index)),
+                count: sqlite3_column_bytes(statement, index), to: &out)
+        case SQLITE_BLOB:
+            Self.appendEncodedBytes(
+                tag: 4, sqlite3_column_blob(statement, index), count: sqlite3_column_bytes(statement, index), to: &out)
+        default: return false
         }
+        return true
     }
 
-    private func appendEncodedReal(_ value: Double, to out: inout [UInt8]) {
+    /// The row hash's encoding of an integer (`RowDigest.appendValue`).
+    static func appendEncodedInteger(_ value: Int64, to out: inout [UInt8]) {
+        out.append(1)
+        Varint.append(UInt64(bitPattern: (value << 1) ^ (value >> 63)), to: &out)
+    }
+
+    /// The row hash's encoding of a real (`RowDigest.appendValue`).
+    static func appendEncodedReal(_ value: Double, to out: inout [UInt8]) {
         let bits = value.bitPattern
         out.append(2)
         for shift in stride(from: 56, through: 0, by: -8) {
             out.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift)))
         }
+    }
+
+    /// The row hash's encoding of a text (`tag` 3) or a blob (4) of `count` bytes at `pointer`.
+    static func appendEncodedBytes(tag: UInt8, _ pointer: UnsafeRawPointer?, count: Int32, to out: inout [UInt8]) {
+        out.append(tag)
+        Varint.append(UInt64(count), to: &out)
+        if count > 0, let pointer { out.append(contentsOf: UnsafeRawBufferPointer(start: pointer, count: Int(count))) }
     }
 
     private func check(_ code: Int32) throws {

@@ -1,0 +1,105 @@
+import CSQLite
+import GRDB
+
+/// The row one statement's INSERT or UPDATE leaves in a table, caught as SQLite is about to write
+/// it, through the pre-update hook (sqlite.org/c3ref/preupdate_count.html): the merge hashes a row
+/// it updated from the values SQLite writes, without reading the row back.
+///
+/// The hook is installed for one statement at a time, and only on a connection Tidemark opened:
+/// a connection has one pre-update hook, and an app's may have its own (GRDB built with
+/// `SQLITE_ENABLE_PREUPDATE_HOOK`, the session extension), which installing this one would replace
+/// for good. Where the linked SQLite lacks the hook, nothing is caught.
+final class PreUpdateRow {
+    /// Whether the linked SQLite has the pre-update hook.
+    static let isAvailable = tidemark_preupdate_available() != 0
+
+    /// A caught row's columns, by their index in the table; valid only while `body` of `catching`
+    /// reads them.
+    struct Values {
+        fileprivate let connection: OpaquePointer
+
+        private func value(_ index: Int32) -> OpaquePointer? {
+            var value: OpaquePointer?
+            return sqlite3_preupdate_new(connection, index, &value) == SQLITE_OK ? value : nil
+        }
+
+        /// Appends column `index` as the row hash encodes a value (`RawStatement.appendEncodedValue`);
+        /// returns false, having appended nothing, when it is NULL.
+        func appendEncodedValue(_ index: Int32, asReal: Bool, to out: inout [UInt8]) -> Bool {
+            let value = value(index)
+            switch sqlite3_value_type(value) {
+            case SQLITE_INTEGER where asReal:
+                RawStatement.appendEncodedReal(Double(sqlite3_value_int64(value)), to: &out)
+            case SQLITE_INTEGER:
+                RawStatement.appendEncodedInteger(sqlite3_value_int64(value), to: &out)
+            case SQLITE_FLOAT:
+                RawStatement.appendEncodedReal(sqlite3_value_double(value), to: &out)
+            case SQLITE_TEXT:
+                RawStatement.appendEncodedBytes(
+                    tag: 3, UnsafeRawPointer(sqlite3_value_text(value)), count: sqlite3_value_bytes(value), to: &out)
+            case SQLITE_BLOB:
+                RawStatement.appendEncodedBytes(
+                    tag: 4, sqlite3_value_blob(value), count: sqlite3_value_bytes(value), to: &out)
+            default: return false
+            }
+            return true
+        }
+    }
+
+    private let connection: OpaquePointer
+    /// The table's name, NUL-terminated, for SQLite's comparison.
+    private let table: [CChar]
+    private let columnCount: Int32
+    private let read: (Values) -> Int64
+    /// What the current statement wrote to `table`: how many rows, and the hash of the last.
+    private var rows = 0
+    private var hash: Int64?
+
+    /// Catches rows written to `table` (of `columnCount` columns, none generated) on `db`'s
+    /// connection, hashing each with `read`; nil where the hook is not available.
+    init?(_ db: Database, table: String, columnCount: Int, read: @escaping (Values) -> Int64) {
+        guard Self.isAvailable, let connection = db.sqliteConnection else { return nil }
+        self.connection = connection
+        self.table = Array(table.utf8CString)
+        self.columnCount = Int32(columnCount)
+        self.read = read
+    }
+
+    /// Runs `body`, one statement that writes at most one row of the table, with the hook
+    /// installed; returns the hash of the row it inserted or updated, or nil when it wrote no
+    /// such row, or more than one, or one whose columns the hook did not show as expected.
+    func catching(_ body: () throws -> Void) rethrows -> Int64? {
+        rows = 0
+        hash = nil
+        sqlite3_preupdate_hook(connection, preUpdateCallback, Unmanaged.passUnretained(self).toOpaque())
+        defer { sqlite3_preupdate_hook(connection, nil, nil) }
+        try body()
+        return rows == 1 ? hash : nil
+    }
+
+    fileprivate func caught(
+        _ db: OpaquePointer, op: Int32, database: UnsafePointer<CChar>?, name: UnsafePointer<CChar>?
+    ) {
+        guard op == SQLITE_INSERT || op == SQLITE_UPDATE, sqlite3_preupdate_depth(db) == 0,
+            let database, let name, sqlite3_stricmp(database, "main") == 0,
+            table.withUnsafeBufferPointer({ sqlite3_stricmp(name, $0.baseAddress) }) == 0
+        else { return }
+        rows += 1
+        // A column count other than the table's: columns the registration does not know of.
+        hash = sqlite3_preupdate_count(db) == columnCount ? read(Values(connection: db)) : nil
+    }
+}
+
+/// Bound to one connection inside one database access: never shared between threads.
+@available(*, unavailable)
+extension PreUpdateRow: Sendable {}
+
+private let preUpdateCallback:
+    @convention(c) (
+        UnsafeMutableRawPointer?, OpaquePointer?, Int32, UnsafePointer<CChar>?, UnsafePointer<CChar>?, sqlite3_int64,
+        sqlite3_int64
+    ) -> Void = { context, db, op, database, name, _, _ in
+        guard let context, let db else { return }
+        Unmanaged<PreUpdateRow>.fromOpaque(context).takeUnretainedValue().caught(
+            db, op: op, database: database, name: name)
+    }

@@ -25,9 +25,9 @@ enum Bookkeeping {
 
         /// The generation a change of this kind leaves a row of the first life at, which the fold
         /// does not write into `tidemark_changes.gen`: most changes have it, and writing it
-        /// rewrote every history row once more. NULL there means this default for a change of an
-        /// own transaction the fold has passed (and of every other origin's, which keeps its
-        /// generation as received), and "not yet known" for one it has not.
+        /// rewrote every history row once more. NULL there means this default for a change of
+        /// this replica's that the fold has passed, and "not yet known" for one it has not;
+        /// changes of other origins keep the generation they came with.
         var defaultGeneration: Int64 { self == .delete ? 2 : 1 }
     }
 

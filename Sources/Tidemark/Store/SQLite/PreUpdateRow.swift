@@ -17,16 +17,17 @@ final class PreUpdateRow {
     /// reads them.
     struct Values {
         fileprivate let connection: OpaquePointer
-
-        private func value(_ index: Int32) -> OpaquePointer? {
-            var value: OpaquePointer?
-            return sqlite3_preupdate_new(connection, index, &value) == SQLITE_OK ? value : nil
-        }
+        /// Told when SQLite could not give a column (out of memory): the row then goes unhashed.
+        fileprivate let row: PreUpdateRow
 
         /// Appends column `index` as the row hash encodes a value (`RawStatement.appendEncodedValue`);
         /// returns false, having appended nothing, when it is NULL.
         func appendEncodedValue(_ index: Int32, asReal: Bool, to out: inout [UInt8]) -> Bool {
-            let value = value(index)
+            var found: OpaquePointer?
+            guard sqlite3_preupdate_new(connection, index, &found) == SQLITE_OK, let value = found else {
+                row.unreadable = true
+                return false
+            }
             switch sqlite3_value_type(value) {
             case SQLITE_INTEGER where asReal:
                 RawStatement.appendEncodedReal(Double(sqlite3_value_int64(value)), to: &out)
@@ -54,6 +55,8 @@ final class PreUpdateRow {
     /// What the current statement wrote to `table`: how many rows, and the hash of the last.
     private var rows = 0
     private var hash: Int64?
+    /// Whether a column of the row being hashed could not be read.
+    fileprivate var unreadable = false
 
     /// Catches rows written to `table` (of `columnCount` columns, none generated) on `db`'s
     /// connection, hashing each with `read`; nil where the hook is not available.
@@ -85,8 +88,12 @@ final class PreUpdateRow {
             table.withUnsafeBufferPointer({ sqlite3_stricmp(name, $0.baseAddress) }) == 0
         else { return }
         rows += 1
+        hash = nil
         // A column count other than the table's: columns the registration does not know of.
-        hash = sqlite3_preupdate_count(db) == columnCount ? read(Values(connection: db)) : nil
+        guard sqlite3_preupdate_count(db) == columnCount else { return }
+        unreadable = false
+        let read = read(Values(connection: db, row: self))
+        hash = unreadable ? nil : read
     }
 }
 

@@ -33,7 +33,7 @@ public struct Replica: Hashable, Sendable {
 
         /// Derives the identity of the replica holding `publicKey` (32 raw Ed25519 bytes).
         public init(publicKey: [UInt8]) {
-            self.init(bytes: Array(Array(SHA256.hash(data: publicKey)).prefix(Self.byteCount)))!
+            self.init(bytes: Array(SHA256.hash(data: publicKey).prefix(Self.byteCount)))!
         }
 
         /// Parses the 32-character lowercase hex form printed by `description`.

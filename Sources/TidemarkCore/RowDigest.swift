@@ -64,6 +64,22 @@ public struct RowDigest: Sendable, Hashable {
     /// Appends `value` as the row encoding has it: a bundle value (bundle.md §4.1).
     public static func appendValue(_ value: SQLValue, to out: inout [UInt8]) { RecordEncoding.value(value, &out) }
 
+    /// Appends an INTEGER as `appendValue` does, for callers that read values where they lie.
+    public static func appendInteger(_ value: Int64, to out: inout [UInt8]) { RecordEncoding.integer(value, &out) }
+
+    /// Appends a REAL as `appendValue` does.
+    public static func appendReal(_ value: Double, to out: inout [UInt8]) { RecordEncoding.real(value, &out) }
+
+    /// Appends a TEXT given as its UTF-8 bytes, every one of them, as `appendValue` does.
+    public static func appendText(_ utf8: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+        RecordEncoding.bytes(.text, utf8, &out)
+    }
+
+    /// Appends a BLOB given as its bytes, as `appendValue` does.
+    public static func appendBlob(_ bytes: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+        RecordEncoding.bytes(.blob, bytes, &out)
+    }
+
     /// `value` as the row encoding has it. Two values are the same cell when these bytes are equal
     /// (a cell is its column's hash default only then: 0.0 is not -0.0).
     public static func encodedValue(_ value: SQLValue) -> [UInt8] {

@@ -38,23 +38,33 @@ enum RecordEncoding {
     static func value(_ v: SQLValue, _ out: inout [UInt8]) {
         switch v {
         case .null: out.append(Tag.null.rawValue)
-        case .integer(let i):
-            out.append(Tag.integer.rawValue)
-            varint(zigzag(i), &out)
-        case .real(let d):
-            out.append(Tag.real.rawValue)
-            let bits = d.bitPattern
-            for shift in stride(from: 56, through: 0, by: -8) {
-                out.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift)))
-            }
+        case .integer(let i): integer(i, &out)
+        case .real(let d): real(d, &out)
         case .text(let s):
             out.append(Tag.text.rawValue)
             string(s, &out)
-        case .blob(let b):
-            out.append(Tag.blob.rawValue)
-            varint(UInt64(b.count), &out)
-            out.append(contentsOf: b)
+        case .blob(let b): b.withUnsafeBytes { bytes(.blob, $0, &out) }
         }
+    }
+
+    static func integer(_ i: Int64, _ out: inout [UInt8]) {
+        out.append(Tag.integer.rawValue)
+        varint(zigzag(i), &out)
+    }
+
+    static func real(_ d: Double, _ out: inout [UInt8]) {
+        out.append(Tag.real.rawValue)
+        let bits = d.bitPattern
+        for shift in stride(from: 56, through: 0, by: -8) {
+            out.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift)))
+        }
+    }
+
+    /// A TEXT (its UTF-8 bytes) or BLOB value given as bytes.
+    static func bytes(_ tag: Tag, _ b: UnsafeRawBufferPointer, _ out: inout [UInt8]) {
+        out.append(tag.rawValue)
+        varint(UInt64(b.count), &out)
+        out.append(contentsOf: b)
     }
 
     static func token(_ t: History.Token, _ out: inout [UInt8]) {

@@ -1,5 +1,6 @@
 import CSQLite
 import GRDB
+import TidemarkCore
 
 /// The row one statement's INSERT or UPDATE leaves in a table, caught as SQLite is about to write
 /// it, through the pre-update hook (sqlite.org/c3ref/preupdate_count.html): the merge hashes a row
@@ -29,18 +30,15 @@ final class PreUpdateRow {
                 return false
             }
             switch sqlite3_value_type(value) {
-            case SQLITE_INTEGER where asReal:
-                RawStatement.appendEncodedReal(Double(sqlite3_value_int64(value)), to: &out)
-            case SQLITE_INTEGER:
-                RawStatement.appendEncodedInteger(sqlite3_value_int64(value), to: &out)
-            case SQLITE_FLOAT:
-                RawStatement.appendEncodedReal(sqlite3_value_double(value), to: &out)
+            case SQLITE_INTEGER where asReal: RowDigest.appendReal(Double(sqlite3_value_int64(value)), to: &out)
+            case SQLITE_INTEGER: RowDigest.appendInteger(sqlite3_value_int64(value), to: &out)
+            case SQLITE_FLOAT: RowDigest.appendReal(sqlite3_value_double(value), to: &out)
             case SQLITE_TEXT:
-                RawStatement.appendEncodedBytes(
-                    tag: 3, UnsafeRawPointer(sqlite3_value_text(value)), count: sqlite3_value_bytes(value), to: &out)
+                RowDigest.appendText(
+                    RawStatement.bytes(sqlite3_value_text(value), sqlite3_value_bytes(value)), to: &out)
             case SQLITE_BLOB:
-                RawStatement.appendEncodedBytes(
-                    tag: 4, sqlite3_value_blob(value), count: sqlite3_value_bytes(value), to: &out)
+                RowDigest.appendBlob(
+                    RawStatement.bytes(sqlite3_value_blob(value), sqlite3_value_bytes(value)), to: &out)
             default: return false
             }
             return true

@@ -215,44 +215,23 @@ final class RawStatement {
     @discardableResult
     func appendEncodedValue(_ index: Int32, asReal: Bool, to out: inout [UInt8]) -> Bool {
         switch sqlite3_column_type(statement, index) {
-        case SQLITE_INTEGER where asReal:
-            Self.appendEncodedReal(Double(sqlite3_column_int64(statement, index)), to: &out)
-        case SQLITE_INTEGER:
-            Self.appendEncodedInteger(sqlite3_column_int64(statement, index), to: &out)
-        case SQLITE_FLOAT:
-            Self.appendEncodedReal(sqlite3_column_double(statement, index), to: &out)
+        case SQLITE_INTEGER where asReal: RowDigest.appendReal(Double(sqlite3_column_int64(statement, index)), to: &out)
+        case SQLITE_INTEGER: RowDigest.appendInteger(sqlite3_column_int64(statement, index), to: &out)
+        case SQLITE_FLOAT: RowDigest.appendReal(sqlite3_column_double(statement, index), to: &out)
         case SQLITE_TEXT:
-            Self.appendEncodedBytes(
-                tag: 3, UnsafeRawPointer(sqlite3_column_text(statement, index)),
-                count: sqlite3_column_bytes(statement, index), to: &out)
+            RowDigest.appendText(
+                Self.bytes(sqlite3_column_text(statement, index), sqlite3_column_bytes(statement, index)), to: &out)
         case SQLITE_BLOB:
-            Self.appendEncodedBytes(
-                tag: 4, sqlite3_column_blob(statement, index), count: sqlite3_column_bytes(statement, index), to: &out)
+            RowDigest.appendBlob(
+                Self.bytes(sqlite3_column_blob(statement, index), sqlite3_column_bytes(statement, index)), to: &out)
         default: return false
         }
         return true
     }
 
-    /// The row hash's encoding of an integer (`RowDigest.appendValue`).
-    static func appendEncodedInteger(_ value: Int64, to out: inout [UInt8]) {
-        out.append(1)
-        Varint.append(UInt64(bitPattern: (value << 1) ^ (value >> 63)), to: &out)
-    }
-
-    /// The row hash's encoding of a real (`RowDigest.appendValue`).
-    static func appendEncodedReal(_ value: Double, to out: inout [UInt8]) {
-        let bits = value.bitPattern
-        out.append(2)
-        for shift in stride(from: 56, through: 0, by: -8) {
-            out.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift)))
-        }
-    }
-
-    /// The row hash's encoding of a text (`tag` 3) or a blob (4) of `count` bytes at `pointer`.
-    static func appendEncodedBytes(tag: UInt8, _ pointer: UnsafeRawPointer?, count: Int32, to out: inout [UInt8]) {
-        out.append(tag)
-        Varint.append(UInt64(count), to: &out)
-        if count > 0, let pointer { out.append(contentsOf: UnsafeRawBufferPointer(start: pointer, count: Int(count))) }
+    /// The `count` bytes SQLite gives at `pointer` (which may be NULL for none).
+    static func bytes(_ pointer: UnsafeRawPointer?, _ count: Int32) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: count > 0 ? pointer : nil, count: pointer == nil ? 0 : Int(count))
     }
 
     private func check(_ code: Int32) throws {

@@ -57,42 +57,65 @@ public final class WebDAVServer: @unchecked Sendable {
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         netrc = directory.file("netrc")
         log = directory.file("server.log")
-        let port = try Self.freePort()
-        url = "http://127.0.0.1:\(port)/"
         try "machine 127.0.0.1 login \(Self.login) password \(password)\n".write(
             toFile: netrc, atomically: false, encoding: .utf8)
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: netrc)
-        let command: (String, [String])
-        switch kind {
-        case .apache:
-            let secure = try Self.freePort()
-            let expired = try Self.freePort()
-            httpsURL = "https://127.0.0.1:\(secure)/"
-            expiredURL = "https://127.0.0.1:\(expired)/"
-            caFile = directory.file("ca.pem")
+        if kind == .apache {
             try Certificates.make(in: directory.path)
             try Self.runTool("/usr/bin/htpasswd", ["-bc", directory.file("htpasswd"), Self.login, password])
             // Apache started as root serves as `nobody`, which must be able to write the files.
             if getuid() == 0 {
                 for path in [directory.path, root] { chmod(path, 0o777) }
             }
-            try Self.apacheConfiguration(in: directory, root: root, http: port, https: secure, expired: expired).write(
-                toFile: directory.file("httpd.conf"), atomically: false, encoding: .utf8)
-            command = ("/usr/sbin/apache2", ["-f", directory.file("httpd.conf"), "-DFOREGROUND"])
+        }
+        let (process, ports) = try Self.start(kind, in: directory, root: root, password: password, log: log)
+        self.process = process
+        url = "http://127.0.0.1:\(ports[0])/"
+        switch kind {
+        case .apache:
+            httpsURL = "https://127.0.0.1:\(ports[1])/"
+            expiredURL = "https://127.0.0.1:\(ports[2])/"
+            caFile = directory.file("ca.pem")
         case .rclone:
             httpsURL = nil
             caFile = nil
             expiredURL = nil
-            command = (
-                "/usr/bin/rclone",
-                [
-                    "serve", "webdav", root, "--addr", "127.0.0.1:\(port)", "--user", Self.login, "--pass", password,
-                    "--config", directory.file("rclone.conf"),
-                ]
-            )
         }
-        process = try ChildProcess(command.0, command.1, stdout: .file(log), stderr: .standardOutput)
-        try Self.waitUntilListening(port, what: "\(kind) (log: \(log))")
+    }
+
+    /// Starts the server on ports free a moment before, and waits until it listens. Another process
+    /// can bind one of them in that moment (a parallel test's server or an outgoing connection):
+    /// the server then exits at once, and it is started again on other ports, three times at most.
+    private static func start(
+        _ kind: Kind, in directory: TemporaryDirectory, root: String, password: String, log: String
+    ) throws -> (ChildProcess, [Int]) {
+        for attempt in 1...3 {
+            let ports = try freePorts(kind == .apache ? 3 : 1)
+            let command: (String, [String])
+            switch kind {
+            case .apache:
+                try apacheConfiguration(in: directory, root: root, http: ports[0], https: ports[1], expired: ports[2])
+                    .write(toFile: directory.file("httpd.conf"), atomically: false, encoding: .utf8)
+                command = ("/usr/sbin/apache2", ["-f", directory.file("httpd.conf"), "-DFOREGROUND"])
+            case .rclone:
+                command = (
+                    "/usr/bin/rclone",
+                    [
+                        "serve", "webdav", root, "--addr", "127.0.0.1:\(ports[0])", "--user", login, "--pass",
+                        password, "--config", directory.file("rclone.conf"),
+                    ]
+                )
+            }
+            let process = try ChildProcess(command.0, command.1, stdout: .file(log), stderr: .standardOutput)
+            if try waitUntilListening(ports[0], what: "\(kind) (log: \(log))", unlessEnded: process) {
+                return (process, ports)
+            }
+            let said = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            guard attempt < 3 else {
+                throw ServerError.failed("\(kind) exited before listening, three times; its last words: \(said)")
+            }
+        }
+        preconditionFailure("unreachable: the last attempt returns or throws")
     }
 
     deinit { stop() }
@@ -165,35 +188,51 @@ public final class WebDAVServer: @unchecked Sendable {
     }
 
     /// A TCP port nobody listens on now.
-    public static func freePort() throws -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw ServerError.failed("socket: errno \(errno)") }
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0
+    public static func freePort() throws -> Int { try freePorts(1)[0] }
+
+    /// `count` distinct TCP ports nobody listens on now: each is held until all are chosen.
+    static func freePorts(_ count: Int) throws -> [Int] {
+        var descriptors: [Int32] = []
+        defer { for descriptor in descriptors { close(descriptor) } }
+        return try (0..<count).map { _ in
+            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard descriptor >= 0 else { throw ServerError.failed("socket: errno \(errno)") }
+            descriptors.append(descriptor)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = 0
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let bound = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0
+                }
             }
+            guard bound else { throw ServerError.failed("bind: errno \(errno)") }
+            return Int(UInt16(bigEndian: address.sin_port))
         }
-        guard bound else { throw ServerError.failed("bind: errno \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 
-    /// Waits (10 s at most) until something accepts connections on `port`.
+    /// Waits (30 s at most) until something accepts connections on `port`.
     public static func waitUntilListening(_ port: Int, what: String) throws {
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
+        guard try waitUntilListening(port, what: what, unlessEnded: nil) else {
+            throw ServerError.failed("\(what) exited before listening on 127.0.0.1:\(port)")
+        }
+    }
+
+    /// Waits (30 s at most) until something accepts connections on `port`: true when it does,
+    /// false as soon as `process` has ended without that.
+    static func waitUntilListening(_ port: Int, what: String, unlessEnded process: ChildProcess?) throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
             if let descriptor = connectToLoopback(port) {
                 close(descriptor)
-                return
+                return true
             }
+            if process?.hasExited == true { return false }
             usleep(50_000)
         }
-        throw ServerError.failed("\(what) did not listen on 127.0.0.1:\(port) within 10 s")
+        throw ServerError.failed("\(what) did not listen on 127.0.0.1:\(port) within 30 s")
     }
 
     /// A socket connected to 127.0.0.1:`port`, or nil when nothing accepts there.

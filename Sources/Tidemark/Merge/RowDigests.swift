@@ -3,8 +3,9 @@ import GRDB
 import TidemarkCore
 
 /// Keeps each replicated table's row digest (Protocol/exchange.md §8) in `tidemark_digests`, its
-/// only owner, and notes when the kept digests can be vouched for. Every save of row metadata replaces the row's old hash with its new one here, and
-/// `flush` adds the sums up once per access: no write scans a table.
+/// only owner, and notes when the kept digests can be vouched for. Every save of row metadata
+/// replaces the row's old hash with its new one here, and `flush` adds the sums up once per
+/// access: no write scans a table.
 ///
 /// A table with no row in `tidemark_digests` has no known digest, and `Store.rowDigest` counts it
 /// again with a scan the next time one is needed: after an upgrade, after a migration that may
@@ -13,8 +14,10 @@ import TidemarkCore
 /// removed and put back).
 final class RowDigests {
     let db: Database
-    /// What this access did to each table, by table id: one lookup per saved row.
-    private var pending: [Int64: Pending] = [:]
+    /// What this access did to each table, by table id: few tables, so one is found by a scan
+    /// from the last one used (most saves follow one of the same table).
+    private var pending: [(table: Int64, delta: Pending)] = []
+    private var last = 0
 
     private struct Pending {
         /// The change to the row count and to the sum of hashes.
@@ -50,11 +53,23 @@ final class RowDigests {
 
     /// Replaces a row's hash: `old` as stored before, `new` after (nil: the row is absent).
     func replace(table: TrackedTable, old: RowMetadata.Saved, new: Int64?) {
-        pending[table.id, default: Pending()].replace(old: old, new: new)
+        pending[slot(table.id)].delta.replace(old: old, new: new)
     }
 
     /// Notes that the merge wrote or removed rows of `table` (foreign-key actions may follow).
-    func noteMerged(_ table: TrackedTable) { pending[table.id, default: Pending()].merged = true }
+    func noteMerged(_ table: TrackedTable) { pending[slot(table.id)].delta.merged = true }
+
+    /// The index of `table`'s entry in `pending`, made when it has none.
+    private func slot(_ table: Int64) -> Int {
+        if last < pending.count && pending[last].table == table { return last }
+        if let found = pending.firstIndex(where: { $0.table == table }) {
+            last = found
+        } else {
+            pending.append((table, Pending()))
+            last = pending.count - 1
+        }
+        return last
+    }
 
     /// Adds what was replaced to the stored digests, and forgets those it can no longer vouch for.
     func flush(tables: [TrackedTable]) throws {
@@ -73,8 +88,9 @@ final class RowDigests {
                 sql: "UPDATE tidemark_digests SET rows = ?, sum = ? WHERE table_id = ?",
                 arguments: [(row[0] as Int64) + delta.rows, Int64(bitPattern: sum), id])
         }
-        let merged = Set(tables.filter { pending[$0.id]?.merged == true }.map(\.name))
-        pending = [:]
+        let merged = Set(
+            tables.filter { table in pending.contains { $0.table == table.id && $0.delta.merged } }.map(\.name))
+        pending = []
         if !merged.isEmpty {
             for table in tables where try Self.foreignKeyActions(of: table, db).contains(where: merged.contains) {
                 try Self.forget(table.id, db)

@@ -124,13 +124,13 @@ extension History {
 public enum Varint {
     /// Appends `value` as an unsigned LEB128 varint.
     @inlinable
-    public static func append(_ value: UInt64, to out: inout [UInt8]) {
+    public static func append(_ value: UInt64, to out: inout some EncodingOutput) {
         var v = value
         while v >= 0x80 {
-            out.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            out.put(UInt8(truncatingIfNeeded: v) | 0x80)
             v >>= 7
         }
-        out.append(UInt8(v))
+        out.put(UInt8(v))
     }
 
     /// Reads a canonical varint at `offset`: returns the value and the bytes used, or nil when the

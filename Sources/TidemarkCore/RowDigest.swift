@@ -96,6 +96,42 @@ public struct RowDigest: Sendable, Hashable {
         return message.withUnsafeBytes { rowHash($0) }
     }
 
+    /// A row's hash taken as its encoding is given, piece by piece: the same hash as `rowHash(_:)`
+    /// of the same bytes. The pieces are gathered in a buffer kept for the next row (`reset()`).
+    public struct Hasher {
+        private var encoding = EncodingBuffer()
+
+        public init() {}
+
+        /// Forgets what was appended, keeping the buffer.
+        public mutating func reset() { encoding.removeAll() }
+
+        /// Bytes already in the row encoding: an encoded table name, or a column's encoded name.
+        public mutating func append(_ encoded: UnsafeRawBufferPointer) { encoding.put(encoded) }
+
+        /// Appends `value` as `RowDigest.appendValue` does.
+        public mutating func appendValue(_ value: SQLValue) { RecordEncoding.value(value, &encoding) }
+
+        /// Appends an INTEGER as `RowDigest.appendInteger` does.
+        public mutating func appendInteger(_ value: Int64) { RecordEncoding.integer(value, &encoding) }
+
+        /// Appends a REAL as `RowDigest.appendReal` does.
+        public mutating func appendReal(_ value: Double) { RecordEncoding.real(value, &encoding) }
+
+        /// Appends a TEXT given as its UTF-8 bytes, as `RowDigest.appendText` does.
+        public mutating func appendText(_ utf8: UnsafeRawBufferPointer) {
+            RecordEncoding.bytes(.text, utf8, &encoding)
+        }
+
+        /// Appends a BLOB given as its bytes, as `RowDigest.appendBlob` does.
+        public mutating func appendBlob(_ bytes: UnsafeRawBufferPointer) {
+            RecordEncoding.bytes(.blob, bytes, &encoding)
+        }
+
+        /// The row's hash.
+        public func finalize() -> UInt64 { RowDigest.rowHash(encoding.bytes) }
+    }
+
     /// SipHash's key: the ASCII bytes of "tidemark digest1", read as two little-endian words.
     static let key: (UInt64, UInt64) = {
         let bytes = Array("tidemark digest1".utf8)

@@ -2,26 +2,29 @@ import GRDB
 import TidemarkCore
 
 /// Hashes one tracked table's rows for its row digest (Protocol/exchange.md §8.1), straight from a
-/// statement's columns: the encoding is built in one reused buffer, with no `SQLValue`s. A cell
-/// that is NULL or holds its column's hash default (`HashDefaults`) is left out.
+/// statement's columns, with no `SQLValue`s, in a buffer kept from row to row. A cell that is NULL
+/// or holds its column's hash default (`HashDefaults`) is left out.
 ///
 /// A REAL-affinity column's integral value is kept as an integer on disk and read back as a real;
 /// the hash takes an integer in such a column as that real.
 final class RowHasher {
     /// Column indexes in ascending bytewise order of name: the order the encoding uses.
     private let order: [Int]
-    /// The encoded table name, then each column's encoded name, by column index.
-    private let prefix: [UInt8]
-    private let names: [[UInt8]]
+    /// The encoded table name, then each column's encoded name, one after another; `names[i]` is
+    /// where column `i`'s lies.
+    private let encodedNames: [UInt8]
+    private let prefix: Range<Int>
+    private let names: [Range<Int>]
     /// Each column's affinity, and whether it is REAL.
     private let affinities: [ColumnAffinity]
     private let real: [Bool]
-    /// Each column's encoded name and hash default, for a column that has one: a cell that encodes
-    /// to it is left out.
+    /// Each column's hash default, encoded as a value, for a column that has one: a cell that
+    /// encodes to it is left out.
     private let defaults: [[UInt8]?]
     /// Whether the table has triggers other than Tidemark's, which may change a row as it is written.
     let hasOtherTriggers: Bool
-    private var buffer: [UInt8] = []
+    /// The hasher each row is taken with, kept with its buffer for the next.
+    private var kept = RowDigest.Hasher()
 
     init(table: TrackedTable, _ db: Database) throws {
         let columns = try HashDefaults.of(table.columns, in: table.name, db)
@@ -39,34 +42,39 @@ final class RowHasher {
         order = table.columns.indices.sorted {
             table.columns[$0].utf8.lexicographicallyPrecedes(table.columns[$1].utf8)
         }
-        var prefix: [UInt8] = []
-        RowDigest.encodeRow(table: table.name, columns: [], into: &prefix)
-        self.prefix = prefix
+        var encoded: [UInt8] = []
+        RowDigest.encodeRow(table: table.name, columns: [], into: &encoded)
+        prefix = 0..<encoded.count
         names = table.columns.map { name in
-            var out: [UInt8] = []
-            Varint.append(UInt64(name.utf8.count), to: &out)
-            out += name.utf8
-            return out
+            let start = encoded.count
+            Varint.append(UInt64(name.utf8.count), to: &encoded)
+            encoded += name.utf8
+            return start..<encoded.count
         }
-        defaults = zip(names, columns.defaults).map { name, value in
-            value.map { name + RowDigest.encodedValue($0) }
-        }
-        buffer.reserveCapacity(256)
+        encodedNames = encoded
+        defaults = columns.defaults.map { $0.map(RowDigest.encodedValue) }
     }
 
     /// The hash of the current row of `statement`, whose column `start + i` holds the table's
     /// column `i`, or of a row caught as SQLite writes it (`PreUpdateRow`).
     func hash(_ statement: some EncodedRow, start: Int32 = 0) -> Int64 {
-        encoding { buffer in
+        encoding { hasher, encoded in
+            // Moved, not copied: a copy would write to a buffer of its own.
+            var cells = NamedCells(hasher: RowDigest.Hasher())
+            swap(&cells.hasher, &hasher)
+            defer { swap(&cells.hasher, &hasher) }
             for i in order {
-                let cell = buffer.count
-                buffer += names[i]
-                // A NULL cell is left out, name and all.
-                guard statement.appendEncodedValue(start + Int32(i), asReal: real[i], to: &buffer) else {
-                    buffer.removeSubrange(cell...)
+                cells.name = UnsafeRawBufferPointer(rebasing: encoded[names[i]])
+                guard let cell = defaults[i] else {
+                    // A NULL cell is left out, name and all: `cells` is given neither.
+                    statement.appendEncodedValue(start + Int32(i), asReal: real[i], to: &cells)
                     continue
                 }
-                leaveOutDefault(i, from: cell, of: &buffer)
+                var value: [UInt8] = []
+                guard statement.appendEncodedValue(start + Int32(i), asReal: real[i], to: &value), value != cell
+                else { continue }
+                cells.hasher.append(cells.name)
+                value.withUnsafeBytes { cells.hasher.append($0) }
             }
             return true
         }!
@@ -77,43 +85,35 @@ final class RowHasher {
     /// affinity keeps it) and no other trigger can change the row. Nil when it must be read.
     func hash(writing values: [SQLValue?]) -> Int64? {
         guard !hasOtherTriggers else { return nil }
-        return encoding { buffer in
+        return encoding { hasher, encoded in
             for i in order {
-                guard let value = values[i], affinities[i].keeps(value) else { return false }
-                let start = buffer.count
+                guard var value = values[i], affinities[i].keeps(value) else { return false }
                 switch value {
                 case .null: continue
-                case .integer(let v) where real[i]:
-                    buffer += names[i]
-                    RowDigest.appendValue(.real(Double(v)), to: &buffer)
-                default:
-                    buffer += names[i]
-                    RowDigest.appendValue(value, to: &buffer)
+                case .integer(let v) where real[i]: value = .real(Double(v))
+                default: break
                 }
-                leaveOutDefault(i, from: start, of: &buffer)
+                if let cell = defaults[i], RowDigest.encodedValue(value) == cell { continue }
+                hasher.append(UnsafeRawBufferPointer(rebasing: encoded[names[i]]))
+                hasher.appendValue(value)
             }
             return true
         }
     }
 
-    /// Removes column `i`'s cell, appended to `buffer` from `start`, when it is the column's hash default.
-    private func leaveOutDefault(_ i: Int, from start: Int, of buffer: inout [UInt8]) {
-        guard let cell = defaults[i], buffer.count - start == cell.count, buffer[start...].elementsEqual(cell) else {
-            return
+    /// The hash of the row encoding that `body` gives after the table name, taken with the kept
+    /// hasher (out of the object while `body` runs); `encoded` holds the encoded names. Nil when
+    /// `body` gives up.
+    private func encoding(_ body: (inout RowDigest.Hasher, UnsafeRawBufferPointer) -> Bool) -> Int64? {
+        var hasher = RowDigest.Hasher()
+        swap(&hasher, &kept)
+        defer { swap(&hasher, &kept) }
+        hasher.reset()
+        return encodedNames.withUnsafeBytes { encoded in
+            hasher.append(UnsafeRawBufferPointer(rebasing: encoded[prefix]))
+            guard body(&hasher, encoded) else { return nil }
+            return Int64(bitPattern: hasher.finalize())
         }
-        buffer.removeSubrange(start...)
-    }
-
-    /// The hash of the encoding that `body` appends after the table name, in the reused buffer
-    /// (taken out of the object while it is filled); nil when `body` gives up.
-    private func encoding(_ body: (inout [UInt8]) -> Bool) -> Int64? {
-        var out: [UInt8] = []
-        swap(&out, &buffer)
-        defer { swap(&out, &buffer) }
-        out.removeAll(keepingCapacity: true)
-        out += prefix
-        guard body(&out) else { return nil }
-        return Int64(bitPattern: out.withUnsafeBytes { RowDigest.rowHash($0) })
     }
 }
 
@@ -126,8 +126,51 @@ extension RowHasher: Sendable {}
 protocol EncodedRow {
     /// Appends column `index`'s value as the row hash encodes it, an INTEGER as a REAL when
     /// `asReal`; returns false, having appended nothing, when it is NULL.
-    func appendEncodedValue(_ index: Int32, asReal: Bool, to out: inout [UInt8]) -> Bool
+    @discardableResult
+    func appendEncodedValue(_ index: Int32, asReal: Bool, to out: inout some CellOutput) -> Bool
 }
 
 extension RawStatement: EncodedRow {}
 extension PreUpdateRow.Values: EncodedRow {}
+
+/// Where an `EncodedRow` puts a cell's value: the row hash as it is taken, or bytes.
+protocol CellOutput {
+    mutating func appendInteger(_ value: Int64)
+    mutating func appendReal(_ value: Double)
+    mutating func appendText(_ utf8: UnsafeRawBufferPointer)
+    mutating func appendBlob(_ bytes: UnsafeRawBufferPointer)
+}
+
+extension Array: CellOutput where Element == UInt8 {
+    mutating func appendInteger(_ value: Int64) { RowDigest.appendInteger(value, to: &self) }
+    mutating func appendReal(_ value: Double) { RowDigest.appendReal(value, to: &self) }
+    mutating func appendText(_ utf8: UnsafeRawBufferPointer) { RowDigest.appendText(utf8, to: &self) }
+    mutating func appendBlob(_ bytes: UnsafeRawBufferPointer) { RowDigest.appendBlob(bytes, to: &self) }
+}
+
+/// The row hash, given a cell's encoded name just before its value: a NULL cell, which gives no
+/// value, adds neither.
+private struct NamedCells: CellOutput {
+    var hasher: RowDigest.Hasher
+    var name = UnsafeRawBufferPointer(start: nil, count: 0)
+
+    mutating func appendInteger(_ value: Int64) {
+        hasher.append(name)
+        hasher.appendInteger(value)
+    }
+
+    mutating func appendReal(_ value: Double) {
+        hasher.append(name)
+        hasher.appendReal(value)
+    }
+
+    mutating func appendText(_ utf8: UnsafeRawBufferPointer) {
+        hasher.append(name)
+        hasher.appendText(utf8)
+    }
+
+    mutating func appendBlob(_ bytes: UnsafeRawBufferPointer) {
+        hasher.append(name)
+        hasher.appendBlob(bytes)
+    }
+}

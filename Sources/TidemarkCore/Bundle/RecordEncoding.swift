@@ -12,7 +12,7 @@ enum RecordEncoding {
     }
 
     @inline(__always)
-    static func varint(_ v: UInt64, _ out: inout [UInt8]) { Varint.append(v, to: &out) }
+    static func varint(_ v: UInt64, _ out: inout some EncodingOutput) { Varint.append(v, to: &out) }
 
     /// ZigZag maps signed to unsigned so small magnitudes stay short.
     @inline(__always)
@@ -21,11 +21,11 @@ enum RecordEncoding {
     @inline(__always)
     static func unzigzag(_ u: UInt64) -> Int64 { Int64(bitPattern: u >> 1) ^ -Int64(bitPattern: u & 1) }
 
-    static func string(_ s: String, _ out: inout [UInt8]) {
+    static func string(_ s: String, _ out: inout some EncodingOutput) {
         var s = s
         s.withUTF8 { utf8 in
             varint(UInt64(utf8.count), &out)
-            out.append(contentsOf: utf8)
+            out.put(UnsafeRawBufferPointer(utf8))
         }
     }
 
@@ -35,36 +35,33 @@ enum RecordEncoding {
         string(s, &out)
     }
 
-    static func value(_ v: SQLValue, _ out: inout [UInt8]) {
+    static func value(_ v: SQLValue, _ out: inout some EncodingOutput) {
         switch v {
-        case .null: out.append(Tag.null.rawValue)
+        case .null: out.put(Tag.null.rawValue)
         case .integer(let i): integer(i, &out)
         case .real(let d): real(d, &out)
         case .text(let s):
-            out.append(Tag.text.rawValue)
+            out.put(Tag.text.rawValue)
             string(s, &out)
         case .blob(let b): b.withUnsafeBytes { bytes(.blob, $0, &out) }
         }
     }
 
-    static func integer(_ i: Int64, _ out: inout [UInt8]) {
-        out.append(Tag.integer.rawValue)
+    static func integer(_ i: Int64, _ out: inout some EncodingOutput) {
+        out.put(Tag.integer.rawValue)
         varint(zigzag(i), &out)
     }
 
-    static func real(_ d: Double, _ out: inout [UInt8]) {
-        out.append(Tag.real.rawValue)
-        let bits = d.bitPattern
-        for shift in stride(from: 56, through: 0, by: -8) {
-            out.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift)))
-        }
+    static func real(_ d: Double, _ out: inout some EncodingOutput) {
+        out.put(Tag.real.rawValue)
+        out.putBigEndian(d.bitPattern)
     }
 
     /// A TEXT (its UTF-8 bytes) or BLOB value given as bytes.
-    static func bytes(_ tag: Tag, _ b: UnsafeRawBufferPointer, _ out: inout [UInt8]) {
-        out.append(tag.rawValue)
+    static func bytes(_ tag: Tag, _ b: UnsafeRawBufferPointer, _ out: inout some EncodingOutput) {
+        out.put(tag.rawValue)
         varint(UInt64(b.count), &out)
-        out.append(contentsOf: b)
+        out.put(b)
     }
 
     static func token(_ t: History.Token, _ out: inout [UInt8]) {

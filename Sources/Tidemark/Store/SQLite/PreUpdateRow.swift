@@ -23,22 +23,18 @@ final class PreUpdateRow {
 
         /// Appends column `index` as the row hash encodes a value (`RawStatement.appendEncodedValue`);
         /// returns false, having appended nothing, when it is NULL.
-        func appendEncodedValue(_ index: Int32, asReal: Bool, to out: inout [UInt8]) -> Bool {
+        func appendEncodedValue(_ index: Int32, asReal: Bool, to out: inout some CellOutput) -> Bool {
             var found: OpaquePointer?
             guard sqlite3_preupdate_new(connection, index, &found) == SQLITE_OK, let value = found else {
                 row.unreadable = true
                 return false
             }
             switch sqlite3_value_type(value) {
-            case SQLITE_INTEGER where asReal: RowDigest.appendReal(Double(sqlite3_value_int64(value)), to: &out)
-            case SQLITE_INTEGER: RowDigest.appendInteger(sqlite3_value_int64(value), to: &out)
-            case SQLITE_FLOAT: RowDigest.appendReal(sqlite3_value_double(value), to: &out)
-            case SQLITE_TEXT:
-                RowDigest.appendText(
-                    RawStatement.bytes(sqlite3_value_text(value), sqlite3_value_bytes(value)), to: &out)
-            case SQLITE_BLOB:
-                RowDigest.appendBlob(
-                    RawStatement.bytes(sqlite3_value_blob(value), sqlite3_value_bytes(value)), to: &out)
+            case SQLITE_INTEGER where asReal: out.appendReal(Double(sqlite3_value_int64(value)))
+            case SQLITE_INTEGER: out.appendInteger(sqlite3_value_int64(value))
+            case SQLITE_FLOAT: out.appendReal(sqlite3_value_double(value))
+            case SQLITE_TEXT: out.appendText(RawStatement.bytes(sqlite3_value_text(value), sqlite3_value_bytes(value)))
+            case SQLITE_BLOB: out.appendBlob(RawStatement.bytes(sqlite3_value_blob(value), sqlite3_value_bytes(value)))
             default: return false
             }
             return true

@@ -213,17 +213,15 @@ final class RawStatement {
     /// making a `SQLValue`: tag, then payload. TEXT is taken as stored, every byte; an INTEGER is
     /// taken as a REAL when `asReal`.
     @discardableResult
-    func appendEncodedValue(_ index: Int32, asReal: Bool, to out: inout [UInt8]) -> Bool {
+    func appendEncodedValue(_ index: Int32, asReal: Bool, to out: inout some CellOutput) -> Bool {
         switch sqlite3_column_type(statement, index) {
-        case SQLITE_INTEGER where asReal: RowDigest.appendReal(Double(sqlite3_column_int64(statement, index)), to: &out)
-        case SQLITE_INTEGER: RowDigest.appendInteger(sqlite3_column_int64(statement, index), to: &out)
-        case SQLITE_FLOAT: RowDigest.appendReal(sqlite3_column_double(statement, index), to: &out)
+        case SQLITE_INTEGER where asReal: out.appendReal(Double(sqlite3_column_int64(statement, index)))
+        case SQLITE_INTEGER: out.appendInteger(sqlite3_column_int64(statement, index))
+        case SQLITE_FLOAT: out.appendReal(sqlite3_column_double(statement, index))
         case SQLITE_TEXT:
-            RowDigest.appendText(
-                Self.bytes(sqlite3_column_text(statement, index), sqlite3_column_bytes(statement, index)), to: &out)
+            out.appendText(Self.bytes(sqlite3_column_text(statement, index), sqlite3_column_bytes(statement, index)))
         case SQLITE_BLOB:
-            RowDigest.appendBlob(
-                Self.bytes(sqlite3_column_blob(statement, index), sqlite3_column_bytes(statement, index)), to: &out)
+            out.appendBlob(Self.bytes(sqlite3_column_blob(statement, index), sqlite3_column_bytes(statement, index)))
         default: return false
         }
         return true

@@ -25,6 +25,40 @@ import TidemarkCore
         }
     }
 
+    /// §4.3 orders a change's carried columns by name whatever order they are given in, and leaves
+    /// the key out of an insert's values and a delete's tombstone wherever it stands.
+    @Test func columnsInAnyOrderEncodeInOrderOfName() {
+        let fixture = CodecFixture(origins: 1)
+        func chainHash(_ change: History.Change) -> [UInt8] {
+            var hasher = ChainHasher(
+                previous: [], origin: fixture.id(0), sequence: 1, timestamp: HLCTimestamp(packed: 1 << 20),
+                author: nil, contextName: nil, processID: nil, changeCount: 1)
+            hasher.add(change)
+            return hasher.finish()
+        }
+        let key = History.Column("k", .integer(7))
+        let columns = [
+            History.Column("a", .text("x")), History.Column("b", .integer(1)), History.Column("ba", .real(2.5)),
+            History.Column("c", .null), History.Column("é", .blob([1])),
+        ]
+        let orders: [[History.Column]] = [
+            [key] + columns, columns + [key], Array(columns.reversed()) + [key],
+            [columns[2], key, columns[0], columns[4], columns[1], columns[3]],
+        ]
+        for type in [History.ChangeType.insert, .update, .delete] {
+            func change(_ given: [History.Column]) -> History.Change {
+                let values = type == .update ? given.filter { $0 != key } : given
+                return History.Change(
+                    type: type, table: "t", key: [key], values: type == .delete ? [] : values,
+                    tombstone: type == .delete ? values : nil, generation: 3)
+            }
+            let inOrder = chainHash(change(orders[0]))
+            for order in orders.dropFirst() {
+                #expect(chainHash(change(order)) == inOrder, "\(type) given as \(order.map(\.name))")
+            }
+        }
+    }
+
     @Test func extremeValuesRoundTripBitForBit() throws {
         let fixture = CodecFixture(origins: 1)
         let values: [SQLValue] = [

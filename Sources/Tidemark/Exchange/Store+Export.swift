@@ -227,7 +227,7 @@ struct ExportPlan {
     /// Streams the transactions into the encoder; returns (transactions, changes).
     func writeTransactions<S: ByteSink>(into encoder: inout BundleEncoder<S>) throws -> (Int, Int) {
         let (conditions, arguments) = selection()
-        let decoder = try ChangeDecoder(db, store: store, naming: naming)
+        let decoder = try ChangeDecoder(db, store: store, naming: naming, inNameOrder: true)
         let changes = try RawStatement(
             db, sql: HistoryQuery.changesOfTransaction(selecting: decoder.selectList))
         let transactions = try Row.fetchCursor(

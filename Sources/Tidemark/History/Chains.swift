@@ -61,7 +61,7 @@ struct Chains {
             base = prunedThrough
             head = [UInt8](pruned)
         }
-        let decoder = try ChangeDecoder(db, store: store)
+        let decoder = try ChangeDecoder(db, store: store, inNameOrder: true)
         let changes = try db.makeStatement(
             sql: HistoryQuery.changesOfTransaction(selecting: decoder.selectList))
         let rows = try Row.fetchAll(

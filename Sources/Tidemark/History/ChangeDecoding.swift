@@ -33,12 +33,16 @@ struct ChangeLayout {
 struct ChangeDecoder {
     let naming: SchemaNaming
     let layout: ChangeLayout
+    /// Whether a change's columns come in ascending bytewise order of name, as the bundle encoding
+    /// writes them (which then needs no sort), rather than in the table's order.
+    let inNameOrder: Bool
 
     /// A decoder naming changes with `naming`, or, when nil, the store's current naming.
-    init(_ db: Database, store: Store, naming: SchemaNaming? = nil) throws {
+    init(_ db: Database, store: Store, naming: SchemaNaming? = nil, inNameOrder: Bool = false) throws {
         self.naming =
             try naming ?? SchemaNaming(registrations: store.registrations.all, lineage: SchemaLineage.fetch(db))
         layout = try ChangeLayout(db)
+        self.inNameOrder = inNameOrder
     }
 
     /// The SELECT list for change rows.
@@ -83,16 +87,18 @@ struct ChangeDecoder {
             list.map { History.Column($0.name, value($0.slot)) }
         }
         let key = columns(plan.key)
+        let carried = inNameOrder ? plan.carriedByName : plan.carried
         switch op {
         case .insert:
             return History.Change(
-                type: .insert, table: plan.table, key: key, values: columns(plan.carried), generation: generation)
+                type: .insert, table: plan.table, key: key, values: columns(carried), generation: generation)
         case .update:
             return History.Change(
-                type: .update, table: plan.table, key: key, values: columns(plan.updated), generation: generation)
+                type: .update, table: plan.table, key: key,
+                values: columns(inNameOrder ? plan.updatedByName : plan.updated), generation: generation)
         case .delete:
             return History.Change(
-                type: .delete, table: plan.table, key: key, values: [], tombstone: columns(plan.carried),
+                type: .delete, table: plan.table, key: key, values: [], tombstone: columns(carried),
                 generation: generation)
         case .marker:
             return nil
@@ -129,6 +135,9 @@ private final class Plans {
         var carried: [Column]
         /// `carried` without the key.
         var updated: [Column]
+        /// `carried` and `updated` in ascending bytewise order of name.
+        var carriedByName: [Column]
+        var updatedByName: [Column]
     }
 
     private var byShape: [Shape: Plan] = [:]
@@ -140,9 +149,13 @@ private final class Plans {
         let mask = ColumnMask(words: shape.mask)
         let carried = table.columns.filter { mask.contains($0.key) }.sorted { $0.key < $1.key }
             .map { (slot: $0.key, name: $0.value) }
+        let updated = carried.filter { !table.keySlots.contains($0.slot) }
+        func byName(_ list: [Plan.Column]) -> [Plan.Column] {
+            list.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+        }
         let plan = Plan(
             table: table.name, key: table.keySlots.map { (slot: $0, name: table.columns[$0] ?? "") },
-            carried: carried, updated: carried.filter { !table.keySlots.contains($0.slot) })
+            carried: carried, updated: updated, carriedByName: byName(carried), updatedByName: byName(updated))
         // A history of many masks keeps the most recent ones.
         if byShape.count >= 1024 { byShape.removeAll(keepingCapacity: true) }
         byShape[shape] = plan

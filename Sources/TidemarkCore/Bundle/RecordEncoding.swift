@@ -131,7 +131,6 @@ enum RecordEncoding {
         case .update: op = 2
         case .delete: op = 3
         }
-        let columns = carriedColumns(c)
         out.append(op)
         varint(UInt64(c.generation), &out)
         string(c.table, &out)
@@ -140,11 +139,29 @@ enum RecordEncoding {
             string(k.name, &out)
             value(k.value, &out)
         }
-        let sorted = columns.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
-        varint(UInt64(sorted.count), &out)
-        for column in sorted {
-            string(column.name, &out)
-            value(column.value, &out)
+        // The carried columns (`carriedColumns`) come in order of name from history and capture,
+        // mostly: those are encoded where they lie, without the array that sorting makes.
+        let all = c.type == .delete ? c.tombstone ?? [] : c.values
+        let skipsKeys = c.type != .update
+        var count = 0
+        var ordered = true
+        var previous: Int?
+        for (index, column) in all.enumerated() where !(skipsKeys && isKey(column, of: c)) {
+            if let previous, !all[previous].name.utf8.lexicographicallyPrecedes(column.name.utf8) { ordered = false }
+            previous = index
+            count += 1
+        }
+        varint(UInt64(count), &out)
+        if ordered {
+            for column in all where !(skipsKeys && isKey(column, of: c)) {
+                string(column.name, &out)
+                value(column.value, &out)
+            }
+        } else {
+            for column in carriedColumns(c).sorted(by: { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }) {
+                string(column.name, &out)
+                value(column.value, &out)
+            }
         }
         out.append(0)  // attribute count
     }

@@ -1,5 +1,5 @@
-/// Where an encoding's bytes go: a byte array, or a hash that absorbs them as they come
-/// (`RowDigest.Hasher`), so the one encoding serves both without building bytes to hash.
+/// Where an encoding's bytes go: a byte array, or the buffer a row hash is taken of
+/// (`EncodingBuffer`, in `RowDigest.Hasher`), so both follow the one encoding.
 public protocol EncodingOutput {
     /// Appends one byte.
     mutating func put(_ byte: UInt8)
@@ -7,12 +7,6 @@ public protocol EncodingOutput {
     mutating func put(_ bytes: UnsafeRawBufferPointer)
     /// Appends the 8 bytes of `word`, most significant first.
     mutating func putBigEndian(_ word: UInt64)
-}
-
-extension EncodingOutput {
-    /// Appends `bytes`, in order.
-    @inlinable
-    public mutating func put(_ bytes: [UInt8]) { bytes.withUnsafeBytes { put($0) } }
 }
 
 extension Array: EncodingOutput where Element == UInt8 {

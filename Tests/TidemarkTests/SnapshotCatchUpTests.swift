@@ -183,6 +183,35 @@ import TidemarkTestSupport
         #expect(try group.tableDifferences(["a", "d"]).isEmpty)
     }
 
+    /// A replica that holds another origin's transaction only as row state (from a snapshot that
+    /// origin sent it directly) writes bundles assuming it; no file in the folder provides it, so
+    /// the push rewrites the sender's snapshot to hold it (Protocol/pruning.md §5.4). A reader that
+    /// can follow the sender's earlier bundles but not that one catches up from that snapshot,
+    /// instead of waiting for the origin to publish (found by `tidemark-crash --replicas 4 --seed
+    /// 20261138`, trial 456).
+    @Test func aBundleThatOnlyItsSendersSnapshotCanPrecedeIsFollowedThroughIt() throws {
+        let group = try Self.prunedGroup()
+        let (a, b, c) = (group["a"], group["b"], group["c"])
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-early', 'c can follow this')")
+        try group.push("a")
+
+        _ = try b.store.execute(sql: "INSERT INTO items(id, name) VALUES ('b-late', 'not published by b')")
+        let direct = group.directory.file("b-for-a.tms")
+        _ = try b.store.exportSnapshot(to: direct, key: b.key)
+        _ = try a.store.importBundle(at: direct)
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-late', 'after b-late')")
+        try group.push("a")
+        #expect(try ExchangeGroup.through(of: group.folder(of: "a") + "/snapshot.tms")[b.id] > 0)
+
+        let pulled = try group.pull("c", prune: false)
+        #expect(pulled.warnings.isEmpty, "\(pulled.warnings)")
+        let ids = try c.tables()["items"]?.rows.map { $0[0] } ?? []
+        for id in ["a-early", "b-late", "a-late"] {
+            #expect(ids.contains(.text(id)), "c lacks \(id)")
+        }
+        #expect(try c.store.currentToken().covers(try a.store.currentToken()))
+    }
+
     @Test func aNewReplicaCatchesUpFromAPrunedFolderOnItsFirstPull() throws {
         let group = try Self.prunedGroup()
         let d = try group.add("d")

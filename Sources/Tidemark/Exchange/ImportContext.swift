@@ -106,9 +106,7 @@ struct ImportContext {
 
     func checkPrerequisites(_ header: BundleHeader, path: String) throws {
         var missing: [String] = []
-        var needed = header.since
-        for range in header.ranges { needed[range.origin] = max(needed[range.origin], range.first - 1) }
-        for (origin, sequence) in needed.sequences.sorted(by: { $0.key < $1.key }) where token[origin] < sequence {
+        for (origin, sequence) in header.prerequisites.sequences.sorted(by: { $0.key < $1.key }) where token[origin] < sequence {
             let name = trusted[origin] ?? origin.short
             missing.append(
                 token[origin] + 1 == sequence ? "\(name) #\(sequence)" : "\(name) #\(token[origin] + 1)..#\(sequence)")

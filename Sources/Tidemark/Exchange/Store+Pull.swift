@@ -104,9 +104,17 @@ extension Store {
         while true {
             pending = try applyBundles(
                 pending, from: sources, imported: &imported, failures: &failures, held: held, key: key)
+            // What the bundles still waiting assume, by the folder they are in.
+            var blocked: [Replica.ID: History.Token] = [:]
+            for address in pending {
+                guard let folder = sources.listed[address]?.file.replica,
+                    let (_, header, _) = try? sources.header(of: address, identity: key.envelopeIdentity)
+                else { continue }
+                blocked[folder, default: .zero] = blocked[folder, default: .zero].merged(with: header.prerequisites)
+            }
             guard
                 let snapshot = try snapshotToCatchUp(
-                    in: exchange, recorded: sources.recorded, excluding: usedSnapshots, key: key)
+                    in: exchange, recorded: sources.recorded, excluding: usedSnapshots, blocked: blocked, key: key)
             else { return pending }
             usedSnapshots.insert(snapshot)
             let address = exchange.address(of: snapshot)
@@ -138,9 +146,7 @@ extension Store {
         while progress {
             progress = false
             for (address, header) in left {
-                var needed = header.since
-                for range in header.ranges { needed[range.origin] = max(needed[range.origin], range.first - 1) }
-                guard reach.covers(needed) else { continue }
+                guard reach.covers(header.prerequisites) else { continue }
                 failures[address] = nil
                 reach = reach.merged(with: header.through)
                 left.removeAll { $0.0 == address }
@@ -302,9 +308,12 @@ extension Store {
     }
 
     /// A peer's snapshot this store needs: one that holds something the store lacks, from a peer
-    /// whose remaining bundles do not start where the store's history of that peer's folder ends.
+    /// whose remaining bundles do not start where the store's history of that peer's folder ends,
+    /// or whose bundles wait for what no file here provides and the snapshot holds (`blocked`, by
+    /// folder: the peer then wrote the snapshot to hold it, Protocol/pruning.md §5.4).
     private func snapshotToCatchUp(
-        in exchange: ExchangeFolder, recorded: String, excluding used: Set<ExchangeFolder.File>, key: KeyFile
+        in exchange: ExchangeFolder, recorded: String, excluding used: Set<ExchangeFolder.File>,
+        blocked: [Replica.ID: History.Token], key: KeyFile
     ) throws -> ExchangeFolder.File? {
         let token = try currentToken()
         var best: (ExchangeFolder.File, History.Token)?
@@ -327,7 +336,9 @@ extension Store {
             let first = try exchange.bundles(of: replica).first.flatMap {
                 try? exchange.header(of: $0.file, identity: key.envelopeIdentity).header
             }
-            if let first, token.covers(first.since) { continue }
+            if let first, token.covers(first.since), !(blocked[replica].map(header.through.covers) ?? false) {
+                continue
+            }
             if best == nil || header.through.covers(best!.1) { best = (file, header.through) }
         }
         return best?.0

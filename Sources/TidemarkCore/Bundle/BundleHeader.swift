@@ -30,6 +30,14 @@ public struct BundleHeader: Sendable, Hashable {
     /// §6.3), in ascending order of name.
     public var floors: [GenerationFloor]
 
+    /// What a receiver must hold before it can apply the bundle: `since`, and for each origin the
+    /// transaction before its range (Protocol/exchange.md §5).
+    public var prerequisites: History.Token {
+        var needed = since
+        for range in ranges { needed[range.origin] = max(needed[range.origin], range.first - 1) }
+        return needed
+    }
+
     /// Creates a header.
     public init(
         kind: BundleFormat.Kind, senderName: String, created: HLCTimestamp, since: History.Token,

@@ -106,7 +106,8 @@ struct ImportContext {
 
     func checkPrerequisites(_ header: BundleHeader, path: String) throws {
         var missing: [String] = []
-        for (origin, sequence) in header.prerequisites.sequences.sorted(by: { $0.key < $1.key }) where token[origin] < sequence {
+        for (origin, sequence) in header.prerequisites.sequences.sorted(by: { $0.key < $1.key })
+        where token[origin] < sequence {
             let name = trusted[origin] ?? origin.short
             missing.append(
                 token[origin] + 1 == sequence ? "\(name) #\(sequence)" : "\(name) #\(token[origin] + 1)..#\(sequence)")

@@ -31,7 +31,7 @@ public struct BundleHeader: Sendable, Hashable {
     public var floors: [GenerationFloor]
 
     /// What a receiver must hold before it can apply the bundle: `since`, and for each origin the
-    /// transaction before its range (Protocol/exchange.md §5).
+    /// transaction before its range (Protocol/exchange.md §4.3).
     public var prerequisites: History.Token {
         var needed = since
         for range in ranges { needed[range.origin] = max(needed[range.origin], range.first - 1) }

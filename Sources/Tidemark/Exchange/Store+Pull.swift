@@ -102,16 +102,9 @@ extension Store {
         var pending = addresses
         var usedSnapshots = Set<ExchangeFolder.File>()
         while true {
-            pending = try applyBundles(
+            let blocked: [Replica.ID: History.Token]
+            (pending, blocked) = try applyBundles(
                 pending, from: sources, imported: &imported, failures: &failures, held: held, key: key)
-            // What the bundles still waiting assume, by the folder they are in.
-            var blocked: [Replica.ID: History.Token] = [:]
-            for address in pending {
-                guard let folder = sources.listed[address]?.file.replica,
-                    let (_, header, _) = try? sources.header(of: address, identity: key.envelopeIdentity)
-                else { continue }
-                blocked[folder, default: .zero] = blocked[folder, default: .zero].merged(with: header.prerequisites)
-            }
             guard
                 let snapshot = try snapshotToCatchUp(
                     in: exchange, recorded: sources.recorded, excluding: usedSnapshots, blocked: blocked, key: key)
@@ -231,19 +224,22 @@ extension Store {
     }
 
     /// Applies what it can of `addresses`, repeating while progress is made; returns the bundles
-    /// that still miss prerequisites.
+    /// that still miss prerequisites, and what those assume, by the folder they are in.
     private func applyBundles(
         _ addresses: [String], from sources: PullSources, imported: inout [ImportSummary],
         failures: inout PullFailures, held: HeldCopies, key: KeyFile
-    ) throws -> [String] {
+    ) throws -> (pending: [String], blocked: [Replica.ID: History.Token]) {
         var pending = try withoutJudgedJunk(addresses, from: sources, failures: &failures)
+        var blocked: [Replica.ID: History.Token] = [:]
         var progress = true
         while progress && !pending.isEmpty {
             progress = false
             var waiting: [String] = []
+            blocked = [:]
             let token = try currentToken()
             for address in pending {
                 var local = address
+                var prerequisites = History.Token.zero
                 do {
                     // Read in an earlier pull, unchanged since, and nothing this store lacks.
                     if let validator = sources.validator(of: address),
@@ -254,6 +250,7 @@ extension Store {
                         continue
                     }
                     let (_, header, encrypted) = try sources.header(of: address, identity: key.envelopeIdentity)
+                    prerequisites = header.prerequisites
                     if let validator = sources.validator(of: address) {
                         try rememberRemote(sources.recorded, address, validator: validator, through: header.through)
                     }
@@ -284,13 +281,19 @@ extension Store {
                     progress = true
                     failures[address] = nil
                 } catch let error as ExchangeError {
-                    if case .missingPrerequisites = error { waiting.append(address) }
+                    if case .missingPrerequisites = error {
+                        waiting.append(address)
+                        if let folder = sources.listed[address]?.file.replica {
+                            blocked[folder, default: .zero] = blocked[folder, default: .zero].merged(
+                                with: prerequisites)
+                        }
+                    }
                     failures.record(error, reading: local, as: address)
                 }
             }
             pending = waiting
         }
-        return pending
+        return (pending, blocked)
     }
 
     /// `addresses` without the junk reported before and unchanged since (it cannot have become

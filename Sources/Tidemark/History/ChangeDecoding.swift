@@ -141,10 +141,16 @@ private final class Plans {
     }
 
     private var byShape: [Shape: Plan] = [:]
+    /// The plan found last: runs of changes of one shape skip the lookup, which hashes the mask.
+    private var last: (shape: Shape, plan: Plan)?
 
     /// The plan of changes of `shape`, or nil when the naming has no such table.
     func plan(for shape: Shape, _ naming: SchemaNaming) -> Plan? {
-        if let known = byShape[shape] { return known }
+        if let last, last.shape == shape { return last.plan }
+        if let known = byShape[shape] {
+            last = (shape, known)
+            return known
+        }
         guard let table = naming.tables(at: shape.position)[shape.tableID] else { return nil }
         let mask = ColumnMask(words: shape.mask)
         let carried = table.columns.filter { mask.contains($0.key) }.sorted { $0.key < $1.key }
@@ -159,6 +165,7 @@ private final class Plans {
         // A history of many masks keeps the most recent ones.
         if byShape.count >= 1024 { byShape.removeAll(keepingCapacity: true) }
         byShape[shape] = plan
+        last = (shape, plan)
         return plan
     }
 }

@@ -63,6 +63,8 @@ final class RowHasher {
             var cells = NamedCells(hasher: RowDigest.Hasher())
             swap(&cells.hasher, &hasher)
             defer { swap(&cells.hasher, &hasher) }
+            // A cell compared with its column's hash default, reused from column to column.
+            var value: [UInt8] = []
             for i in order {
                 cells.name = UnsafeRawBufferPointer(rebasing: encoded[names[i]])
                 guard let cell = defaults[i] else {
@@ -70,7 +72,7 @@ final class RowHasher {
                     statement.appendEncodedValue(start + Int32(i), asReal: real[i], to: &cells)
                     continue
                 }
-                var value: [UInt8] = []
+                value.removeAll(keepingCapacity: true)
                 guard statement.appendEncodedValue(start + Int32(i), asReal: real[i], to: &value), value != cell
                 else { continue }
                 cells.hasher.append(cells.name)
@@ -86,6 +88,8 @@ final class RowHasher {
     func hash(writing values: [SQLValue?]) -> Int64? {
         guard !hasOtherTriggers else { return nil }
         return encoding { hasher, encoded in
+            // A cell compared with its column's hash default, reused from column to column.
+            var encodedValue: [UInt8] = []
             for i in order {
                 guard var value = values[i], affinities[i].keeps(value) else { return false }
                 switch value {
@@ -93,7 +97,11 @@ final class RowHasher {
                 case .integer(let v) where real[i]: value = .real(Double(v))
                 default: break
                 }
-                if let cell = defaults[i], RowDigest.encodedValue(value) == cell { continue }
+                if let cell = defaults[i] {
+                    encodedValue.removeAll(keepingCapacity: true)
+                    RowDigest.appendValue(value, to: &encodedValue)
+                    if encodedValue == cell { continue }
+                }
                 hasher.append(UnsafeRawBufferPointer(rebasing: encoded[names[i]]))
                 hasher.appendValue(value)
             }
@@ -154,23 +162,14 @@ private struct NamedCells: CellOutput {
     var hasher: RowDigest.Hasher
     var name = UnsafeRawBufferPointer(start: nil, count: 0)
 
-    mutating func appendInteger(_ value: Int64) {
-        hasher.append(name)
-        hasher.appendInteger(value)
-    }
+    mutating func appendInteger(_ value: Int64) { named { $0.appendInteger(value) } }
+    mutating func appendReal(_ value: Double) { named { $0.appendReal(value) } }
+    mutating func appendText(_ utf8: UnsafeRawBufferPointer) { named { $0.appendText(utf8) } }
+    mutating func appendBlob(_ bytes: UnsafeRawBufferPointer) { named { $0.appendBlob(bytes) } }
 
-    mutating func appendReal(_ value: Double) {
+    /// Appends the name, then what `value` appends.
+    private mutating func named(_ value: (inout RowDigest.Hasher) -> Void) {
         hasher.append(name)
-        hasher.appendReal(value)
-    }
-
-    mutating func appendText(_ utf8: UnsafeRawBufferPointer) {
-        hasher.append(name)
-        hasher.appendText(utf8)
-    }
-
-    mutating func appendBlob(_ bytes: UnsafeRawBufferPointer) {
-        hasher.append(name)
-        hasher.appendBlob(bytes)
+        value(&hasher)
     }
 }

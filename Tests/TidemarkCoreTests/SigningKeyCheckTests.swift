@@ -43,6 +43,37 @@ import TidemarkCore
         }
     }
 
+    /// The check compares y with the five y coordinates of the small-order points. It refuses
+    /// exactly the keys whose X25519 counterpart (the birational map to Montgomery form) is missing
+    /// or of low order, a definition that needs no table: checked on the small-order points, their
+    /// neighbours, random bytes and real keys.
+    @Test func refusesExactlyTheKeysWithoutAnX25519CounterpartOfLargeOrder() {
+        var keys = (Self.smallOrder + Self.nonCanonical).map(Self.hex)
+        for key in Self.smallOrder.map(Self.hex) {
+            for delta: UInt8 in [1, 255] {
+                var near = key
+                near[0] = near[0] &+ delta
+                keys.append(near)
+            }
+        }
+        var generator = SystemRandomNumberGenerator()
+        keys += (0..<512).map { _ in (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) } }
+        keys += (0..<64).map { _ in Array(Curve25519.Signing.PrivateKey().publicKey.rawRepresentation) }
+        var compared = 0
+        for key in keys {
+            let y = key[0..<31] + [key[31] & 0x7f]
+            let yAtLeastP = y[31] == 0x7f && y[1...30].allSatisfy { $0 == 0xff } && y[0] >= 0xed
+            guard !yAtLeastP else {
+                #expect(!SigningKeyCheck.isAcceptable(key), "\(key)")
+                continue
+            }
+            compared += 1
+            #expect(
+                SigningKeyCheck.isAcceptable(key) == (EnvelopeKeys.recipient(ofSigningKey: key) != nil), "\(key)")
+        }
+        #expect(compared >= 590)
+    }
+
     /// Why the check is needed: under the identity key, R = identity and S = 0 verify for any message
     /// in swift-crypto's own verifier, which takes the key as given.
     @Test func aForgedSignatureVerifiesUnderTheIdentityKeyWithoutTheCheck() throws {

@@ -183,6 +183,29 @@ import TidemarkTestSupport
         #expect(try group.tableDifferences(["a", "d"]).isEmpty)
     }
 
+    /// A snapshot that carries a later value for one column of a row the receiver holds writes
+    /// that column only. Written as an upsert, it offered SQLite a row without the table's NOT
+    /// NULL title, refused before the conflict was seen: the merge settled that as a system delete,
+    /// and the row went from every replica.
+    @Test func aSnapshotThatUpdatesOneColumnLeavesARequiredColumnAsItIs() throws {
+        let group = try ExchangeGroup(
+            ["a", "b"], schema: "CREATE TABLE notes(id TEXT PRIMARY KEY, title TEXT NOT NULL, body TEXT);",
+            preserve: [])
+        let (a, b) = (group["a"], group["b"])
+        _ = try a.store.execute(sql: "INSERT INTO notes VALUES ('n1', 'one', 'first'), ('n2', 'two', NULL)")
+        for _ in 0..<2 { try group.round() }
+        _ = try a.store.execute(sql: "UPDATE notes SET body = 'second' WHERE id = 'n1'")
+        let file = group.directory.file("a.tms")
+        _ = try a.store.exportSnapshot(to: file, key: a.key)
+        _ = try b.store.importBundle(at: file)
+        #expect(try b.store.conflicts().isEmpty)
+        let rows = try StoreSnapshot.trackedTables(of: b.path)["notes"]?.rows
+        #expect(rows == [[.text("n1"), .text("one"), .text("second")], [.text("n2"), .text("two"), .null]])
+        for _ in 0..<2 { try group.round() }
+        try group.expectConverged()
+        #expect(try StoreSnapshot.trackedTables(of: a.path)["notes"]?.rows == rows)
+    }
+
     /// A replica that holds another origin's transaction only as row state (from a snapshot that
     /// origin sent it directly) writes bundles assuming it; no file in the folder provides it, so
     /// the push rewrites the sender's snapshot to hold it (Protocol/pruning.md §5.4). A reader that

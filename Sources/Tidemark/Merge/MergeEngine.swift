@@ -101,17 +101,20 @@ struct MergeEngine {
         let winners = incoming.filter { i, _ in known.clocks[i].map { clock >= $0 } ?? true }
         guard !winners.isEmpty else { return }
         for (i, _) in winners { known.clocks[i] = clock }
-        guard try write(key: key, columns: winners, upsert: false, into: target, metadata: &known) else {
-            // Alive by its metadata but absent here: a foreign-key action removed it during an
-            // import. Settle that as a delete every replica will see.
-            var values = [SQLValue](repeating: .null, count: table.columns.count)
-            for (i, v) in zip(table.keyIndexes, key) { values[i] = v }
-            for (i, v) in incoming { values[i] = v }
-            try resolver.systemDelete(
-                table: table, key: key, values: values, kind: .removed,
-                detail: "the row was removed by a foreign-key action")
-            return
+        if try !write(key: key, columns: winners, upsert: false, into: target, metadata: &known) {
+            try settleRemoved(table: table, key: key, values: incoming)
         }
+    }
+
+    /// A row alive by its metadata but absent here, which a change or row state of its life
+    /// writes: a foreign-key action removed it during an import. Settled as a delete every replica
+    /// will see (merge.md §4.4), listing `values` (index, value), what the write carried.
+    private mutating func settleRemoved(table: TrackedTable, key: [SQLValue], values: [(Int, SQLValue)]) throws {
+        var row = [SQLValue](repeating: .null, count: table.columns.count)
+        for (i, v) in zip(table.keyIndexes, key) { row[i] = v }
+        for (i, v) in values { row[i] = v }
+        try resolver.systemDelete(
+            table: table, key: key, values: row, kind: .removed, detail: "the row was removed by a foreign-key action")
     }
 
     /// The target of the table `name`, looked up once for a run of changes or row states of it.
@@ -184,6 +187,12 @@ struct MergeEngine {
                 known.clocks[i] = clock
             }
             guard !winners.isEmpty else { return }
+            // Only the columns that win: an upsert would offer SQLite a row without the others,
+            // which a NOT NULL column refuses before the conflict is seen.
+            if try !write(key: key, columns: winners, upsert: false, into: target, metadata: &known) {
+                try settleRemoved(table: table, key: key, values: cells.map { ($0.index, $0.value) })
+            }
+            return
         }
         _ = try write(key: key, columns: winners, upsert: true, into: target, metadata: &known)
     }

@@ -67,14 +67,40 @@ import TidemarkTestSupport
         #expect(try b.store.importBundle(at: bundle).waitingFor == version, "holding again changes nothing")
         #expect(try b.store.schemaWaits().map { [$0.version.position, $0.bundleCount] } == [[1, 1]])
         #expect(try b.store.schemaWaits().map(\.version) == [version])
+        #expect(try b.store.schemaWaits().map(\.isMade) == [false])
         try FileManager.default.removeItem(atPath: bundle)
 
         try b.store.migrate(Self.addNote)
+        #expect(try b.store.schemaWaits().map(\.isMade) == [true], "the next pull applies it")
         let pulled = try group.pull("b", prune: false)
         #expect(pulled.warnings.isEmpty && pulled.waiting.isEmpty, "\(pulled)")
         #expect(pulled.imported.map(\.appliedTransactions) == [1])
         #expect(try b.store.execute(sql: "SELECT note FROM items").0[0].rows == [[.text("first")]])
         #expect(try b.store.schemaWaits().isEmpty)
+    }
+
+    /// A snapshot made under a version the store has not made is held like a change bundle, and
+    /// the pull after the migration applies it, though the folder no longer has it: before, the
+    /// pull took the held copy for a numbered bundle, refused it as not a change bundle on every
+    /// pull, and the store went on waiting.
+    @Test func aHeldSnapshotIsAppliedOnceTheStoreMigrates() async throws {
+        let group = try ExchangeGroup(["a", "b"], schema: Self.v1, preserve: [])
+        let (a, b) = (group["a"], group["b"])
+        let version = try #require(try a.store.migrate(Self.addNote).version)
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name, note) VALUES ('i1', 'one', 'first')")
+        let snapshot = group.directory.file("a.tms")
+        _ = try a.store.exportSnapshot(to: snapshot, key: a.key)
+        #expect(try b.store.importBundle(at: snapshot).waitingFor == version)
+        try FileManager.default.removeItem(atPath: snapshot)
+
+        try b.store.migrate(Self.addNote)
+        let pulled = try group.pull("b", prune: false)
+        #expect(pulled.warnings.isEmpty && pulled.waiting.isEmpty, "\(pulled)")
+        #expect(pulled.imported.map(\.header.kind) == [.snapshot])
+        #expect(try b.store.execute(sql: "SELECT id, note FROM items").0[0].rows == [[.text("i1"), .text("first")]])
+        #expect(try b.store.schemaWaits().isEmpty)
+        #expect(try group.pull("b", prune: false).warnings.isEmpty)
+        #expect(try group.tableDifferences().isEmpty)
     }
 
     @Test func aStoreCreatedFromTheNewerSchemaTakesTheVersionOn() async throws {

@@ -9,10 +9,13 @@ enum SchemaWording {
         return "\(version) (\(version.change))"
     }
 
-    /// A wait: `for schema v3 …: add column items.note (2 bundles held); migrate, then pull`.
+    /// A wait: `for schema v3 … (add column items.note): 2 bundles held; make that migration (sync
+    /// migrate), then pull`, or, once the store has made it, that the next pull applies them.
     static func waiting(_ wait: Store.SchemaWait) -> String {
         "for schema \(wait.version) (\(wait.version.change)): \(wait.bundleCount) bundle\(wait.bundleCount == 1 ? "" : "s") held; "
-            + "make that migration (sync migrate), then pull"
+            + (wait.isMade
+                ? "this store has made that version: the next pull applies them"
+                : "make that migration (sync migrate), then pull")
     }
 
     /// One version as a JSON object.
@@ -27,7 +30,7 @@ enum SchemaWording {
     /// schema), the lineage, and what held bundles wait for.
     static func json(_ status: Store.Status) -> JSON {
         let waiting = status.waiting.map { wait in
-            ["version": json(wait.version), "bundles": .integer(wait.bundleCount)] as JSON
+            ["version": json(wait.version), "bundles": .integer(wait.bundleCount), "made": .bool(wait.isMade)] as JSON
         }
         return [
             "version": status.lineage.last.map(json) ?? .null, "position": .integer(status.lineage.count),

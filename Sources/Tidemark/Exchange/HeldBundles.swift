@@ -10,6 +10,8 @@ extension Store {
         public var version: Schema.Version
         /// How many held bundles need it.
         public var bundleCount: Int
+        /// Whether the store has made the version since: the next pull applies the bundles.
+        public var isMade: Bool = false
     }
 
     /// The schema versions held bundles wait for, oldest first.
@@ -67,6 +69,8 @@ enum HeldBundles {
     /// What the held bundles wait for, one entry per version.
     static func waits(_ db: Database) throws -> [Store.SchemaWait] {
         var waits: [Store.SchemaWait] = []
+        // A fork is refused, never held: a held version at or below the store's position is one it made.
+        let position = try SchemaLineage.position(db)
         for row in try Row.fetchAll(
             db,
             sql:
@@ -76,7 +80,7 @@ enum HeldBundles {
             waits.append(
                 Store.SchemaWait(
                     version: Schema.Version(position: row[0], id: [UInt8](row[1] as Data), change: change),
-                    bundleCount: row[3]))
+                    bundleCount: row[3], isMade: row[0] <= position))
         }
         return waits
     }

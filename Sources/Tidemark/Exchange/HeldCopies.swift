@@ -56,6 +56,10 @@ struct HeldCopies {
         self.encrypted = encrypted
     }
 
+    /// Whether `path` is one of the copies: a held bundle may be a snapshot, where a numbered
+    /// bundle of the folder may not.
+    func holds(_ path: String) -> Bool { digests[path] != nil }
+
     /// For one of the copies, whether its bundle came encrypted; nil for any other path.
     func cameEncrypted(_ path: String) -> Bool? { encrypted[path] }
 

@@ -254,7 +254,7 @@ extension Store {
                     if let validator = sources.validator(of: address) {
                         try rememberRemote(sources.recorded, address, validator: validator, through: header.through)
                     }
-                    guard header.kind == .changes else {
+                    guard header.kind == .changes || held.holds(address) else {
                         failures[address] = "\(address): a numbered bundle must be a change bundle"
                         continue
                     }

@@ -41,6 +41,14 @@ import TidemarkTestSupport
         return d
     }
 
+    /// A delete counts as a tombstone as soon as it is made, not once an exchange has folded it.
+    @Test func statusCountsADeleteAsATombstoneAtOnce() throws {
+        let group = try Self.group()
+        _ = try group["a"].store.execute(sql: "DELETE FROM notes WHERE id IN ('a-1', 'b-1', 'c-2')")
+        #expect(try Self.tombstones(group["a"]) == 3)
+        #expect(try Self.tombstones(group["b"]) == 0)
+    }
+
     @Test func aTombstoneGoesOnlyOnceEveryMemberHasAppliedItsDelete() throws {
         let group = try Self.group()
         _ = try group["a"].store.execute(sql: "DELETE FROM notes WHERE id = 'b-1'")

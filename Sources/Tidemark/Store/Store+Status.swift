@@ -33,10 +33,13 @@ extension Store {
         public var tombstones = 0
     }
 
-    /// Reads the store's status. Does not seal foreign writes; they show as pending.
+    /// Reads the store's status. Does not seal foreign writes; they show as pending. Folds this
+    /// replica's own transactions into row metadata first (what an export would do), so that the
+    /// tombstones count every delete it made.
     public func status() throws -> Status {
         try mappingErrors {
-            try database.read { db in
+            try database.write { db in
+                try LocalFold(db: db, store: self).run()
                 let state = try ReplicaState.fetch(db)
                 let counts = try Row.fetchOne(
                     db, sql: "SELECT count(*), min(hlc), max(hlc) FROM tidemark_transactions")!

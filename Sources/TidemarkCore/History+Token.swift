@@ -63,8 +63,11 @@ extension History {
         public init(parsing text: String) throws {
             let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
             guard trimmed.hasPrefix(Self.prefix) else { throw TokenError.notAToken(text) }
-            guard let bytes = Base64URL.decode(String(trimmed.dropFirst(Self.prefix.count))), bytes.count >= 4 else {
+            guard let bytes = Base64URL.decode(String(trimmed.dropFirst(Self.prefix.count))) else {
                 throw TokenError.malformed(text, reason: "not base64url")
+            }
+            guard bytes.count >= 4 else {
+                throw TokenError.malformed(text, reason: "too short for its checksum (token was cut)")
             }
             let body = Array(bytes.dropLast(4))
             guard Array(SHA256.hash(data: body).prefix(4)) == Array(bytes.suffix(4)) else {

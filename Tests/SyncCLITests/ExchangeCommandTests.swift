@@ -124,7 +124,9 @@ import TidemarkTestSupport
         expectFailure(
             try await a.sync("export", "--since", History.Token.zero.description, "--peer", "b", "--out", out),
             "give exactly one of --since TOKEN or --peer NAME")
-        expectFailure(try await a.sync("export", "--peer", "nobody", "--out", out), "no peer named 'nobody'")
+        expectFailure(
+            try await a.sync("export", "--peer", "nobody", "--out", out), "no peer named 'nobody'",
+            hint: "sync peers list")
         expectFailure(try await a.sync("export", "--since", "yesterday", "--out", out), "not a history token")
         #expect(!FileManager.default.fileExists(atPath: out))
     }

@@ -124,6 +124,25 @@ import TidemarkTestSupport
         #expect(!FileManager.default.fileExists(atPath: path))
     }
 
+    /// A folder given as the store, by a one-character relative path (which trapped in
+    /// Foundation's path code), and a store in a folder that does not exist are each reported as
+    /// what they are.
+    @Test func aFolderOrAMissingFolderIsNamedForWhatItIs() async throws {
+        let directory = try TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory.file("j"), withIntermediateDirectories: false)
+        for store in ["j", "j/"] {
+            let result = try await CommandRunner.run(
+                "/bin/sh",
+                ["-c", "cd \"$0\" && exec \"$1\" status --store \"$2\"", directory.path, SyncProcess.path, store])
+            expectFailure(result, "\(store): is a folder, not a store file")
+        }
+        let missing = directory.file("nodir")
+        expectFailure(
+            try await SyncProcess.run(["init", "--store", missing + "/x.db", "--replica", "x"]),
+            "its folder \(missing) does not exist", hint: "mkdir -p \(missing)")
+        #expect(!FileManager.default.fileExists(atPath: missing))
+    }
+
     @Test func aPlainSQLiteDatabaseIsNotAStore() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("plain.db")

@@ -212,12 +212,14 @@ import TidemarkTestSupport
         let before = try await store.dump()
         for (token, message) in [
             ("garbage", "not a history token"),
-            ("tm1.", "malformed history token"),
-            ("tm1.!!!!", "malformed history token"),
+            ("tm1.", "too short for its checksum"),
+            ("tm1.AAAA", "too short for its checksum"),
+            ("tm1.!!!!", "not base64url"),
             (String(tampered), "malformed history token"),
             (String(good.dropLast(5)), "malformed history token"),
         ] {
-            expectFailure(try await store.sync("log", "--since", token), message)
+            let result = try await store.sync("log", "--since", token)
+            expectFailure(result, message, hint: token == "garbage" ? "sync token" : "copy a whole token")
         }
         #expect(try await store.dump() == before)
     }

@@ -17,6 +17,7 @@ enum CLIWording {
         case let error as StoreError: return hint(for: error)
         case let error as ExchangeError: return hint(for: error)
         case History.TokenError.notAToken: return "get one with `sync token`"
+        case History.TokenError.malformed: return "copy a whole token as `sync token` prints it (tm1.…)"
         case let error as CLIError: return error.hint
         default: return nil
         }
@@ -30,6 +31,7 @@ enum CLIWording {
         case .nothingToTrack: return "create a table first (--schema FILE.sql), or name one with --track"
         case .historyTokenExpired: return "fetch without --since to read the history that remains"
         case .foreignToken: return "use a token printed by `sync token` for this store"
+        case .badToken: return "copy a whole token as `sync token` prints it (tm1.…)"
         case .keyFile(let path, _): return "check \(path), or pass the right one with --key FILE"
         case .schemaChangeNeedsMigration:
             return "put the schema change in a file and run `sync migrate --store STORE FILE.sql`"
@@ -43,6 +45,7 @@ enum CLIWording {
     private static func hint(for error: ExchangeError) -> String? {
         switch error {
         case .unknownSigner(_, _, let key): return "if you trust it: sync peers add NAME \(key)"
+        case .unknownPeer: return "`sync peers list` shows the peers this store knows"
         case .unknownOrigin:
             return "add that replica's key with `sync peers add NAME KEY` (ask its owner for `sync identity`)"
         case .restoredFromOlderCopy:

@@ -90,7 +90,7 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
             let name = (p as NSString).lastPathComponent
             if name.hasPrefix(".tmp-") {
                 return
-                    "cannot write a new file in \(Self.folder(of: p)) (\(name)): \(fault); the partial file was removed and nothing was published"
+                    "cannot write a new file in \(FilePaths.folder(of: p)) (\(name)): \(fault); the partial file was removed and nothing was published"
             }
             return "cannot write \(p): \(fault); the partial file was removed"
         case .readFailed(let p, let fault): return "cannot read \(p): \(fault)"
@@ -101,7 +101,7 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
             return "\(p) is \(kind), not a change bundle or snapshot: nothing to import"
         case .rowTooLarge(let p, let t, let k, let n):
             // A push exports under a temporary name in its folder: name the folder instead.
-            let target = (p as NSString).lastPathComponent.hasPrefix(".tmp-") ? "to \(Self.folder(of: p))" : p
+            let target = (p as NSString).lastPathComponent.hasPrefix(".tmp-") ? "to \(FilePaths.folder(of: p))" : p
             return
                 "cannot export \(target): row \(k) of table '\(t)' holds \(n) bytes of values; a bundle record holds at most "
                 + "\(BundleFormat.maxRecordValueBytes) bytes (64 MiB) of TEXT and BLOB values, so no peer could read it; nothing was written"
@@ -150,7 +150,7 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
         case .credentials:
             return
                 "credentials come from a netrc file ($NETRC, or ~/.netrc): machine HOST login NAME password SECRET, mode 600"
-        case .writeFailed(let p, let fault): return fault.hint(folder: Self.folder(of: p), writing: true)
+        case .writeFailed(let p, let fault): return fault.hint(folder: FilePaths.folder(of: p), writing: true)
         case .readFailed(let p, let fault): return fault.hint(folder: p, writing: false)
         case .cannotWrite(_, let r) where r.hasSuffix("is on a read-only file system"):
             return "remount that file system read-write or use another folder, then run the command again"
@@ -213,8 +213,4 @@ extension ExchangeError {
         }
     }
 
-    static func folder(of path: String) -> String {
-        let folder = (path as NSString).deletingLastPathComponent
-        return folder.isEmpty ? "." : folder
-    }
 }

@@ -127,7 +127,7 @@ enum FileProblem {
         let fm = FileManager.default
         var isDirectory: ObjCBool = false
         if !fm.fileExists(atPath: path, isDirectory: &isDirectory) {
-            let parent = (path as NSString).deletingLastPathComponent
+            let parent = FilePaths.folder(of: path)
             if !parent.isEmpty, !fm.fileExists(atPath: parent, isDirectory: &isDirectory) {
                 return "folder \(parent) does not exist"
             }

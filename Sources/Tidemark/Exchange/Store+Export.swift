@@ -69,8 +69,7 @@ extension Store {
                 return (try Chains(db: db, store: self).own(through: since[own]), digest)
             }
         }
-        let directory = (path as NSString).deletingLastPathComponent
-        let temporary = (directory.isEmpty ? "." : directory) + "/.tmp-\(UUID().uuidString)"
+        let temporary = FilePaths.folder(of: path) + "/.tmp-\(UUID().uuidString)"
         let sink = try ExchangeSink(path: temporary)
         var summary: ExportSummary
         var ownHead: (sequence: Int64, attestation: Attestation)?

@@ -33,8 +33,7 @@ extension Store {
         -> ExportSummary
     {
         guard key.publicKey == publicKey else { throw ExchangeError.wrongKey(path: key.path) }
-        let directory = (path as NSString).deletingLastPathComponent
-        let temporary = (directory.isEmpty ? "." : directory) + "/.tmp-\(UUID().uuidString)"
+        let temporary = FilePaths.folder(of: path) + "/.tmp-\(UUID().uuidString)"
         let sink = try ExchangeSink(path: temporary)
         do {
             // The rows read must be exactly what history up to `through` made, with every own

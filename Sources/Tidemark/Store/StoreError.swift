@@ -156,7 +156,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
             return
                 "another program (a sqlite3 shell, an app, another sync) holds a write transaction on the store: let it finish or close it, then run the command again"
         case .storeReadOnly(_, _, let fix): return fix
-        case .storeFull(let p, let fault): return fault.hint(folder: ExchangeError.folder(of: p), writing: true)
+        case .storeFull(let p, let fault): return fault.hint(folder: FilePaths.folder(of: p), writing: true)
         case .notAttached:
             return
                 "open the store with Store.open(writer) or Store.initialize(in: writer, setup:) and pass a Database of that writer"
@@ -204,6 +204,10 @@ extension StoreError {
             if let fault = StoreFileDiagnosis.whyFull(path) { return .storeFull(path: path, fault) }
             return .storeIOError(path: path, message: message)
         case .SQLITE_CANTOPEN:
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+                return .database(path: path, message: "is a folder, not a store file")
+            }
             let (reason, fix) = StoreFileDiagnosis.whyNotWritable(path)
             if reason != StoreFileDiagnosis.unknown { return .storeReadOnly(path: path, reason: reason, fix: fix) }
             return .database(path: path, message: "cannot be opened (\(message))")

@@ -14,8 +14,7 @@ enum StoreFileDiagnosis {
 
     /// Why `path` (or the `-wal` and `-shm` files SQLite keeps next to it) cannot be written, and the fix.
     static func whyNotWritable(_ path: String) -> (reason: String, fix: String) {
-        let folder =
-            (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
+        let folder = FilePaths.folder(of: path)
         let readOnlyFileSystem = (
             "it is on a read-only file system", "remount that file system read-write, or copy the store elsewhere"
         )
@@ -31,6 +30,13 @@ enum StoreFileDiagnosis {
                 "\(locked.count == 1 ? "the file is" : "these files are") read-only: \(names)",
                 "make them writable: chmod u+w \(locked.joined(separator: " "))"
             )
+        }
+        var isDirectory: ObjCBool = false
+        if !FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory) {
+            return ("its folder \(folder) does not exist", "create the folder first (mkdir -p \(folder))")
+        }
+        if !isDirectory.boolValue {
+            return ("\(folder) is a file, not a folder", "give a path inside a folder")
         }
         if access(folder, W_OK | X_OK) != 0 {
             if errno == EROFS { return readOnlyFileSystem }
@@ -50,8 +56,7 @@ enum StoreFileDiagnosis {
             let largest = ["", "-wal", "-shm", "-journal"].compactMap { fileSize(path + $0) }.max() ?? 0
             if largest + (1 << 20) >= limit { return .fileTooLarge(limit: limit) }
         }
-        let folder =
-            (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
+        let folder = FilePaths.folder(of: path)
         if let free = freeBytes(folder), free < 1 << 20 { return .noSpace }
         return nil
     }

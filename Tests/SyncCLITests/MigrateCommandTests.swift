@@ -56,6 +56,11 @@ import TidemarkTestSupport
             hint: "sync migrate --store STORE FILE.sql")
         #expect(try await store.dump() == before)
         #expect(try await store.sync("status").exitCode == 0)
+        // SQLite checks the capture triggers against a dropped column before anything changes.
+        expectFailure(
+            try await store.sync("exec", "ALTER TABLE items DROP COLUMN name"),
+            "changes the schema of a tracked table; nothing was changed", hint: "sync migrate --store STORE FILE.sql")
+        #expect(try await store.dump() == before)
 
         let shell = try await SQLiteShell.run(store.path, "ALTER TABLE items ADD COLUMN c TEXT")
         #expect(shell.exitCode == 0, "\(shell)")
@@ -73,6 +78,26 @@ import TidemarkTestSupport
         let again = try await store.sync("log")
         #expect(again.exitCode == 0 && again.stderr.isEmpty, "\(again)")
         #expect(again.stdout.contains("c='see'"), "\(again)")
+    }
+
+    /// A migration's SQL may not write Tidemark's own tables and triggers, as `exec`'s may not:
+    /// history erased, a bookkeeping table dropped, or a trigger that throws captured changes away
+    /// would each leave a store that syncs wrong or not at all.
+    @Test func migrateRefusesSQLThatWritesTidemarksObjects() async throws {
+        let store = try await CLIStore()
+        try await store.exec("INSERT INTO items(id) VALUES ('1')")
+        let before = try await store.dump()
+        let file = store.directory.file("m.sql")
+        for sql in [
+            "DELETE FROM tidemark_changes;", "DROP TABLE tidemark_transactions;",
+            "CREATE TRIGGER t AFTER INSERT ON tidemark_changes BEGIN DELETE FROM tidemark_changes; END;",
+            "ALTER TABLE items ADD COLUMN c TEXT; ALTER TABLE items RENAME TO tidemark_items;",
+        ] {
+            try sql.write(toFile: file, atomically: true, encoding: .utf8)
+            expectFailure(try await store.sync("migrate", file), "touches Tidemark's bookkeeping ('tidemark_")
+            #expect(try await store.dump() == before, "\(sql)")
+        }
+        #expect(try await store.sync("status").exitCode == 0)
     }
 
     /// A capture trigger is Tidemark's own: `exec` refuses to drop it, and one the shell dropped

@@ -419,6 +419,10 @@ struct SchemaMigrator {
             if statement.isTransactionControl {
                 throw StoreError.transactionControlNotAllowed(statement: statement.sql)
             }
+            // Tidemark's own tables and triggers are its to change, as in `Store.execute`.
+            if !statement.isReadonly, let name = SchemaWatch.bookkeepingName(in: statement.sql) {
+                throw StoreError.bookkeepingChanged(statement: statement.sql, object: name)
+            }
             do {
                 try statement.execute()
             } catch let error as DatabaseError {

@@ -35,13 +35,16 @@ struct SchemaWatch {
         if let name = Self.bookkeepingName(in: statement.sql) {
             throw StoreError.bookkeepingChanged(statement: statement.sql, object: name)
         }
-        guard bookkeeping == nil, Self.schemaKeywords.contains(statement.leadingKeyword) else { return }
+        guard bookkeeping == nil, Self.changesSchema(statement) else { return }
         bookkeeping = try Self.objects(db)
         digestsTrusted = try RowDigests.trusted(db)
     }
 
     /// The first keywords of the statements that change the schema (ANALYZE makes `sqlite_stat1`).
     private static let schemaKeywords: Set = ["CREATE", "ALTER", "DROP", "ANALYZE"]
+
+    /// Whether `statement` changes the schema, by its first keyword.
+    static func changesSchema(_ statement: Statement) -> Bool { schemaKeywords.contains(statement.leadingKeyword) }
 
     /// The first `tidemark_…` name `sql` mentions outside its comments and string literals: bare,
     /// quoted (`"…"`, `` `…` ``, `[…]`), or as a single-quoted string that is a whole name, which

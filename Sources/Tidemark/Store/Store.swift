@@ -308,7 +308,16 @@ public final class Store: Sendable {
                         }
                         results.append(ResultSet(columns: statement.columnNames, rows: rows))
                     } else {
-                        try statement.execute()
+                        do {
+                            try statement.execute()
+                        } catch let error as DatabaseError
+                            where error.message?.contains("error in trigger \(Bookkeeping.prefix)") == true
+                            && SchemaWatch.changesSchema(statement)
+                        {
+                            // SQLite checks the capture triggers against a dropped column before
+                            // anything changes: a migration lifts them.
+                            throw StoreError.schemaChangeNeedsMigration(statement: statement.sql)
+                        }
                     }
                     try watch.didRun(statement)
                 }

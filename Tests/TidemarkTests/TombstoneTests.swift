@@ -41,12 +41,21 @@ import TidemarkTestSupport
         return d
     }
 
-    /// A delete counts as a tombstone as soon as it is made, not once an exchange has folded it.
+    /// A delete counts as a tombstone as soon as it is made, not once an exchange has folded it,
+    /// and reading the count writes nothing.
     @Test func statusCountsADeleteAsATombstoneAtOnce() throws {
         let group = try Self.group()
-        _ = try group["a"].store.execute(sql: "DELETE FROM notes WHERE id IN ('a-1', 'b-1', 'c-2')")
-        #expect(try Self.tombstones(group["a"]) == 3)
+        let a = group["a"]
+        _ = try a.store.execute(sql: "DELETE FROM notes WHERE id IN ('a-1', 'b-1', 'c-2')")
+        let before = try StoreSnapshot.everything(of: a.path)
+        #expect(try Self.tombstones(a) == 3)
+        #expect(try StoreSnapshot.everything(of: a.path) == before)
+        _ = try a.store.execute(sql: "INSERT INTO notes VALUES ('a-1', 'back'), ('a-9', 'new')")
+        _ = try a.store.execute(sql: "INSERT INTO notes VALUES ('a-8', 'brief'); DELETE FROM notes WHERE id = 'a-8'")
+        #expect(try Self.tombstones(a) == 3, "a-1 lives again; a-8 lived and went")
         #expect(try Self.tombstones(group["b"]) == 0)
+        _ = try group.push("a")
+        #expect(try Self.tombstones(a) == 3, "the same once folded")
     }
 
     @Test func aTombstoneGoesOnlyOnceEveryMemberHasAppliedItsDelete() throws {

@@ -156,6 +156,47 @@ struct LocalFold {
         try digests?.flush(tables: store.replicatedTables)
         try ReplicaState.setFolded(through: last[0], db)
     }
+
+    /// How many tombstones `run` would add, less those it would end, reading only: each row's
+    /// last own change not yet folded decides whether the row ends up deleted.
+    func tombstonesAdded() throws -> Int {
+        let transactions = try Row.fetchAll(
+            db,
+            sql:
+                "SELECT first_change, last_change FROM tidemark_transactions WHERE replica = ? AND seq > ? ORDER BY seq",
+            arguments: [Data(store.replica.id.bytes), try ReplicaState.fetch(db).foldedSequence])
+        guard !transactions.isEmpty else { return 0 }
+        let tables = Dictionary(uniqueKeysWithValues: store.replicatedTables.map { ($0.id, $0) })
+        let layout = try ChangeLayout(db)
+        let changes = try RawStatement(
+            db, sql: HistoryQuery.changesOfTransaction(selecting: layout.selectList + ", id"))
+        let clock = MergeClock(timestamp: HLCTimestamp(packed: 0), origin: store.replica.id)
+        // Whether each row's last own change deletes it, by table. Imports fold first, so the
+        // metadata holds each row's state before the own changes not yet folded.
+        var deleted: [Int64: [[SQLValue]: Bool]] = [:]
+        for transaction in transactions {
+            changes.reset()
+            try changes.bind(transaction[0] as Int64, at: 1)
+            try changes.bind(transaction[1] as Int64, at: 2)
+            while try changes.step() {
+                guard let table = tables[changes.int64(0)], let op = Bookkeeping.Op(rawValue: changes.int64(1)),
+                    op != .marker
+                else { continue }
+                deleted[table.id, default: [:]][Captured(changes, layout, table, clock: clock).key] = op == .delete
+            }
+        }
+        let origins = OriginNumbers(db: db)
+        var added = 0
+        for (id, rows) in deleted {
+            let metadata = RowMetadataStore(table: tables[id]!, origins: origins, digests: nil)
+            for (key, isDeleted) in rows {
+                let generation = try metadata.fetch(db, key: key).generation
+                let wasTombstone = generation > 0 && generation.isMultiple(of: 2)
+                if isDeleted != wasTombstone { added += isDeleted ? 1 : -1 }
+            }
+        }
+        return added
+    }
 }
 
 /// One captured change, as the fold reads it: which row, which columns it wrote, and an insert's

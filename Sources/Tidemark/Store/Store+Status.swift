@@ -33,13 +33,11 @@ extension Store {
         public var tombstones = 0
     }
 
-    /// Reads the store's status. Does not seal foreign writes; they show as pending. Folds this
-    /// replica's own transactions into row metadata first (what an export would do), so that the
-    /// tombstones count every delete it made.
+    /// Reads the store's status, writing nothing. Does not seal foreign writes; they show as
+    /// pending. The tombstones count this replica's deletes not yet folded into row metadata.
     public func status() throws -> Status {
         try mappingErrors {
-            try database.write { db in
-                try LocalFold(db: db, store: self).run()
+            try database.read { db in
                 let state = try ReplicaState.fetch(db)
                 let counts = try Row.fetchOne(
                     db, sql: "SELECT count(*), min(hlc), max(hlc) FROM tidemark_transactions")!
@@ -60,7 +58,8 @@ extension Store {
                     oldest: (counts[1] as Int64?).map(HLCTimestamp.init(packed:)),
                     newest: (counts[2] as Int64?).map(HLCTimestamp.init(packed:)),
                     lineage: try SchemaLineage.fetch(db), waiting: try HeldBundles.waits(db),
-                    tombstones: try Tombstones.count(db, tables: replicatedTables))
+                    tombstones: try Tombstones.count(db, tables: replicatedTables)
+                        + LocalFold(db: db, store: self).tombstonesAdded())
             }
         }
     }

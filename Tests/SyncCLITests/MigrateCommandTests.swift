@@ -80,6 +80,40 @@ import TidemarkTestSupport
         #expect(again.stdout.contains("c='see'"), "\(again)")
     }
 
+    /// Changes from the shell that no migration can be inferred from (a tracked table dropped,
+    /// or rebuilt with its key made a rowid) leave a store every command refuses, naming the
+    /// migration that adopts them; before, not even that migration could open the store. After it
+    /// the store is usable again, and its history stays.
+    @Test func shellChangesNoMigrationFollowsAreAdoptedByTheMigrationTheErrorNames() async throws {
+        for (change, why) in [
+            ("DROP TABLE items", "it was dropped"),
+            (
+                "CREATE TABLE i2(id INTEGER PRIMARY KEY, name TEXT, qty INTEGER); INSERT INTO i2(id, name) SELECT id, name FROM items; DROP TABLE items; ALTER TABLE i2 RENAME TO items",
+                "its key 'id' is an INTEGER PRIMARY KEY"
+            ),
+        ] {
+            let store = try await CLIStore()
+            try await store.exec("INSERT INTO items(id, name) VALUES ('1', 'one')")
+            let shell = try await SQLiteShell.run(store.path, change)
+            #expect(shell.exitCode == 0, "\(shell)")
+            for command in ["status", "log", "exec"] {
+                let refused = try await store.sync(command, command == "exec" ? "SELECT 1" : "--json")
+                expectFailure(
+                    refused, "tracked table 'items' changed shape since tracking began",
+                    hint: "`sync migrate --store STORE --untrack items`")
+                #expect(refused.stderr.contains(why), "\(refused)")
+            }
+            let migrated = try await store.sync("migrate", "--untrack", "items")
+            #expect(migrated.exitCode == 0, "\(migrated)")
+            #expect(migrated.stdoutLines.first == "no longer tracking items", "\(migrated)")
+            for command in ["status", "log", "token"] {
+                let result = try await store.sync(command)
+                #expect(result.exitCode == 0 && result.stderr.isEmpty, "\(command): \(result)")
+            }
+            #expect(try await store.sync("log").stdout.contains("insert items [id='1'] name='one'"), "history stays")
+        }
+    }
+
     /// A migration's SQL may not write Tidemark's own tables and triggers, as `exec`'s may not:
     /// history erased, a bookkeeping table dropped, or a trigger that throws captured changes away
     /// would each leave a store that syncs wrong or not at all.

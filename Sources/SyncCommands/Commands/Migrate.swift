@@ -49,8 +49,14 @@ extension SyncCLI {
                 guard let data = FileManager.default.contents(atPath: file) else { throw CLIError.unreadableFile(file) }
                 sql = String(decoding: data, as: UTF8.self)
             }
-            let summary = try store.open().migrate(
-                Store.Migration(sql: sql, track: tables, untrack: untrack, preserve: preserve))
+            let migration = Store.Migration(sql: sql, track: tables, untrack: untrack, preserve: preserve)
+            let summary: Store.MigrationSummary
+            do {
+                summary = try store.open().migrate(migration)
+            } catch StoreError.trackedTableChanged {
+                // Another client changed a table in a way only this migration can say (dropped it).
+                summary = try Store.migrate(migration, storeAt: try store.path)
+            }
             for line in Self.describe(summary) { Output.line(line) }
         }
 

@@ -483,6 +483,10 @@ struct SchemaMigrator {
                     "its primary key changed from (\(old.keyColumns.joined(separator: ", "))) to (\(shape.keyColumns.joined(separator: ", "))); "
                     + "the key is each row's identity on every replica")
         }
+        let reserved = old.name.lowercased().hasPrefix(Bookkeeping.prefix)
+        if let (reason, _) = try TrackedTable.refusal(of: tableName, shape, in: db, allowReserved: reserved) {
+            throw StoreError.unsupportedMigration(table: old.name, change: "it could no longer be tracked: \(reason)")
+        }
         let gone = old.slots.filter { !shape.columns.contains(names[$0]!) }
         let added = shape.columns.filter { !names.values.contains($0) }
         if trigger == nil && !gone.isEmpty && !added.isEmpty {

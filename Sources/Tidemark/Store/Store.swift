@@ -93,9 +93,26 @@ public final class Store: Sendable {
         try Store.load(path: writer.path, database: writer, attached: true, options: options)
     }
 
-    static func load(path: String, database: any DatabaseWriter, attached: Bool = false, options: Options) throws
-        -> Store
+    /// Opens the store at `path` and runs `migration` on it, for a store that `open` refuses: another
+    /// client changed a tracked table in a way no migration can be inferred from (dropped the
+    /// table, or rebuilt it with columns both dropped and added), and `migration` says what the
+    /// change was (`untrack` for a dropped table, say). `open` adopts any other such change itself.
+    @discardableResult
+    public static func migrate(_ migration: Migration, storeAt path: String, options: Options = Options()) throws
+        -> MigrationSummary
     {
+        let database = try StoreConnection.open(path, busyTimeout: options.busyTimeout)
+        let store = try Store.load(path: path, database: database, options: options, adopting: false)
+        let summary = try store.migrate(migration)
+        try store.restoreCaptureTriggers()
+        return summary
+    }
+
+    /// `adopting`: adopt a schema change another client made as a migration, or refuse to open
+    /// when it cannot be; when false, leave it to the caller's migration.
+    static func load(
+        path: String, database: any DatabaseWriter, attached: Bool = false, options: Options, adopting: Bool = true
+    ) throws -> Store {
         do {
             let loaded = try database.read { db in
                 guard try Bookkeeping.isInitialized(db) else { throw StoreError.notInitialized(path: path) }
@@ -128,7 +145,10 @@ public final class Store: Sendable {
             let store = Store(
                 path: path, database: database, authorship: authorship, replica: replica, publicKey: Array(key),
                 registrations: tables, options: options)
-            if let changed { try store.adoptSchemaChange(refusedAs: changed) }
+            if let changed {
+                guard adopting else { return store }
+                try store.adoptSchemaChange(refusedAs: changed)
+            }
             try store.restoreCaptureTriggers()
             return store
         } catch let error as StoreError {

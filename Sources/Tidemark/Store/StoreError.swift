@@ -142,9 +142,9 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .newerFormat: return "upgrade Tidemark to open this store"
         case .alreadyInitialized: return "open it with Store.open; Store.trackedTables says what it tracks"
         case .untrackableTable(_, _, let hint): return hint
-        case .trackedTableChanged:
+        case .trackedTableChanged(let t, _):
             return
-                "restore the table's key; make other changes with Store.migrate, which adapts tracking (untrack a table before dropping it)"
+                "restore the table as it was, or adopt the change with Store.migrate(_:storeAt:): untrack: [\"\(t)\"] stops tracking the table as it is now (its history stays), and a later migration may track it again"
         case .nothingToTrack:
             return "create a table first (Setup.schema or the app's own migrations), or name one in Setup.tables"
         case .transactionControlNotAllowed: return "remove BEGIN/COMMIT/ROLLBACK/SAVEPOINT from the SQL"

@@ -225,37 +225,47 @@ extension TrackedTable {
             withoutRowID: withoutRowID)
     }
 
+    /// Why the table `table`, of `shape`, cannot be tracked, and what to do; nil when it can be
+    /// (but for its number of columns). A migration that leaves a tracked table so is refused too.
+    static func refusal(of table: String, _ shape: Shape, in db: Database, allowReserved: Bool = false) throws
+        -> (reason: String, hint: String)?
+    {
+        if !allowReserved
+            && (table.lowercased().hasPrefix(Bookkeeping.prefix) || table.lowercased().hasPrefix("sqlite_"))
+        {
+            return ("the name is reserved", "rename the table")
+        }
+        let kind = try String.fetchOne(
+            db, sql: "SELECT type FROM pragma_table_list WHERE schema = 'main' AND name = ? COLLATE NOCASE",
+            arguments: [table])
+        if kind != "table" {
+            return ("it is a \(kind ?? "special") table, not an ordinary one", "track an ordinary table")
+        }
+        guard !shape.keyColumns.isEmpty else {
+            return (
+                "it has no PRIMARY KEY, so its rows have no identity shared by every replica",
+                "declare a primary key, e.g. `id TEXT PRIMARY KEY` holding a UUID"
+            )
+        }
+        if shape.keyColumns.count == 1, !shape.withoutRowID,
+            let i = shape.columns.firstIndex(of: shape.keyColumns[0]), shape.declaredTypes[i].uppercased() == "INTEGER"
+        {
+            return (
+                "its key '\(shape.keyColumns[0])' is an INTEGER PRIMARY KEY, which SQLite assigns itself (two replicas would both create row 1)",
+                "use a key the application chooses, e.g. `id TEXT PRIMARY KEY` holding a UUID"
+            )
+        }
+        return nil
+    }
+
     /// Checks that a table can be tracked and describes it; throws `StoreError.untrackableTable`
     /// with the reason and a hint otherwise.
     static func describe(_ table: String, id: Int64, preserving: [String], in db: Database, allowReserved: Bool = false)
         throws -> TrackedTable
     {
-        if !allowReserved
-            && (table.lowercased().hasPrefix(Bookkeeping.prefix) || table.lowercased().hasPrefix("sqlite_"))
-        {
-            throw StoreError.untrackableTable(table, reason: "the name is reserved", hint: "rename the table")
-        }
         let shape = try shape(of: table, in: db)
-        let kind = try String.fetchOne(
-            db, sql: "SELECT type FROM pragma_table_list WHERE schema = 'main' AND name = ?", arguments: [table])
-        if kind != "table" {
-            throw StoreError.untrackableTable(
-                table, reason: "it is a \(kind ?? "special") table, not an ordinary one",
-                hint: "track an ordinary table")
-        }
-        guard !shape.keyColumns.isEmpty else {
-            throw StoreError.untrackableTable(
-                table, reason: "it has no PRIMARY KEY, so its rows have no identity shared by every replica",
-                hint: "declare a primary key, e.g. `id TEXT PRIMARY KEY` holding a UUID")
-        }
-        if shape.keyColumns.count == 1, !shape.withoutRowID,
-            let i = shape.columns.firstIndex(of: shape.keyColumns[0]), shape.declaredTypes[i].uppercased() == "INTEGER"
-        {
-            throw StoreError.untrackableTable(
-                table,
-                reason:
-                    "its key '\(shape.keyColumns[0])' is an INTEGER PRIMARY KEY, which SQLite assigns itself (two replicas would both create row 1)",
-                hint: "use a key the application chooses, e.g. `id TEXT PRIMARY KEY` holding a UUID")
+        if let (reason, hint) = try refusal(of: table, shape, in: db, allowReserved: allowReserved) {
+            throw StoreError.untrackableTable(table, reason: reason, hint: hint)
         }
         let limit = Bookkeeping.maxTrackedColumns(db, keyCount: shape.keyColumns.count)
         guard shape.columns.count <= limit else {
@@ -295,6 +305,11 @@ extension TrackedTable {
                 now:
                     "columns were (\(columns.joined(separator: ", "))) and are now (\(shape.columns.joined(separator: ", ")))"
             )
+        }
+        // The same names, rebuilt so that it can no longer be tracked (its key made a rowid).
+        let reserved = name.lowercased().hasPrefix(Bookkeeping.prefix)
+        if let (reason, _) = try Self.refusal(of: name, shape, in: db, allowReserved: reserved) {
+            throw StoreError.trackedTableChanged(name, now: "it could no longer be tracked: \(reason)")
         }
     }
 }

@@ -64,6 +64,51 @@ import TidemarkTestSupport
         }
     }
 
+    /// a and b share one folder; b, c, d and e another. b relays a's transactions into the second
+    /// folder, and there they cross once: c, d and e hold them from b's bundle, which provides them
+    /// to every reader, and relay nothing of a's (before, each relayed them again, four copies of
+    /// a's data in a folder a does not publish in).
+    @Test func aRelayThatAFileAlreadyProvidesIsNotMadeAgain() throws {
+        let group = try ExchangeGroup(["a", "b", "c", "d", "e"])
+        let first = group.folder
+        let second = group.directory.file("second")
+        try FileManager.default.createDirectory(atPath: second, withIntermediateDirectories: true)
+        try PruneTests.writeItems(group["a"], count: 50)
+        let relayers = ["c", "d", "e"]
+        for name in relayers {
+            _ = try group[name].store.execute(sql: "INSERT INTO items(id, name) VALUES ('from-\(name)', '\(name)')")
+        }
+        for _ in 0..<3 {
+            _ = try group["a"].store.push(to: first, key: group["a"].key)
+            _ = try group["b"].store.pull(from: first, key: group["b"].key, prune: false)
+            for name in ["b"] + relayers {
+                _ = try group[name].store.push(to: second, key: group[name].key)
+            }
+            for name in ["b"] + relayers {
+                let pulled = try group[name].store.pull(from: second, key: group[name].key, prune: false)
+                #expect(pulled.warnings.isEmpty, "\(name): \(pulled.warnings)")
+            }
+            _ = try group["b"].store.push(to: first, key: group["b"].key)
+            _ = try group["a"].store.pull(from: first, key: group["a"].key, prune: false)
+        }
+        #expect(try group.tableDifferences() == [])
+        for name in relayers {
+            for bundle in ExchangeGroup.bundles(in: second, of: group[name]) {
+                let header = try ExchangeGroup.header(of: bundle)
+                #expect(!header.ranges.contains { $0.origin == group["a"].id }, "\(bundle) relays a again")
+            }
+        }
+        #expect(
+            try ExchangeGroup.bundles(in: second, of: group["b"]).contains {
+                try ExchangeGroup.header(of: $0).ranges.contains { $0.origin == group["a"].id }
+            }, "b relays a's transactions once")
+        // A replica that joins the second folder later follows the bundles there alone.
+        let late = try group.add("late")
+        let pulled = try late.store.pull(from: second, key: late.key, prune: false)
+        #expect(pulled.warnings.isEmpty, "\(pulled.warnings)")
+        #expect(try late.tables() == group["a"].tables())
+    }
+
     @Test func aReplicaWhoseBundlesDependOnLostFilesPublishesOneThatDependsOnNone() throws {
         let group = try ExchangeGroup(["a", "b"])
         let (a, b) = (group["a"], group["b"])

@@ -128,34 +128,38 @@ extension Store {
         return unprovided.contains { origin, position in header.through[origin] < position }
     }
 
-    /// For every other replica with a folder in `exchange`, how far its own files there provide
-    /// its transactions without a gap to every reader (Protocol/exchange.md §3.1): when its
-    /// numbered bundles run without a missing number from one that continues its snapshot (or its
-    /// first transaction), its newest bundle's position, which readers that follow the bundles
-    /// reach (they never read the snapshot, which may hold more); otherwise its snapshot's
-    /// position. Files whose header this replica cannot read, or that another replica signed,
-    /// provide nothing.
+    /// For every other origin, how far the files of `exchange` provide its transactions without a
+    /// gap to every reader (Protocol/exchange.md §3.1). The files of each other replica `R` with a
+    /// folder there reach a token: when `R`'s numbered bundles run without a missing number from one
+    /// that continues `R`'s snapshot (or `R`'s first transaction), its newest bundle's `through`,
+    /// which a reader holds once it has applied that bundle (it held the bundle's `since`, and took
+    /// its ranges); otherwise its snapshot's `through`. A reader that can follow `R`'s bundles never
+    /// reads the snapshot, which may hold more. An origin is provided as far as the furthest of
+    /// those tokens: its own files', or a relay's, where it does not publish. Files whose header
+    /// this replica cannot read, or that another replica signed, provide nothing.
     func providedSequences(in exchange: ExchangeFolder, key: KeyFile) throws -> [Replica.ID: Int64] {
         var provided: [Replica.ID: Int64] = [:]
-        for origin in try exchange.replicaFolders(except: replica.id) {
+        for sender in try exchange.replicaFolders(except: replica.id) {
             func header(_ file: ExchangeFolder.File) -> BundleHeader? {
-                guard let (sender, header, _) = try? exchange.header(of: file, identity: key.envelopeIdentity),
-                    sender == origin
+                guard let (signer, header, _) = try? exchange.header(of: file, identity: key.envelopeIdentity),
+                    signer == sender
                 else { return nil }
                 return header
             }
-            let snapshot = ExchangeFolder.File(replica: origin, name: ExchangeFolder.snapshotName)
-            var position =
-                try exchange.contains(snapshot.name, of: origin) ? header(snapshot)?.through[origin] ?? 0 : 0
-            let bundles = try exchange.bundles(of: origin)
+            let snapshot = ExchangeFolder.File(replica: sender, name: ExchangeFolder.snapshotName)
+            var reach =
+                try exchange.contains(snapshot.name, of: sender) ? header(snapshot)?.through ?? .zero : .zero
+            let bundles = try exchange.bundles(of: sender)
             if let oldest = bundles.first, let newest = bundles.last,
                 newest.number - oldest.number == bundles.count - 1,
                 let first = header(oldest.file), let last = header(newest.file)
             {
-                let start = first.ranges.first { $0.origin == origin }?.first ?? first.since[origin] + 1
-                if start - 1 <= position { position = last.through[origin] }
+                let start = first.ranges.first { $0.origin == sender }?.first ?? first.since[sender] + 1
+                if start - 1 <= reach[sender] { reach = last.through }
             }
-            provided[origin] = position
+            for (origin, position) in reach.sequences where origin != replica.id {
+                provided[origin] = max(provided[origin] ?? 0, position)
+            }
         }
         return provided
     }

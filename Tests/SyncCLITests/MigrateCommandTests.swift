@@ -114,6 +114,23 @@ import TidemarkTestSupport
         }
     }
 
+    /// A version that tracks a table of 250 columns is named in a line of readable length; the
+    /// JSON gives the change whole.
+    @Test func aWideTablesVersionIsClippedInLinesAndWholeInJSON() async throws {
+        let store = try await CLIStore()
+        let columns = (1...249).map { "c\($0) TEXT" }.joined(separator: ", ")
+        let file = store.directory.file("wide.sql")
+        try "CREATE TABLE wide(id TEXT PRIMARY KEY, \(columns));".write(toFile: file, atomically: true, encoding: .utf8)
+        let migrated = try await store.sync("migrate", "--track", "wide", file)
+        #expect(migrated.exitCode == 0, "\(migrated)")
+        let status = try await store.sync("status")
+        let line = try #require(status.stdoutLines.first { $0.hasPrefix("schema ") })
+        #expect(line.count < 300 && line.hasSuffix("…)"), "\(line)")
+        let json = try #require(try await store.status()["schema"] as? [String: Any])
+        let change = try #require((json["version"] as? [String: Any])?["change"] as? String)
+        #expect(change.contains("c249"), "\(change.suffix(80))")
+    }
+
     /// A migration's SQL may not write Tidemark's own tables and triggers, as `exec`'s may not:
     /// history erased, a bookkeeping table dropped, or a trigger that throws captured changes away
     /// would each leave a store that syncs wrong or not at all.

@@ -20,7 +20,7 @@ extension SyncCLI {
                 let summary = try opened.importBundle(at: file, key: key)
                 if let version = summary.waitingFor {
                     Output.line(
-                        "\(file): held, not applied: written under schema \(version) (\(version.change)), which this store has not made; "
+                        "\(file): held, not applied: written under schema \(version) (\(SchemaWording.clipped(version.change))), which this store has not made; "
                             + "make that migration (sync migrate), then pull or import it again")
                 } else if summary.alreadyApplied {
                     Output.line("\(file): already applied, nothing changed")

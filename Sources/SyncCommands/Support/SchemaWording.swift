@@ -6,16 +6,23 @@ enum SchemaWording {
     /// The current version: `v2 3f2a9c1b0d4e (add column items.note)`, or `initial`.
     static func current(_ lineage: [Schema.Version]) -> String {
         guard let version = lineage.last else { return "initial (no migration yet)" }
-        return "\(version) (\(version.change))"
+        return "\(version) (\(clipped(version.change)))"
     }
 
     /// A wait: `for schema v3 … (add column items.note): 2 bundles held; make that migration (sync
     /// migrate), then pull`, or, once the store has made it, that the next pull applies them.
     static func waiting(_ wait: Store.SchemaWait) -> String {
-        "for schema \(wait.version) (\(wait.version.change)): \(wait.bundleCount) bundle\(wait.bundleCount == 1 ? "" : "s") held; "
+        "for schema \(wait.version) (\(clipped(wait.version.change))): \(wait.bundleCount) bundle\(wait.bundleCount == 1 ? "" : "s") held; "
             + (wait.isMade
                 ? "this store has made that version: the next pull applies them"
                 : "make that migration (sync migrate), then pull")
+    }
+
+    /// A change as a line shows it: a table of hundreds of columns made one of thousands of
+    /// characters. `status --json` and `log --json` give it whole.
+    static func clipped(_ change: Schema.Change) -> String {
+        let text = change.description
+        return text.count <= 240 ? text : text.prefix(239) + "…"
     }
 
     /// One version as a JSON object.

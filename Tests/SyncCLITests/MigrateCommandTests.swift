@@ -114,6 +114,20 @@ import TidemarkTestSupport
         }
     }
 
+    /// A migration that changes nothing says so; one that changes only what is not tracked says that.
+    @Test func aMigrationSaysWhetherItChangedTheSchema() async throws {
+        let store = try await CLIStore()
+        let file = store.directory.file("m.sql")
+        for (sql, said) in [
+            ("-- nothing yet", "nothing changed"),
+            ("CREATE INDEX items_by_name ON items(name);", "schema changed; tracking unchanged"),
+        ] {
+            try sql.write(toFile: file, atomically: true, encoding: .utf8)
+            let result = try await store.sync("migrate", file)
+            #expect(result.exitCode == 0 && result.stdoutLines == [said], "\(result)")
+        }
+    }
+
     /// A version that tracks a table of 250 columns is named in a line of readable length; the
     /// JSON gives the change whole.
     @Test func aWideTablesVersionIsClippedInLinesAndWholeInJSON() async throws {

@@ -80,7 +80,8 @@ extension SyncCLI {
             lines += summary.untrackedTables.map { "no longer tracking \($0)" }
             lines += summary.preserveChanged.map { "preserving changed for \($0)" }
             if version, let made = summary.version { lines.append("schema is now \(made)") }
-            return lines.isEmpty ? ["schema changed; tracking unchanged"] : lines
+            guard lines.isEmpty else { return lines }
+            return [summary.changedSchema ? "schema changed; tracking unchanged" : "nothing changed"]
         }
     }
 }

@@ -65,6 +65,9 @@ extension Store {
         public var version: Schema.Version?
         /// Whether tracking changed at all (false for an index, a view, or an untracked table).
         public var changedTracking: Bool { version != nil || !preserveChanged.isEmpty }
+        /// Whether the migration's SQL or code changed the schema at all (false for one that only
+        /// wrote rows, or held nothing but comments).
+        public var changedSchema = false
     }
 
     /// Runs a migration and adapts tracking in the same SQLite transaction: a failure, or a change
@@ -183,11 +186,13 @@ struct SchemaMigrator {
         let lastChange = try Sealer.lastChangeID(db)
         let schemaBefore = try Self.schemaText(db)
         let changesBefore = db.totalChangesCount
+        let cookieBefore = try db.schemaVersion()
         let lifted = try runSQL(migration, tracked: before)
         // Rows written by the migration, tracked or not, captured or not: a write to a column the
         // migration added is not captured, since the triggers do not know the column yet.
         let wroteRows = db.totalChangesCount != changesBefore
         let schemaAfter = try Self.schemaText(db)
+        let changedSchema = try db.schemaVersion() != cookieBefore
         let written = Set(
             try Int64.fetchAll(
                 db, sql: "SELECT DISTINCT table_id FROM tidemark_changes WHERE id > ?", arguments: [lastChange]))
@@ -201,6 +206,7 @@ struct SchemaMigrator {
         }
         let position = try SchemaLineage.position(db) + 1
         var summary = Store.MigrationSummary()
+        summary.changedSchema = changedSchema
         var operations: [Schema.Operation] = []
         var after: [TrackedTable] = []
         let preserve = try preservedByTable(

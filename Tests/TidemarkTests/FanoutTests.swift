@@ -78,7 +78,9 @@ import TidemarkTestSupport
         for name in relayers {
             _ = try group[name].store.execute(sql: "INSERT INTO items(id, name) VALUES ('from-\(name)', '\(name)')")
         }
-        for _ in 0..<3 {
+        for round in 0..<3 {
+            // New writes of a each round: b's later bundles, which assume c's, d's and e's, carry them.
+            _ = try group["a"].store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-round-\(round)', 'a')")
             _ = try group["a"].store.push(to: first, key: group["a"].key)
             _ = try group["b"].store.pull(from: first, key: group["b"].key, prune: false)
             for name in ["b"] + relayers {

@@ -86,7 +86,7 @@ extension Store {
         var since = carried.merged(with: pruned)
         // Each transaction crosses the folder once (Protocol/exchange.md §3.1): another origin's
         // travel in its own files here, and are relayed only where none of them provides them.
-        let provided = try providedSequences(in: exchange, key: key)
+        let provided = try providedSequences(in: exchange, key: key, current: current, carried: carried)
         // Unless files this replica's bundles here depend on are gone (lost, not pruned), or one
         // of its own bundles was removed as damaged: those bundles can then no longer be applied
         // by a replica that lacks them, so this one depends on nothing but this replica's pruned
@@ -129,37 +129,59 @@ extension Store {
     }
 
     /// For every other origin, how far the files of `exchange` provide its transactions without a
-    /// gap to every reader (Protocol/exchange.md §3.1). The files of each other replica `R` with a
-    /// folder there reach a token: when `R`'s numbered bundles run without a missing number from one
-    /// that continues `R`'s snapshot (or `R`'s first transaction), its newest bundle's `through`,
-    /// which a reader holds once it has applied that bundle (it held the bundle's `since`, and took
-    /// its ranges); otherwise its snapshot's `through`. A reader that can follow `R`'s bundles never
-    /// reads the snapshot, which may hold more. An origin is provided as far as the furthest of
-    /// those tokens: its own files', or a relay's, where it does not publish. Files whose header
-    /// this replica cannot read, or that another replica signed, provide nothing.
-    func providedSequences(in exchange: ExchangeFolder, key: KeyFile) throws -> [Replica.ID: Int64] {
+    /// gap to every reader (Protocol/exchange.md §3.1). First each origin's own files: when its
+    /// numbered bundles run without a missing number from one that continues its snapshot (or its
+    /// first transaction), its newest bundle's position, which readers that follow the bundles
+    /// reach (they never read the snapshot, which may hold more); otherwise its snapshot's
+    /// position. Then, where this replica holds transactions of an origin beyond that (`current`),
+    /// the relays: another replica's bundle whose `since` what is provided so far covers can be
+    /// applied by every reader, which then holds its whole `through` (this replica's own
+    /// transactions its readers get from its bundles here, `carried`). Files whose header this
+    /// replica cannot read, or that another replica signed, provide nothing.
+    func providedSequences(
+        in exchange: ExchangeFolder, key: KeyFile, current: History.Token, carried: History.Token
+    ) throws -> [Replica.ID: Int64] {
         var provided: [Replica.ID: Int64] = [:]
-        for sender in try exchange.replicaFolders(except: replica.id) {
-            func header(_ file: ExchangeFolder.File) -> BundleHeader? {
-                guard let (signer, header, _) = try? exchange.header(of: file, identity: key.envelopeIdentity),
-                    signer == sender
-                else { return nil }
-                return header
-            }
-            let snapshot = ExchangeFolder.File(replica: sender, name: ExchangeFolder.snapshotName)
-            var reach =
-                try exchange.contains(snapshot.name, of: sender) ? header(snapshot)?.through ?? .zero : .zero
-            let bundles = try exchange.bundles(of: sender)
+        var senders: [Replica.ID: [(number: Int, file: ExchangeFolder.File)]] = [:]
+        func header(_ file: ExchangeFolder.File) -> BundleHeader? {
+            guard let (signer, header, _) = try? exchange.header(of: file, identity: key.envelopeIdentity),
+                signer == file.replica
+            else { return nil }
+            return header
+        }
+        for origin in try exchange.replicaFolders(except: replica.id) {
+            let snapshot = ExchangeFolder.File(replica: origin, name: ExchangeFolder.snapshotName)
+            var position =
+                try exchange.contains(snapshot.name, of: origin) ? header(snapshot)?.through[origin] ?? 0 : 0
+            let bundles = try exchange.bundles(of: origin)
+            senders[origin] = bundles
             if let oldest = bundles.first, let newest = bundles.last,
                 newest.number - oldest.number == bundles.count - 1,
                 let first = header(oldest.file), let last = header(newest.file)
             {
-                let start = first.ranges.first { $0.origin == sender }?.first ?? first.since[sender] + 1
-                if start - 1 <= reach[sender] { reach = last.through }
+                let start = first.ranges.first { $0.origin == origin }?.first ?? first.since[origin] + 1
+                if start - 1 <= position { position = last.through[origin] }
             }
-            for (origin, position) in reach.sequences where origin != replica.id {
-                provided[origin] = max(provided[origin] ?? 0, position)
+            provided[origin] = position
+        }
+        let relayed = { (origin: Replica.ID, position: Int64) in
+            origin != self.replica.id && position > provided[origin] ?? 0
+        }
+        guard current.sequences.contains(where: relayed) else { return provided }
+        // Relays: read every other bundle once, then take in those readers can apply until none is left.
+        var waiting = senders.values.flatMap { $0.map(\.file) }.compactMap(header)
+        var progress = true
+        while progress {
+            progress = false
+            var reach = History.Token(sequences: provided)
+            reach[replica.id] = carried[replica.id]
+            for bundle in waiting where reach.covers(bundle.since) {
+                for (origin, position) in bundle.through.sequences where origin != replica.id {
+                    provided[origin] = max(provided[origin] ?? 0, position)
+                }
+                progress = true
             }
+            waiting.removeAll { reach.covers($0.since) }
         }
         return provided
     }

@@ -134,9 +134,9 @@ extension Store {
     /// first transaction), its newest bundle's position, which readers that follow the bundles
     /// reach (they never read the snapshot, which may hold more); otherwise its snapshot's
     /// position. Then, where this replica holds transactions of an origin beyond that (`current`),
-    /// the relays: another replica's bundle whose `since` what is provided so far covers can be
-    /// applied by every reader, which then holds its whole `through` (this replica's own
-    /// transactions its readers get from its bundles here, `carried`). Files whose header this
+    /// the relays: another replica's bundle whose prerequisites what is provided so far covers
+    /// (this replica's own transactions as far as its bundles here carry them, `carried`) can be
+    /// applied by every reader, which then holds those and the bundle's ranges. Files whose header this
     /// replica cannot read, or that another replica signed, provide nothing.
     func providedSequences(
         in exchange: ExchangeFolder, key: KeyFile, current: History.Token, carried: History.Token
@@ -175,13 +175,17 @@ extension Store {
             progress = false
             var reach = History.Token(sequences: provided)
             reach[replica.id] = carried[replica.id]
-            for bundle in waiting where reach.covers(bundle.since) {
-                for (origin, position) in bundle.through.sequences where origin != replica.id {
+            for bundle in waiting where reach.covers(bundle.prerequisites) {
+                // Not `through`: a sender that holds some transactions only as row state (from a
+                // snapshot) has them in its token, and a bundle that assumes them does not carry them.
+                var holds = bundle.prerequisites
+                for range in bundle.ranges { holds[range.origin] = max(holds[range.origin], range.last) }
+                for (origin, position) in holds.sequences where origin != replica.id {
                     provided[origin] = max(provided[origin] ?? 0, position)
                 }
                 progress = true
             }
-            waiting.removeAll { reach.covers($0.since) }
+            waiting.removeAll { reach.covers($0.prerequisites) }
         }
         return provided
     }

@@ -212,5 +212,4 @@ extension ExchangeError {
         default: return fault.isTransient ? "run the command again once the server answers" : nil
         }
     }
-
 }

@@ -128,11 +128,11 @@ enum FileProblem {
         var isDirectory: ObjCBool = false
         if !fm.fileExists(atPath: path, isDirectory: &isDirectory) {
             let parent = FilePaths.folder(of: path)
-            if !parent.isEmpty, !fm.fileExists(atPath: parent, isDirectory: &isDirectory) {
+            if !fm.fileExists(atPath: parent, isDirectory: &isDirectory) {
                 return "folder \(parent) does not exist"
             }
-            if !parent.isEmpty, !isDirectory.boolValue { return "\(parent) is a file, not a folder" }
-            if !parent.isEmpty, access(parent, W_OK | X_OK) != 0 {
+            if !isDirectory.boolValue { return "\(parent) is a file, not a folder" }
+            if access(parent, W_OK | X_OK) != 0 {
                 return errno == EROFS
                     ? "folder \(parent) is on a read-only file system"
                     : "folder \(parent) is not writable by this user (mode \(StoreFileDiagnosis.modeText(parent)))"

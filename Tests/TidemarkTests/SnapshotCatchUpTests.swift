@@ -235,6 +235,31 @@ import TidemarkTestSupport
         #expect(try c.store.currentToken().covers(try a.store.currentToken()))
     }
 
+    /// The same with nothing of its own to push: a replica whose only news is another origin's
+    /// transaction it holds as row state (that origin sent it a snapshot directly) publishes its
+    /// snapshot, so that a reader gets the transaction before its origin publishes it. Before, the
+    /// push found nothing new and wrote nothing (found by `tidemark-crash --replicas 4 --seed
+    /// 20261144`, trial 136).
+    @Test(arguments: [true, false])
+    func aPushWithNothingNewStillPublishesWhatItHoldsOnlyAsRowState(pruned: Bool) throws {
+        // Pruned, the reader has no bundle to follow; otherwise it follows a's bundles, and reads
+        // a's snapshot for what b's files do not provide.
+        let group = try pruned ? Self.prunedGroup() : PruneTests.syncedTwice(count: 4)
+        let (a, b, c) = (group["a"], group["b"], group["c"])
+        if !pruned { #expect(!group.bundles.isEmpty) }
+        _ = try b.store.execute(sql: "INSERT INTO items(id, name) VALUES ('b-late', 'not published by b')")
+        let direct = group.directory.file("b-for-a.tms")
+        _ = try b.store.exportSnapshot(to: direct, key: b.key)
+        _ = try a.store.importBundle(at: direct)
+        let pushed = try group.push("a")
+        #expect(pushed.path == nil && pushed.snapshot != nil, "\(pushed)")
+        #expect(try group.push("a").snapshot == nil, "written once")
+
+        let pulled = try group.pull("c", prune: false)
+        #expect(pulled.warnings.isEmpty, "\(pulled.warnings)")
+        #expect(try c.tables()["items"]?.rows.contains { $0[0] == .text("b-late") } == true)
+    }
+
     @Test func aNewReplicaCatchesUpFromAPrunedFolderOnItsFirstPull() throws {
         let group = try Self.prunedGroup()
         let d = try group.add("d")

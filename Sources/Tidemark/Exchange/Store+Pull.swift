@@ -320,6 +320,21 @@ extension Store {
     ) throws -> ExchangeFolder.File? {
         let token = try currentToken()
         var best: (ExchangeFolder.File, History.Token)?
+        var published: [Replica.ID: Int64]?
+        /// Whether a snapshot of `sender` reaching `through` holds another origin's transactions
+        /// this store lacks and that origin's files do not provide: the sender holds them as row
+        /// state only (that origin sent it a snapshot directly), and they reach readers through
+        /// its snapshot or not at all (Protocol/pruning.md §5.4).
+        func holdsUnpublished(_ through: History.Token, of sender: Replica.ID) throws -> Bool {
+            let lacking = through.sequences.filter { origin, position in
+                origin != self.replica.id && origin != sender && position > token[origin]
+            }
+            guard !lacking.isEmpty else { return false }
+            if published == nil {
+                published = try providedSequences(in: exchange, key: key, current: .zero, carried: .zero)
+            }
+            return lacking.contains { origin, position in position > published?[origin] ?? 0 }
+        }
         for replica in try exchange.replicaFolders(except: self.replica.id) {
             let file = ExchangeFolder.File(replica: replica, name: ExchangeFolder.snapshotName)
             guard !used.contains(file), let entry = try exchange.entry(file.name, of: replica) else { continue }
@@ -339,7 +354,9 @@ extension Store {
             let first = try exchange.bundles(of: replica).first.flatMap {
                 try? exchange.header(of: $0.file, identity: key.envelopeIdentity).header
             }
-            if let first, token.covers(first.since), !(blocked[replica].map(header.through.covers) ?? false) {
+            if let first, token.covers(first.since), !(blocked[replica].map(header.through.covers) ?? false),
+                try !holdsUnpublished(header.through, of: replica)
+            {
                 continue
             }
             if best == nil || header.through.covers(best!.1) { best = (file, header.through) }

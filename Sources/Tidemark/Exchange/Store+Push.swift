@@ -39,12 +39,14 @@ extension Store {
         var (since, carried, provided) = try pushStart(
             in: exchange, recorded: recorded, existing: existing, current: current, key: key,
             republish: tidy.removedBundle)
-        if since.covers(current) {
-            return PushSummary(path: nil, export: nil, removed: tidy.removed, warnings: tidy.kept)
-        }
+        // Also when there is nothing new to push: transactions this replica holds only as row state
+        // reach readers through its snapshot or not at all (Protocol/pruning.md §4.2).
         var snapshot: String?
         if try snapshotFallsShort(of: since, carried: carried, provided: provided, in: exchange, key: key) {
             snapshot = try publishSnapshot(through: exchange.transport, recorded: recorded, key: key)
+        }
+        if since.covers(current) {
+            return PushSummary(path: nil, export: nil, removed: tidy.removed, warnings: tidy.kept, snapshot: snapshot)
         }
         let temporary = exchange.transport.temporaryFile(for: mine)
         defer { try? FileManager.default.removeItem(atPath: temporary) }

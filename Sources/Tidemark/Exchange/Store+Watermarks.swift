@@ -34,20 +34,12 @@ extension Store {
                 let key = Data(replica.bytes)
                 var merged = token
                 let known = try Row.fetchOne(
-                    db, sql: "SELECT token, signed_at, digest, digest_token FROM tidemark_watermarks WHERE replica = ?",
-                    arguments: [key])
-                let previous = (known?[1] as Int64?) ?? 0
+                    db, sql: "SELECT token, signed_at FROM tidemark_watermarks WHERE replica = ?", arguments: [key])
                 if let text = known?[0] as String?, let known = try? History.Token(parsing: text) {
                     if known.covers(token) && known != token { return }
                     merged = known.merged(with: token)
                 }
-                // The same watermark read again (every pull reads each peer's): nothing to record.
-                if merged.description == known?[0] as String?, previous >= signedAt.packed,
-                    digest.map({ Data($0.bytes) == known?[2] as Data? && token.description == known?[3] as String? })
-                        ?? true
-                {
-                    return
-                }
+                let previous = (known?[1] as Int64?) ?? 0
                 try db.execute(
                     sql: """
                         INSERT INTO tidemark_watermarks(replica, token, signed_at) VALUES (?, ?, ?)

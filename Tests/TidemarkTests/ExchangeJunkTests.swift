@@ -48,6 +48,9 @@ import TidemarkTestSupport
 
         let secondPull = try group.pull(b)
         #expect(secondPull.warnings.isEmpty, "junk is reported once: \(secondPull.warnings)")
+        // The same folder spelled otherwise is the same folder: nothing is said again.
+        let respelled = try b.store.pull(from: group.exchange + "/./", key: b.key)
+        #expect(respelled.warnings.isEmpty, "junk is reported once: \(respelled.warnings)")
 
         // A file that changes is a new file: reported again.
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: bundleCopy))

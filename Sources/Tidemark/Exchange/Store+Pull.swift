@@ -199,15 +199,18 @@ extension Store {
                         continue
                     }
                     let folder = file.replica.description
+                    // Without the address, which spells the folder as this pull was given it.
+                    let verdict =
+                        message.hasPrefix(address + ": ") ? String(message.dropFirst(address.count + 2)) : message
                     if try CheckedFiles.verdict(
                         db, location: sources.recorded, folder: folder, name: file.name, fingerprint: fingerprint)
-                        == message
+                        == verdict
                     {
                         continue
                     }
                     try CheckedFiles.remember(
                         db, location: sources.recorded, folder: folder, name: file.name, fingerprint: fingerprint,
-                        verdict: message)
+                        verdict: verdict)
                     warnings.append("skipped \(message) (said once while the file is unchanged)")
                 }
                 var folders = Set([replica.id.description])

@@ -316,7 +316,8 @@ extension Store {
     /// A peer's snapshot this store needs: one that holds something the store lacks, from a peer
     /// whose remaining bundles do not start where the store's history of that peer's folder ends,
     /// or whose bundles wait for what no file here provides and the snapshot holds (`blocked`, by
-    /// folder: the peer then wrote the snapshot to hold it, Protocol/pruning.md §5.4).
+    /// folder: the peer then wrote the snapshot to hold it, Protocol/pruning.md §5.4), or whose
+    /// snapshot holds another origin's transactions that no file here provides (`holdsUnpublished`).
     private func snapshotToCatchUp(
         in exchange: ExchangeFolder, recorded: String, excluding used: Set<ExchangeFolder.File>,
         blocked: [Replica.ID: History.Token], key: KeyFile

@@ -279,6 +279,43 @@ import TidemarkTestSupport
         }
     }
 
+    /// Through a folder: the pull that meets a peer's file holding this replica's newer
+    /// transactions fails, and from then on the store publishes nothing, so a write made after the
+    /// restore cannot go out under a sequence number peers hold with other content. Before, the
+    /// pull only warned, and the next push published a second, different transaction `a #2`.
+    @Test func aStoreRestoredFromAnOlderCopyStopsPublishingOnceAPullFindsOut() async throws {
+        let a = try await CLIStore(replica: "a")
+        let b = try await CLIStore(replica: "b")
+        try await a.trust(b, as: "b")
+        try await b.trust(a, as: "a")
+        let shared = try TemporaryDirectory("tidemark-cli-restored")
+        try await a.exec("INSERT INTO items(id) VALUES ('a-1')")
+        let old = a.directory.file("old.db")
+        try await SQLiteShell.execute(a.path, ".backup '\(old)'")
+        try await a.exec("INSERT INTO items(id) VALUES ('a-2')")
+        #expect(try await a.sync("push", "--to", shared.path).exitCode == 0)
+        #expect(try await b.sync("pull", "--from", shared.path).exitCode == 0)
+        #expect(try await b.sync("push", "--to", shared.path).exitCode == 0)
+
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: a.path + suffix) }
+        try FileManager.default.copyItem(atPath: old, toPath: a.path)
+        let pulled = try await a.sync("pull", "--from", shared.path)
+        expectFailure(
+            pulled, "the store was restored from an older copy",
+            hint: "continuing would reuse sequence numbers; move this store aside")
+        try await a.exec("INSERT INTO items(id) VALUES ('a-after')")
+        let files = try FileManager.default.subpathsOfDirectory(atPath: shared.path).sorted()
+        for command in [["push", "--to", shared.path], ["pull", "--from", shared.path]] {
+            expectFailure(
+                try await a.sync(command[0], command[1], command[2]), "the store was restored from an older copy",
+                hint: "create a new replica")
+        }
+        expectFailure(
+            try await a.sync("export", "--since", History.Token.zero.description, "--out", a.directory.file("x.tmb")),
+            "the store was restored from an older copy")
+        #expect(try FileManager.default.subpathsOfDirectory(atPath: shared.path).sorted() == files, "nothing published")
+    }
+
     @Test func keyFilesAreNeverPrinted() async throws {
         let a = try await CLIStore(replica: "a")
         let b = try await CLIStore(replica: "b")

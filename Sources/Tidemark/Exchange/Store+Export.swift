@@ -55,6 +55,7 @@ extension Store {
         readableBy peer: Replica.ID? = nil
     ) throws -> ExportSummary {
         guard key.publicKey == publicKey else { throw ExchangeError.wrongKey(path: key.path) }
+        try checkNotRestored()
         try sealForeignWrites()
         let own = replica.id
         // Our chain hash where the receiver's copy of our history ends.

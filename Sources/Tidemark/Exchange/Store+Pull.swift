@@ -36,6 +36,7 @@ extension Store {
     public func pull(
         from location: String, key: KeyFile, prune autoPrune: Bool = true, settings: ExchangeSettings = .init()
     ) throws -> PullSummary {
+        try checkNotRestored()
         let (exchange, recorded) = try openExchange(location, settings: settings)
         defer { exchange.transport.close() }
         var sources = PullSources(exchange: exchange, recorded: recorded)
@@ -50,6 +51,9 @@ extension Store {
         try clearWaitingOnHeld(pending, from: sources, failures: &failures, key: key)
         var listed = Set(sources.order)
         listed.formUnion(try readWatermarks(in: exchange, recorded: recorded, failures: &failures, key: key))
+        // A peer's file showed this store to be an older copy: nothing more is published from it,
+        // its watermark included.
+        try checkNotRestored()
         try mappingErrors {
             try database.write { db in try RemoteFiles.keepOnly(db, location: recorded, files: listed) }
         }
@@ -118,6 +122,9 @@ extension Store {
                 if !summary.alreadyApplied { imported.append(summary) }
                 failures[address] = nil
             } catch let error as ExchangeError {
+                if case .restoredFromOlderCopy(let path, let have, let has) = error {
+                    try noteRestored(path: path, have: have, bundleHas: has)
+                }
                 failures.record(error, reading: local, as: address)
             }
         }
@@ -172,7 +179,13 @@ extension Store {
             var local = address
             do {
                 local = try exchange.localPath(of: file)
-                if let (_, token) = try readWatermark(at: local, key: key), let validator = entry.validator {
+                let read = try readWatermark(at: local, key: key)
+                // A peer that holds more of this replica's transactions than this store: an older copy.
+                if let (_, token) = read, token[self.replica.id] > (try currentToken())[self.replica.id] {
+                    try noteRestored(
+                        path: address, have: try currentToken()[self.replica.id], bundleHas: token[self.replica.id])
+                }
+                if let (_, token) = read, let validator = entry.validator {
                     try rememberRemote(recorded, address, validator: validator, through: token)
                 }
             } catch let error as ExchangeError {
@@ -284,6 +297,9 @@ extension Store {
                     progress = true
                     failures[address] = nil
                 } catch let error as ExchangeError {
+                    if case .restoredFromOlderCopy(let path, let have, let has) = error {
+                        try noteRestored(path: path, have: have, bundleHas: has)
+                    }
                     if case .missingPrerequisites = error {
                         waiting.append(address)
                         if let folder = sources.listed[address]?.file.replica {

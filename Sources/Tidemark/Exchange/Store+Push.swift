@@ -26,6 +26,7 @@ extension Store {
     /// `settings` says how to reach). Peers that applied every earlier bundle of this exchange
     /// folder can apply the new one.
     public func push(to location: String, key: KeyFile, settings: ExchangeSettings = .init()) throws -> PushSummary {
+        try checkNotRestored()
         let (exchange, recorded) = try openExchange(location, settings: settings)
         defer { exchange.transport.close() }
         try rejoinIfRetired()

@@ -33,6 +33,7 @@ extension Store {
         -> ExportSummary
     {
         guard key.publicKey == publicKey else { throw ExchangeError.wrongKey(path: key.path) }
+        try checkNotRestored()
         let temporary = FilePaths.folder(of: path) + "/.tmp-\(UUID().uuidString)"
         let sink = try ExchangeSink(path: temporary)
         do {

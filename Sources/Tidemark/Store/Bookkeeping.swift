@@ -357,6 +357,9 @@ enum Bookkeeping {
         /// Which row hash the kept row hashes and digests follow (`RowDigests.hashRule`); absent in
         /// stores whose digests earlier builds kept.
         static let rowHashRule = "row_hash_rule"
+        /// Set once an import showed this store to be an older copy of itself: `have,has,path`
+        /// (`ExchangeError.restoredFromOlderCopy`). It then publishes nothing more.
+        static let restoredFromOlderCopy = "restored_from_older_copy"
     }
 
     static func meta(_ db: Database, _ key: String) throws -> DatabaseValue {

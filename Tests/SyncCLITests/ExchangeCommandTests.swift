@@ -316,6 +316,27 @@ import TidemarkTestSupport
         #expect(try FileManager.default.subpathsOfDirectory(atPath: shared.path).sorted() == files, "nothing published")
     }
 
+    /// Files a command was given are named as given: an export's file in a folder that does not
+    /// exist (not the temporary it writes first), a CA file that does not exist (not an exchange
+    /// folder), and a key file that is not this replica's, which `identity` used to ignore.
+    @Test func filesGivenOnTheCommandLineAreNamedAsGiven() async throws {
+        let a = try await CLIStore(replica: "a")
+        let b = try await CLIStore(replica: "b")
+        let out = a.directory.file("missing/x.tmb")
+        let exported = try await a.sync("export", "--since", History.Token.zero.description, "--out", out)
+        expectFailure(exported, "cannot write \(out)")
+        #expect(!exported.stderr.contains(".tmp-"), "\(exported)")
+        let caFile = a.directory.file("nosuch.pem")
+        expectFailure(
+            try await a.sync("push", "--to", "https://127.0.0.1:9/x", "--ca-file", caFile),
+            "cannot read \(caFile): no such file (the certificate authorities, --ca-file)")
+        for arguments in [[String](), ["--age-recipient"]] {
+            let result = try await SyncProcess.run(
+                ["identity", "--store", a.path, "--key", b.path + ".key"] + arguments)
+            #expect(result.exitCode != 0 && result.stdout.isEmpty, "\(result)")
+        }
+    }
+
     @Test func keyFilesAreNeverPrinted() async throws {
         let a = try await CLIStore(replica: "a")
         let b = try await CLIStore(replica: "b")

@@ -31,6 +31,11 @@ extension SyncCLI {
 
         func run() throws {
             let opened = try store.open()
+            // A key given with --key is this replica's, whatever is printed.
+            if key.path != nil {
+                let given = try key.load(forStore: try store.path)
+                guard given.publicKey == opened.publicKey else { throw ExchangeError.wrongKey(path: given.path) }
+            }
             if ageIdentity {
                 let key = try key.load(forStore: try store.path)
                 guard key.publicKey == opened.publicKey else { throw ExchangeError.wrongKey(path: key.path) }

@@ -71,7 +71,7 @@ extension Store {
             }
         }
         let temporary = FilePaths.folder(of: path) + "/.tmp-\(UUID().uuidString)"
-        let sink = try ExchangeSink(path: temporary)
+        let sink = try Self.sink(temporary, for: path)
         var summary: ExportSummary
         var ownHead: (sequence: Int64, attestation: Attestation)?
         do {
@@ -100,6 +100,16 @@ extension Store {
             }
         }
         return summary
+    }
+
+    /// The sink of a file written under `temporary` and published as `path`; a folder that cannot
+    /// take it is reported for `path`, the name the caller gave.
+    static func sink(_ temporary: String, for path: String) throws -> ExchangeSink {
+        do {
+            return try ExchangeSink(path: temporary)
+        } catch ExchangeError.cannotWrite(let written, let reason) where written == temporary {
+            throw ExchangeError.cannotWrite(path: path, reason: reason)
+        }
     }
 }
 

@@ -35,7 +35,7 @@ extension Store {
         guard key.publicKey == publicKey else { throw ExchangeError.wrongKey(path: key.path) }
         try checkNotRestored()
         let temporary = FilePaths.folder(of: path) + "/.tmp-\(UUID().uuidString)"
-        let sink = try ExchangeSink(path: temporary)
+        let sink = try Self.sink(temporary, for: path)
         do {
             // The rows read must be exactly what history up to `through` made, with every own
             // change folded into row metadata. A write by another process between the fold and

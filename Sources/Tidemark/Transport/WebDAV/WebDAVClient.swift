@@ -52,7 +52,9 @@ final class WebDAVClient {
             guard FileManager.default.isReadableFile(atPath: caFile),
                 let certificates = try? NIOSSLCertificate.fromPEMFile(caFile), !certificates.isEmpty
             else {
-                throw ExchangeError.badLocation(caFile, reason: "not a readable PEM file of certificates (--ca-file)")
+                let why =
+                    FileManager.default.fileExists(atPath: caFile) ? "not a PEM file of certificates" : "no such file"
+                throw ExchangeError.cannotRead(path: caFile, reason: "\(why) (the certificate authorities, --ca-file)")
             }
             tls.additionalTrustRoots = [.certificates(certificates)]
         }

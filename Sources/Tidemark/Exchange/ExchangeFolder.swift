@@ -126,6 +126,13 @@ struct ExchangeFolder {
     }
 
     /// Reads only the preamble and header of the bundle at local `path`.
+    /// The header of `file` when the replica whose folder holds it signed it; nil when another
+    /// replica did.
+    func signedHeader(of file: File, identity: Curve25519.KeyAgreement.PrivateKey?) throws -> BundleHeader? {
+        let (sender, header, _) = try header(of: file, identity: identity)
+        return sender == file.replica ? header : nil
+    }
+
     static func header(of path: String, identity: Curve25519.KeyAgreement.PrivateKey?) throws -> (
         sender: Replica.ID, header: BundleHeader, encrypted: Bool
     ) {

@@ -55,8 +55,15 @@ extension Store {
     /// The file is read once: its header is checked first, then its records are verified as they
     /// apply, inside the import's transaction, which rolls back when a record, a chain or the
     /// signature fails at the end. A bundle to hold for a schema version is verified whole first.
-    /// Notes that a peer's file showed this store to be an older copy of itself (a pull met
-    /// `ExchangeError.restoredFromOlderCopy`): from then on it publishes nothing (`checkNotRestored`).
+    /// Notes `error` when it shows this store to be an older copy of itself (a pull met it).
+    func noteIfRestored(_ error: ExchangeError) throws {
+        if case .restoredFromOlderCopy(let path, let have, let has) = error {
+            try noteRestored(path: path, have: have, bundleHas: has)
+        }
+    }
+
+    /// Notes that a peer's file showed this store to be an older copy of itself: from then on it
+    /// publishes nothing (`checkNotRestored`).
     func noteRestored(path: String, have: Int64, bundleHas: Int64) throws {
         try mappingErrors {
             try database.write { db in

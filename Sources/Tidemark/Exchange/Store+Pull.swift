@@ -122,9 +122,7 @@ extension Store {
                 if !summary.alreadyApplied { imported.append(summary) }
                 failures[address] = nil
             } catch let error as ExchangeError {
-                if case .restoredFromOlderCopy(let path, let have, let has) = error {
-                    try noteRestored(path: path, have: have, bundleHas: has)
-                }
+                try noteIfRestored(error)
                 failures.record(error, reading: local, as: address)
             }
         }
@@ -162,6 +160,7 @@ extension Store {
         in exchange: ExchangeFolder, recorded: String, failures: inout PullFailures, key: KeyFile
     ) throws -> Set<String> {
         var listed: Set<String> = []
+        let own = try currentToken()[self.replica.id]
         for replica in try exchange.replicaFolders(except: self.replica.id) {
             if try exchange.contains(ExchangeFolder.snapshotName, of: replica) {
                 listed.insert(exchange.address(of: .init(replica: replica, name: ExchangeFolder.snapshotName)))
@@ -181,9 +180,8 @@ extension Store {
                 local = try exchange.localPath(of: file)
                 let read = try readWatermark(at: local, key: key)
                 // A peer that holds more of this replica's transactions than this store: an older copy.
-                if let (_, token) = read, token[self.replica.id] > (try currentToken())[self.replica.id] {
-                    try noteRestored(
-                        path: address, have: try currentToken()[self.replica.id], bundleHas: token[self.replica.id])
+                if let (_, token) = read, token[self.replica.id] > own {
+                    try noteRestored(path: address, have: own, bundleHas: token[self.replica.id])
                 }
                 if let (_, token) = read, let validator = entry.validator {
                     try rememberRemote(recorded, address, validator: validator, through: token)
@@ -297,9 +295,7 @@ extension Store {
                     progress = true
                     failures[address] = nil
                 } catch let error as ExchangeError {
-                    if case .restoredFromOlderCopy(let path, let have, let has) = error {
-                        try noteRestored(path: path, have: have, bundleHas: has)
-                    }
+                    try noteIfRestored(error)
                     if case .missingPrerequisites = error {
                         waiting.append(address)
                         if let folder = sources.listed[address]?.file.replica {
@@ -351,7 +347,7 @@ extension Store {
             }
             guard !lacking.isEmpty else { return false }
             if published == nil {
-                published = try providedSequences(in: exchange, key: key, current: .zero, carried: .zero)
+                published = try publishedByOrigins(in: exchange, key: key).provided
             }
             return lacking.contains { origin, position in position > published?[origin] ?? 0 }
         }

@@ -132,47 +132,21 @@ extension Store {
     }
 
     /// For every other origin, how far the files of `exchange` provide its transactions without a
-    /// gap to every reader (Protocol/exchange.md §3.1). First each origin's own files: when its
-    /// numbered bundles run without a missing number from one that continues its snapshot (or its
-    /// first transaction), its newest bundle's position, which readers that follow the bundles
-    /// reach (they never read the snapshot, which may hold more); otherwise its snapshot's
-    /// position. Then, where this replica holds transactions of an origin beyond that (`current`),
-    /// the relays: another replica's bundle whose prerequisites what is provided so far covers
-    /// (this replica's own transactions as far as its bundles here carry them, `carried`) can be
-    /// applied by every reader, which then holds those and the bundle's ranges. Files whose header this
-    /// replica cannot read, or that another replica signed, provide nothing.
+    /// gap to every reader (Protocol/exchange.md §3.1): its own files (`publishedByOrigins`), then,
+    /// where this replica holds transactions of an origin beyond that (`current`), the relays:
+    /// another replica's bundle whose prerequisites what is provided so far covers (this replica's
+    /// own transactions as far as its bundles here carry them, `carried`) can be applied by every
+    /// reader, which then holds those and the bundle's ranges.
     func providedSequences(
         in exchange: ExchangeFolder, key: KeyFile, current: History.Token, carried: History.Token
     ) throws -> [Replica.ID: Int64] {
-        var provided: [Replica.ID: Int64] = [:]
-        var senders: [Replica.ID: [(number: Int, file: ExchangeFolder.File)]] = [:]
-        func header(_ file: ExchangeFolder.File) -> BundleHeader? {
-            guard let (signer, header, _) = try? exchange.header(of: file, identity: key.envelopeIdentity),
-                signer == file.replica
-            else { return nil }
-            return header
-        }
-        for origin in try exchange.replicaFolders(except: replica.id) {
-            let snapshot = ExchangeFolder.File(replica: origin, name: ExchangeFolder.snapshotName)
-            var position =
-                try exchange.contains(snapshot.name, of: origin) ? header(snapshot)?.through[origin] ?? 0 : 0
-            let bundles = try exchange.bundles(of: origin)
-            senders[origin] = bundles
-            if let oldest = bundles.first, let newest = bundles.last,
-                newest.number - oldest.number == bundles.count - 1,
-                let first = header(oldest.file), let last = header(newest.file)
-            {
-                let start = first.ranges.first { $0.origin == origin }?.first ?? first.since[origin] + 1
-                if start - 1 <= position { position = last.through[origin] }
-            }
-            provided[origin] = position
-        }
+        var (provided, bundles) = try publishedByOrigins(in: exchange, key: key)
         let relayed = { (origin: Replica.ID, position: Int64) in
             origin != self.replica.id && position > provided[origin] ?? 0
         }
         guard current.sequences.contains(where: relayed) else { return provided }
         // Relays: read every other bundle once, then take in those readers can apply until none is left.
-        var waiting = senders.values.flatMap { $0.map(\.file) }.compactMap(header)
+        var waiting = bundles.compactMap { (try? exchange.signedHeader(of: $0, identity: key.envelopeIdentity)) ?? nil }
         var progress = true
         while progress {
             progress = false
@@ -191,5 +165,38 @@ extension Store {
             waiting.removeAll { reach.covers($0.prerequisites) }
         }
         return provided
+    }
+
+    /// For every other replica with a folder in `exchange`, how far its own files there provide
+    /// its transactions without a gap to every reader: when its numbered bundles run without a
+    /// missing number from one that continues its snapshot (or its first transaction), its newest
+    /// bundle's position, which readers that follow the bundles reach (they never read the
+    /// snapshot, which may hold more); otherwise its snapshot's position. Also returns every
+    /// numbered bundle listed. Files whose header this replica cannot read, or that another replica
+    /// signed, provide nothing.
+    func publishedByOrigins(in exchange: ExchangeFolder, key: KeyFile) throws
+        -> (provided: [Replica.ID: Int64], bundles: [ExchangeFolder.File])
+    {
+        var provided: [Replica.ID: Int64] = [:]
+        var listed: [ExchangeFolder.File] = []
+        let header = { (file: ExchangeFolder.File) in
+            (try? exchange.signedHeader(of: file, identity: key.envelopeIdentity)) ?? nil
+        }
+        for origin in try exchange.replicaFolders(except: replica.id) {
+            let snapshot = ExchangeFolder.File(replica: origin, name: ExchangeFolder.snapshotName)
+            var position =
+                try exchange.contains(snapshot.name, of: origin) ? header(snapshot)?.through[origin] ?? 0 : 0
+            let bundles = try exchange.bundles(of: origin)
+            listed += bundles.map(\.file)
+            if let oldest = bundles.first, let newest = bundles.last,
+                newest.number - oldest.number == bundles.count - 1,
+                let first = header(oldest.file), let last = header(newest.file)
+            {
+                let start = first.ranges.first { $0.origin == origin }?.first ?? first.since[origin] + 1
+                if start - 1 <= position { position = last.through[origin] }
+            }
+            provided[origin] = position
+        }
+        return (provided, listed)
     }
 }

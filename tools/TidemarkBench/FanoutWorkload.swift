@@ -6,7 +6,8 @@ import Tidemark
 /// transaction, then all push and pull through one folder in rounds until a round moves nothing.
 /// Reports the bytes of bundles written per byte of unique data (each replica's own transactions
 /// in one bundle), the bytes of bundles each replica applied per byte it lacked, and the time per
-/// replica of a round that carries data and of the quiet round after it.
+/// replica of a round that carries data and of the quiet round after it. A second group of each
+/// size exchanges with pruning, as `pull` does by default: there snapshots count as written too.
 struct FanoutWorkload {
     var sizes: [Int]
     var rowsPerReplica: Int
@@ -20,6 +21,7 @@ struct FanoutWorkload {
             defer { try? FileManager.default.removeItem(at: directory) }
             let result = try exchange(replicas: size, in: directory)
             busySeconds[size] = result.busy
+            let pruned = try prunedExchange(replicas: size, in: directory.appendingPathComponent("pruned"))
             let prefix = "fanout.\(size)"
             figures += [
                 .init(
@@ -34,6 +36,12 @@ struct FanoutWorkload {
                 .init(
                     metric: prefix + ".microseconds_per_row_applied",
                     value: result.busy * 1e6 / Double((size - 1) * rowsPerReplica), unit: "µs", goal: nil),
+                .init(
+                    metric: prefix + ".pruned.written_per_unique_byte", value: pruned.written, unit: "bytes/byte",
+                    goal: .atMost(1.1)),
+                .init(
+                    metric: prefix + ".pruned.snapshots_written_per_unique_byte", value: pruned.snapshots,
+                    unit: "bytes/byte", goal: nil),
             ]
         }
         if let smallest = sizes.min(), let largest = sizes.max(), smallest < largest,
@@ -55,36 +63,115 @@ struct FanoutWorkload {
         var quiet: Double
     }
 
-    /// Long by design: one measured exchange round, step by step, with what each step counts.
-    private func exchange(replicas: Int, in directory: URL) throws -> Result {
-        let path = { (name: String) in directory.appendingPathComponent(name).path }
-        Output.progress("fanout: \(replicas) replicas write \(rowsPerReplica) rows each")
-        let folder = path("exchange")
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let names = (0..<replicas).map { String(format: "r%02d", $0) }
-        let stores = try names.map { name in
-            try Store.initialize(
-                path(name + ".sqlite"), setup: Store.Setup(replicaName: name, schema: ("bench", Fixtures.schema))
-            )
-            .store
+    /// Bundles and snapshots written per byte of unique data, and snapshots alone, with pruning
+    /// as `pull` does by default: each replica writes its rows in three transactions, and after
+    /// each all push and pull until a round moves nothing. Every prune that removes bundles may
+    /// write a snapshot of the whole state.
+    private func prunedExchange(replicas: Int, in directory: URL) throws -> (written: Double, snapshots: Double) {
+        Output.progress("fanout: \(replicas) replicas write \(rowsPerReplica) rows each in three waves, pruning")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let group = try Group(replicas: replicas, in: directory)
+        let size = { (address: String) in
+            (try? FileManager.default.attributesOfItem(atPath: address)[.size] as? Int) ?? 0
         }
-        let keys = try names.map { try KeyFile.load(KeyFile.defaultPath(forStore: path($0 + ".sqlite"))) }
-        for store in stores {
-            for (name, other) in zip(names, stores) where other !== store {
-                try store.addPeer(name: name, publicKeyBase64: Data(other.publicKey).base64EncodedString())
+        var unique = 0
+        var bundles = 0
+        var snapshots = 0
+        let waves = min(3, rowsPerReplica)
+        var written = 0
+        for wave in 0..<waves {
+            let rows = rowsPerReplica / waves + (wave < rowsPerReplica % waves ? 1 : 0)
+            for index in group.stores.indices { unique += try group.insert(rows, from: written, by: index) }
+            written += rows
+            for round in 1...8 {
+                Output.progress("fanout: \(replicas) replicas, wave \(wave + 1), round \(round), pruning")
+                var moved = false
+                for (store, key) in zip(group.stores, group.keys) {
+                    let pushed = try store.push(to: group.folder, key: key)
+                    if let bytes = pushed.export?.bytes, bytes > 0 {
+                        bundles += bytes
+                        moved = true
+                    }
+                    if let snapshot = pushed.snapshot { snapshots += size(snapshot) }
+                }
+                for (store, key) in zip(group.stores, group.keys) {
+                    let pulled = try store.pull(from: group.folder, key: key)
+                    guard pulled.warnings.isEmpty else { throw BenchError.folderWarnings(pulled.warnings) }
+                    if !pulled.imported.isEmpty { moved = true }
+                    for snapshot in pulled.prune?.snapshots ?? [] { snapshots += size(snapshot) }
+                }
+                if !moved { break }
             }
         }
-        var own: [Int] = []
-        for (index, store) in stores.enumerated() {
+        try group.check(rows: replicas * rowsPerReplica)
+        return (Double(bundles + snapshots) / Double(unique), Double(snapshots) / Double(unique))
+    }
+
+    /// N replicas that trust each other, with an empty exchange folder.
+    private struct Group {
+        var names: [String]
+        var stores: [Store]
+        var keys: [KeyFile]
+        var folder: String
+        var directory: URL
+
+        init(replicas: Int, in directory: URL) throws {
+            self.directory = directory
+            folder = directory.appendingPathComponent("exchange").path
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            let names = (0..<replicas).map { String(format: "r%02d", $0) }
+            let path = { (name: String) in directory.appendingPathComponent(name).path }
+            let stores = try names.map { name in
+                try Store.initialize(
+                    path(name + ".sqlite"), setup: Store.Setup(replicaName: name, schema: ("bench", Fixtures.schema))
+                )
+                .store
+            }
+            keys = try names.map { try KeyFile.load(KeyFile.defaultPath(forStore: path($0 + ".sqlite"))) }
+            for store in stores {
+                for (name, other) in zip(names, stores) where other !== store {
+                    try store.addPeer(name: name, publicKeyBase64: Data(other.publicKey).base64EncodedString())
+                }
+            }
+            self.names = names
+            self.stores = stores
+        }
+
+        /// Replica `index` inserts `rows` rows from `first` on in one transaction; returns the bytes
+        /// of a bundle of just them, what that write adds to the unique data.
+        func insert(_ rows: Int, from first: Int = 0, by index: Int) throws -> Int {
+            let store = stores[index]
+            let before = try store.currentToken()
             _ = try store.execute(
                 sql: """
-                    WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < \(rowsPerReplica - 1))
+                    WITH RECURSIVE n(i) AS (SELECT \(first) UNION ALL SELECT i + 1 FROM n WHERE i < \(first + rows - 1))
                     INSERT INTO items(id, title, qty, price, payload)
                     SELECT printf('\(names[index])-%06d', i), 'Item ' || i, i, i * 0.25, randomblob(32) FROM n
                     """)
-            // The unique data: the replica's own transactions in one bundle.
-            own.append(try store.exportBundle(since: .zero, to: path("own.tmb"), key: keys[index]).bytes)
+            let own = directory.appendingPathComponent("own.tmb").path
+            return try store.exportBundle(since: before, to: own, key: keys[index]).bytes
         }
+
+        /// Fails unless every replica holds `rows` rows.
+        func check(rows: Int) throws {
+            for store in stores {
+                let count = try store.write { db in try Int64.fetchOne(db, sql: "SELECT count(*) FROM items") }.0 ?? 0
+                guard count == Int64(rows) else {
+                    throw BenchError.unexpectedState(
+                        metric: "fanout", side: .tracked, what: "rows after the exchange", expected: Int64(rows),
+                        found: count)
+                }
+            }
+        }
+    }
+
+    /// Long by design: one measured exchange round, step by step, with what each step counts.
+    private func exchange(replicas: Int, in directory: URL) throws -> Result {
+        Output.progress("fanout: \(replicas) replicas write \(rowsPerReplica) rows each")
+        let group = try Group(replicas: replicas, in: directory)
+        let (stores, keys, folder) = (group.stores, group.keys, group.folder)
+        // The unique data: each replica's own transactions in one bundle.
+        let own = try stores.indices.map { try group.insert(rowsPerReplica, by: $0) }
         let unique = own.reduce(0, +)
 
         var written = 0
@@ -112,14 +199,7 @@ struct FanoutWorkload {
             roundSeconds.append((ContinuousClock.now - started).seconds / Double(replicas))
             if !moved { break }
         }
-        for store in stores {
-            let count = try store.write { db in try Int64.fetchOne(db, sql: "SELECT count(*) FROM items") }.0 ?? 0
-            guard count == Int64(replicas * rowsPerReplica) else {
-                throw BenchError.unexpectedState(
-                    metric: "fanout", side: .tracked, what: "rows after the exchange",
-                    expected: Int64(replicas * rowsPerReplica), found: count)
-            }
-        }
+        try group.check(rows: replicas * rowsPerReplica)
         guard roundSeconds.count >= 2 else {
             throw BenchError.unexpectedState(
                 metric: "fanout", side: .tracked, what: "rounds until quiet", expected: 2,

@@ -8,12 +8,13 @@ import TidemarkTestSupport
 /// snapshot catch-up).
 @Suite struct SnapshotCatchUpTests {
     /// Three replicas that wrote (inserts, updates, deletes), synced twice and pruned everything:
-    /// the folder holds only snapshots and watermarks.
+    /// the folder holds only the snapshot of the first prune (which holds what the others removed)
+    /// and the watermarks.
     static func prunedGroup() throws -> ExchangeGroup {
         let group = try PruneTests.syncedTwice(count: 12)
         for name in group.names { try group.prune(name) }
         #expect(group.bundles.isEmpty)
-        #expect(group.snapshots.count == 3)
+        #expect(group.snapshots == [group.folder(of: group.names[0]) + "/snapshot.tms"])
         return group
     }
 
@@ -283,6 +284,32 @@ import TidemarkTestSupport
             #expect(try replica.store.fetchHistory().isEmpty, "\(replica.name)")
         }
         #expect(group.bundles.isEmpty, "\(group.bundles)")
+    }
+
+    /// b and c pruned without writing a snapshot (a's holds what they removed), and publish on
+    /// from there: their bundles continue a's snapshot, so each of them still provides its own
+    /// transactions. A push relays none of them, and a new replica catches up from a's snapshot
+    /// to follow b's and c's bundles.
+    @Test func bundlesThatContinueAnotherReplicasSnapshotAreNotRelayed() throws {
+        let group = try Self.prunedGroup()
+        let (b, c) = (group["b"], group["c"])
+        _ = try b.store.execute(sql: "INSERT INTO items(id, name) VALUES ('b-after', 'after the prune')")
+        _ = try group.push("b")
+        _ = try group.pull("c", prune: false)
+        _ = try c.store.execute(sql: "UPDATE items SET note = 'c' WHERE id = 'b-after'")
+        let pushed = try #require(try group.push("c").export)
+        // c's bundle carries c's transaction only: b's bundle provides b's.
+        #expect(pushed.transactionCount == 1)
+        #expect(try ExchangeGroup.header(of: pushed.path).ranges.map(\.origin) == [c.id])
+        #expect(group.snapshots == [group.folder(of: "a") + "/snapshot.tms"])
+
+        let d = try group.add("d")
+        let pulled = try group.pull("d", prune: false)
+        #expect(pulled.warnings.isEmpty, "\(pulled.warnings)")
+        #expect(pulled.imported.map(\.header.kind) == [.snapshot, .changes, .changes])
+        try group.round()
+        try group.expectConverged()
+        #expect(try d.tables()["items"]?.rows.contains { $0[0] == .text("b-after") && $0[5] == .text("c") } == true)
     }
 
     @Test func joiningFromASnapshotTrustsItsSenderAndConverges() throws {

@@ -290,15 +290,18 @@ struct WebDAVExchangeTests {
         _ = try group.b.store.pull(from: group.url, key: group.b.key, settings: group.settings)
         let bundles = { FolderTree.files(in: group.server.root + "/\(group.a.id)").filter { $0.hasSuffix(".tmb") } }
         #expect(bundles().count == 1)
-        try group.proxy.inject([.init("status", method: "DELETE", times: 10, status: 500)])
-        _ = try group.a.store.pull(from: group.url, key: group.a.key, settings: group.settings)
-        #expect(bundles().count == 1)
-        try Self.expectSoundFiles(group.server)
-        // The snapshot cannot be put in place: the prune fails, and removes nothing.
+        // The snapshot that must hold the bundle's transactions cannot be put in place: the prune
+        // fails, and removes nothing.
+        _ = try group.a.store.pull(from: group.url, key: group.a.key, prune: false, settings: group.settings)
         try group.proxy.inject([.init("status", method: "MOVE", times: 10, status: 500)])
         #expect(throws: ExchangeError.self) {
             _ = try group.a.store.prune(key: group.a.key, settings: group.settings)
         }
+        #expect(bundles().count == 1)
+        try Self.expectSoundFiles(group.server)
+        // The snapshot is written, the bundle cannot be removed: the next prune removes it.
+        try group.proxy.inject([.init("status", method: "DELETE", times: 10, status: 500)])
+        _ = try group.a.store.pull(from: group.url, key: group.a.key, settings: group.settings)
         #expect(bundles().count == 1)
         try Self.expectSoundFiles(group.server)
         try group.proxy.inject([])

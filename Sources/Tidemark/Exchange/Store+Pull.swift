@@ -329,7 +329,8 @@ extension Store {
     /// whose remaining bundles do not start where the store's history of that peer's folder ends,
     /// or whose bundles wait for what no file here provides and the snapshot holds (`blocked`, by
     /// folder: the peer then wrote the snapshot to hold it, Protocol/pruning.md §5.4), or whose
-    /// snapshot holds another origin's transactions that no file here provides (`holdsUnpublished`).
+    /// snapshot holds another origin's transactions that that origin's own files do not provide
+    /// (`holdsUnpublished`).
     private func snapshotToCatchUp(
         in exchange: ExchangeFolder, recorded: String, excluding used: Set<ExchangeFolder.File>,
         blocked: [Replica.ID: History.Token], key: KeyFile
@@ -338,16 +339,18 @@ extension Store {
         var best: (ExchangeFolder.File, History.Token)?
         var published: [Replica.ID: Int64]?
         /// Whether a snapshot of `sender` reaching `through` holds another origin's transactions
-        /// this store lacks and that origin's files do not provide: the sender holds them as row
-        /// state only (that origin sent it a snapshot directly), and they reach readers through
-        /// its snapshot or not at all (Protocol/pruning.md §5.4).
+        /// this store lacks and that origin's own files (its snapshot, and its bundles from there)
+        /// do not provide: the sender holds them as row state only (that origin sent it a snapshot
+        /// directly), or that origin removed the bundles that held them without writing a
+        /// snapshot, since this one held them (pruning.md §3.3). They reach readers through a
+        /// snapshot that holds them or not at all (Protocol/pruning.md §5.4).
         func holdsUnpublished(_ through: History.Token, of sender: Replica.ID) throws -> Bool {
             let lacking = through.sequences.filter { origin, position in
                 origin != self.replica.id && origin != sender && position > token[origin]
             }
             guard !lacking.isEmpty else { return false }
             if published == nil {
-                published = try publishedByOrigins(in: exchange, key: key).provided
+                published = try publishedByOrigins(in: exchange, key: key, ownSnapshots: true).provided
             }
             return lacking.contains { origin, position in position > published?[origin] ?? 0 }
         }

@@ -169,12 +169,14 @@ extension Store {
 
     /// For every other replica with a folder in `exchange`, how far its own files there provide
     /// its transactions without a gap to every reader: when its numbered bundles run without a
-    /// missing number from one that continues its snapshot (or its first transaction), its newest
+    /// missing number from one that continues a snapshot (or its first transaction), its newest
     /// bundle's position, which readers that follow the bundles reach (they never read the
-    /// snapshot, which may hold more); otherwise its snapshot's position. Also returns every
-    /// numbered bundle listed. Files whose header this replica cannot read, or that another replica
-    /// signed, provide nothing.
-    func publishedByOrigins(in exchange: ExchangeFolder, key: KeyFile) throws
+    /// snapshot, which may hold more); otherwise the snapshot's position. The snapshot is the
+    /// furthest of the folder's (`FolderSnapshots`), which a reader that cannot follow the bundles
+    /// catches up from, or with `ownSnapshots` that replica's own. Also returns every numbered
+    /// bundle listed. Files whose header this replica cannot read, or that another replica signed,
+    /// provide nothing.
+    func publishedByOrigins(in exchange: ExchangeFolder, key: KeyFile, ownSnapshots: Bool = false) throws
         -> (provided: [Replica.ID: Int64], bundles: [ExchangeFolder.File])
     {
         var provided: [Replica.ID: Int64] = [:]
@@ -182,10 +184,17 @@ extension Store {
         let header = { (file: ExchangeFolder.File) in
             (try? exchange.signedHeader(of: file, identity: key.envelopeIdentity)) ?? nil
         }
+        let snapshots = ownSnapshots ? nil : try folderSnapshots(in: exchange, key: key)
         for origin in try exchange.replicaFolders(except: replica.id) {
             let snapshot = ExchangeFolder.File(replica: origin, name: ExchangeFolder.snapshotName)
-            var position =
-                try exchange.contains(snapshot.name, of: origin) ? header(snapshot)?.through[origin] ?? 0 : 0
+            var position: Int64
+            if let snapshots, snapshots.headers[origin] != nil {
+                position = snapshots.position(of: origin)
+            } else {
+                position =
+                    try exchange.contains(snapshot.name, of: origin) ? header(snapshot)?.through[origin] ?? 0 : 0
+                position = max(position, snapshots?.position(of: origin) ?? 0)
+            }
             let bundles = try exchange.bundles(of: origin)
             listed += bundles.map(\.file)
             if let oldest = bundles.first, let newest = bundles.last,

@@ -57,15 +57,19 @@ extension Store {
             defer { transport.close() }
             let exchange = ExchangeFolder(transport)
             let mine = replica.id.description
-            let done = ((try? exchange.bundles(of: replica.id)) ?? []).filter { bundle in
-                (try? exchange.header(of: bundle.file, identity: key?.envelopeIdentity)).map {
-                    horizon.covers($0.header.through)
-                } ?? false
+            let done = ((try? exchange.bundles(of: replica.id)) ?? []).compactMap { bundle in
+                (try? exchange.header(of: bundle.file, identity: key?.envelopeIdentity)).flatMap {
+                    horizon.covers($0.header.through) ? (file: bundle.file, through: $0.header.through) : nil
+                }
             }
             guard !done.isEmpty, let key else { continue }
             if !dryRun {
-                // Anyone who still needs what these bundles held catches up from the snapshot.
-                snapshots.append(try publishSnapshot(through: transport, recorded: location, key: key))
+                // Anyone who still needs what these bundles held catches up from a snapshot of the
+                // folder: one that holds it already, or this replica's, written now.
+                let held = done.reduce(History.Token.zero) { $0.merged(with: $1.through) }
+                if try !folderSnapshots(in: exchange, key: key).cover(held, lineage: try lineage()) {
+                    snapshots.append(try publishSnapshot(through: transport, recorded: location, key: key))
+                }
                 for bundle in done { try? transport.remove(bundle.file.name, in: mine) }
             }
             files += done.map { exchange.address(of: $0.file) }

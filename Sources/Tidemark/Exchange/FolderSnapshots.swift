@@ -1,0 +1,47 @@
+import Foundation
+import TidemarkCore
+
+/// The snapshots of one exchange folder that a reader may catch up from: each replica's
+/// `snapshot.tms` signed by that replica, this replica's own or a trusted peer's, whose header
+/// this replica can read. A reader that cannot follow some replica's bundles catches up from any
+/// of them that holds what those bundles assume (Protocol/pruning.md §5.4), so a prune writes a
+/// snapshot only when none of them holds what it removes (pruning.md §3.3).
+struct FolderSnapshots {
+    var headers: [Replica.ID: BundleHeader] = [:]
+
+    init(in exchange: ExchangeFolder, replica: Replica.ID, trusted: Set<Replica.ID>, key: KeyFile) throws {
+        for folder in try exchange.replicaFolders(except: replica) + [replica]
+        where folder == replica || trusted.contains(folder) {
+            let file = ExchangeFolder.File(replica: folder, name: ExchangeFolder.snapshotName)
+            guard try exchange.contains(file.name, of: folder),
+                let header = (try? exchange.signedHeader(of: file, identity: key.envelopeIdentity)) ?? nil,
+                header.kind == .snapshot
+            else { continue }
+            headers[folder] = header
+        }
+    }
+
+    /// How far a reader that imports one of them holds `origin`'s transactions: the furthest.
+    func position(of origin: Replica.ID) -> Int64 {
+        headers.values.map { $0.through[origin] }.max() ?? 0
+    }
+
+    /// Whether one of them, written under `lineage`, holds every transaction of `token`.
+    func cover(_ token: History.Token, lineage: [Schema.Version]) -> Bool {
+        headers.values.contains { header in
+            header.through.covers(token) && header.lineage.map(\.id) == lineage.map(\.id)
+        }
+    }
+}
+
+extension Store {
+    /// The snapshots of `exchange` a reader may catch up from (`FolderSnapshots`).
+    func folderSnapshots(in exchange: ExchangeFolder, key: KeyFile) throws -> FolderSnapshots {
+        try FolderSnapshots(in: exchange, replica: replica.id, trusted: Set(try peers().map(\.id)), key: key)
+    }
+
+    /// The schema versions of this store, oldest first.
+    func lineage() throws -> [Schema.Version] {
+        try mappingErrors { try database.read { db in try SchemaLineage.fetch(db) } }
+    }
+}

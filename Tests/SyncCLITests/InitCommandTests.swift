@@ -79,6 +79,35 @@ import TidemarkTestSupport
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["bad.sql"])
     }
 
+    /// Joining from a file that is missing or not a bundle fails without leaving a store behind,
+    /// so the same command runs again once the file is right; an existing key file stays.
+    @Test(arguments: [false, true]) func aJoinThatFailsLeavesNoStoreAndNoKey(keyExisted: Bool) async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("new.db")
+        let schema = directory.file("schema.sql")
+        try CLIStore.schema.write(toFile: schema, atomically: false, encoding: .utf8)
+        let junk = directory.file("junk.tms")
+        try "not a bundle".write(toFile: junk, atomically: false, encoding: .utf8)
+        let key = directory.file("own.key")
+        if keyExisted { _ = try KeyFile.create(key) }
+        let keyBytes = keyExisted ? FileManager.default.contents(atPath: key) : nil
+        for from in [directory.file("missing.tms"), junk] {
+            let result = try await SyncProcess.run([
+                "init", "--store", path, "--replica", "d", "--schema", schema, "--key", key, "--from", from,
+            ])
+            #expect(result.exitCode != 0, "\(result)")
+            #expect(result.stdout.isEmpty, "\(result)")
+            #expect(result.errorLines.first?.contains(from) == true, "\(result)")
+            #expect(Self.existing(path).isEmpty, "\(from)")
+            #expect(FileManager.default.fileExists(atPath: key) == keyExisted)
+            #expect(FileManager.default.contents(atPath: key) == keyBytes)
+        }
+        let again = try await SyncProcess.run([
+            "init", "--store", path, "--replica", "d", "--schema", schema, "--key", key,
+        ])
+        #expect(again.exitCode == 0 && again.stderr.isEmpty, "\(again)")
+    }
+
     @Test func anUnreadableSchemaFileIsNamed() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("new.db")

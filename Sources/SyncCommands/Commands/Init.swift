@@ -45,15 +45,39 @@ extension SyncCLI {
             }
             let setup = Store.Setup(
                 replicaName: replica, schema: schemaSource, tables: tables, preserve: preserve, keyPath: key)
-            let (opened, created) = try Store.initialize(try store.path, setup: setup)
-            Output.line("\(opened.replica.name) \(opened.replica.id)")
-            if !created { Output.error("already initialized; nothing changed") }
-            if let from {
-                let key = try KeyFile.load(key ?? KeyFile.defaultPath(forStore: try store.path))
-                let (sender, summary) = try opened.join(from: from, key: key)
-                Output.line("trusted \(sender.name) \(sender.publicKeyBase64) (the sender of \(from))")
-                Output.line("imported \(summary.appliedChanges) rows from its snapshot")
+            let path = try store.path
+            let keyPath = key ?? KeyFile.defaultPath(forStore: path)
+            let keyExisted = FileManager.default.fileExists(atPath: keyPath)
+            var created = false
+            do {
+                try initialize(path, setup: setup, keyPath: keyPath, created: &created)
+            } catch {
+                // A store this command made is taken away again when joining fails: nothing was
+                // created, and the same command can run again once the file is right.
+                if created {
+                    for suffix in ["", "-wal", "-shm", "-journal"] {
+                        try? FileManager.default.removeItem(atPath: path + suffix)
+                    }
+                    if !keyExisted { try? FileManager.default.removeItem(atPath: keyPath) }
+                }
+                throw error
             }
+        }
+
+        /// Creates the store (or finds it made) and joins from `from`; the store is closed on return.
+        private func initialize(_ path: String, setup: Store.Setup, keyPath: String, created: inout Bool) throws {
+            let opened: Store
+            (opened, created) = try Store.initialize(path, setup: setup)
+            guard let from else {
+                Output.line("\(opened.replica.name) \(opened.replica.id)")
+                if !created { Output.error("already initialized; nothing changed") }
+                return
+            }
+            if !created { Output.error("already initialized; joining from \(from)") }
+            let (sender, summary) = try opened.join(from: from, key: try KeyFile.load(keyPath))
+            Output.line("\(opened.replica.name) \(opened.replica.id)")
+            Output.line("trusted \(sender.name) \(sender.publicKeyBase64) (the sender of \(from))")
+            Output.line("imported \(summary.appliedChanges) rows from its snapshot")
         }
     }
 }

@@ -11,7 +11,8 @@ extension Store {
         public var removedTransactions: Int
         /// This replica's own exchange files removed (bundles every active member applied).
         public var removedFiles: [String]
-        /// Snapshots written so that members who come back, or join, can catch up.
+        /// Snapshots written so that members who come back, or join, can catch up: none for a folder
+        /// where a snapshot already held what the prune removed there.
         public var snapshots: [String]
         /// Active members whose watermark holds history back, by name.
         public var blockers: [String]
@@ -26,9 +27,10 @@ extension Store {
 
     /// The common-watermark cleaner: removes the history every active member's watermark covers,
     /// and this replica's own bundles in the exchange folders it uses that every active member has
-    /// applied (writing a fresh snapshot beside them first). It never removes what an active
-    /// member still lacks; a member that never left a watermark counts as having applied nothing.
-    /// With `maxLag`, members whose last watermark is older than that are retired first.
+    /// applied, once a snapshot of that folder holds them (writing its own first when none does,
+    /// Protocol/pruning.md §3.3). It never removes what an active member still lacks; a member
+    /// that never left a watermark counts as having applied nothing. With `maxLag`, members whose
+    /// last watermark is older than that are retired first.
     /// Exchange folders on a server are reached with `settings`; one that cannot be reached keeps
     /// its files until a later prune.
     public func prune(

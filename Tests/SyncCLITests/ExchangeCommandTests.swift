@@ -39,6 +39,10 @@ import TidemarkTestSupport
         expectFailure(try await a.peers("add", "bee", keyB), "that key is already trusted as 'b'")
         expectFailure(try await a.peers("add", "a", try await a.publicKey()), "that is this replica's own key")
         expectFailure(try await a.peers("add", "x", "bm90IGEga2V5"), "invalid public key")
+        // The whole line `sync identity` prints, pasted as one argument.
+        expectFailure(
+            try await a.peers("add", "b", "b \(keyB)"), "that is a name and a public key",
+            hint: "KEY the second word of what `sync identity` prints")
         expectFailure(try await a.peers("add", "bad name", keyB), "invalid peer name 'bad name'")
         #expect(try await a.dump() == before)
 

@@ -55,6 +55,8 @@ enum CLIWording {
             return
                 "continuing would reuse sequence numbers; move this store aside and create a new replica with `sync init`, "
                 + "then pull (see README, 'Restoring a store')"
+        case .invalidPeer(let reason) where reason.hasPrefix("that is a name and a public key"):
+            return "sync peers add NAME KEY, with KEY the second word of what `sync identity` prints on the peer"
         case .invalidPeer(let reason) where reason.contains("public key"):
             return "`sync identity` prints a replica's public key"
         case .encryptedWithoutKey:

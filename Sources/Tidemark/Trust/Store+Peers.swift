@@ -25,6 +25,12 @@ extension Store {
             (try? Curve25519.Signing.PublicKey(rawRepresentation: data)) != nil
         else {
             // Never echo the argument: it may be a pasted private key.
+            let words = publicKeyBase64.split(whereSeparator: \.isWhitespace)
+            if words.count == 2, Data(base64Encoded: String(words[1]))?.count == 32 {
+                throw ExchangeError.invalidPeer(
+                    "that is a name and a public key, as `sync identity` prints them: give the public key alone"
+                )
+            }
             if let data = Data(base64Encoded: publicKeyBase64), data.count == KeyFile.pkcs8Prefix.count + 32 {
                 throw ExchangeError.invalidPeer(
                     "that looks like a private key, not a public one: never share it; share the replica's public key instead"

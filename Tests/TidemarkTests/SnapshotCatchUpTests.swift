@@ -312,6 +312,69 @@ import TidemarkTestSupport
         #expect(try d.tables()["items"]?.rows.contains { $0[0] == .text("b-after") && $0[5] == .text("c") } == true)
     }
 
+    /// The one snapshot of the folder, a's, which held what b and c pruned, is cut short by a sync
+    /// tool while a is away (its header intact, so it still looks like it holds everything). A new
+    /// member that lacks it all cannot catch up from it; once its watermark shows that, b's next
+    /// push writes b's own snapshot, and the new member catches up from that.
+    @Test func aMemberThatLacksWhatWasPrunedGetsASnapshotFromTheNextPusher() throws {
+        let group = try Self.prunedGroup()
+        let snapshot = group.folder(of: "a") + "/snapshot.tms"
+        let bytes = try #require(FileManager.default.contents(atPath: snapshot))
+        try bytes.prefix(bytes.count / 2).write(to: URL(fileURLWithPath: snapshot))
+        let d = try group.add("d")
+        let stuck = try group.pull("d", prune: false)
+        #expect(stuck.imported.isEmpty)
+        #expect(try d.tables()["items"]?.rows.isEmpty == true)
+
+        // b sees d's watermark; nothing else has changed.
+        _ = try group.pull("b", prune: false)
+        #expect(try group.push("b").snapshot == group.folder(of: "b") + "/snapshot.tms")
+        // Written once: b's own snapshot now holds what b pruned.
+        #expect(try group.push("b").snapshot == nil)
+        let pulled = try group.pull("d")
+        #expect(pulled.imported.map(\.header.kind) == [.snapshot], "\(pulled.warnings)")
+        let differences = try d.tables().differences(from: try group["b"].tables(), mine: "d", theirs: "b")
+        #expect(differences.isEmpty, "\(differences)")
+    }
+
+    /// a's store is restored from a copy made after a's own writes, before it pulled the others'.
+    /// Its own snapshot, the one the others' prunes relied on, holds what it lacks: its pull catches
+    /// up from it (no other file holds the others' pruned transactions), and only then writes a
+    /// later snapshot over it.
+    @Test func aStoreRestoredFromABackupCatchesUpFromItsOwnSnapshot() async throws {
+        let group = try ExchangeGroup(["a", "b", "c"])
+        for replica in group.replicas { try PruneTests.writeItems(replica, count: 6) }
+        let a = group["a"]
+        try group.push("a")
+        let old = group.directory.file("a-old.db")
+        try await SQLiteShell.execute(a.path, ".backup '\(old)'")
+        try FileManager.default.copyItem(atPath: a.path + ".key", toPath: old + ".key")
+        try group.round(prune: false)
+        try group.round(prune: false)
+        for name in group.names { try group.prune(name) }
+        let snapshot = group.folder(of: "a") + "/snapshot.tms"
+        #expect(group.snapshots == [snapshot])
+        let held = try ExchangeGroup.header(of: snapshot).through
+
+        let restored = try TestReplica(opening: old)
+        _ = try restored.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-new', 'after the restore')")
+        _ = try restored.store.push(to: group.folder, key: restored.key)
+        let pulled = try restored.store.pull(from: group.folder, key: restored.key, prune: false)
+        #expect(pulled.warnings.isEmpty, "\(pulled.warnings)")
+        #expect(pulled.imported.map(\.header.kind) == [.snapshot])
+        #expect(try restored.store.currentToken().covers(held))
+        try group.round(["b", "c"])
+        _ = try restored.store.pull(from: group.folder, key: restored.key)
+        try group.round(["b", "c"])
+        _ = try restored.store.pull(from: group.folder, key: restored.key)
+        #expect(try ExchangeGroup.header(of: snapshot).through.covers(held))
+        for name in ["b", "c"] {
+            let differences = try restored.tables().differences(
+                from: try group[name].tables(), mine: "a", theirs: name)
+            #expect(differences.isEmpty, "\(differences)")
+        }
+    }
+
     @Test func joiningFromASnapshotTrustsItsSenderAndConverges() throws {
         let group = try Self.prunedGroup()
         let snapshot = group.folder(of: "a") + "/snapshot.tms"

@@ -35,6 +35,28 @@ struct FolderSnapshots {
 }
 
 extension Store {
+    /// Whether an active member's watermark does not hold this replica's own transactions up to
+    /// `removed`, the ones whose bundles its prunes removed from an exchange folder: that member
+    /// needs a snapshot to catch up (a new member, one back from retirement), and the one that held
+    /// them may since have been damaged, lost or rewritten under another schema version
+    /// (Protocol/pruning.md §3.5).
+    func memberLacks(ownTransactionsThrough removed: Int64) throws -> Bool {
+        guard removed > 0 else { return false }
+        return try mappingErrors {
+            try database.read { db in
+                let retired = Set(try String.fetchAll(db, sql: "SELECT id FROM tidemark_members WHERE retired = 1"))
+                for peer in try Self.peers(db) where !retired.contains(peer.id.description) {
+                    let text = try String.fetchOne(
+                        db, sql: "SELECT token FROM tidemark_watermarks WHERE replica = ?",
+                        arguments: [Data(peer.id.bytes)])
+                    let watermark = text.flatMap { try? History.Token(parsing: $0) } ?? .zero
+                    if watermark[replica.id] < removed { return true }
+                }
+                return false
+            }
+        }
+    }
+
     /// The snapshots of `exchange` a reader may catch up from (`FolderSnapshots`).
     func folderSnapshots(in exchange: ExchangeFolder, key: KeyFile) throws -> FolderSnapshots {
         try FolderSnapshots(in: exchange, replica: replica.id, trusted: Set(try peers().map(\.id)), key: key)

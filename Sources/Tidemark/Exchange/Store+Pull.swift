@@ -354,7 +354,9 @@ extension Store {
             }
             return lacking.contains { origin, position in position > published?[origin] ?? 0 }
         }
-        for replica in try exchange.replicaFolders(except: self.replica.id) {
+        // This replica's own snapshot too: a store restored from a backup may lack what it holds, and
+        // the others may have removed bundles because it held them (Protocol/pruning.md §3.4, §5.4).
+        for replica in try exchange.replicaFolders(except: self.replica.id) + [self.replica.id] {
             let file = ExchangeFolder.File(replica: replica, name: ExchangeFolder.snapshotName)
             guard !used.contains(file), let entry = try exchange.entry(file.name, of: replica) else { continue }
             let address = exchange.address(of: file)

@@ -41,10 +41,19 @@ extension Store {
             in: exchange, recorded: recorded, existing: existing, current: current, key: key,
             republish: tidy.removedBundle)
         // Also when there is nothing new to push: transactions this replica holds only as row state
-        // reach readers through its snapshot or not at all (Protocol/pruning.md §4.2).
+        // reach readers through its snapshot or not at all (Protocol/pruning.md §4.2); and a member
+        // that lacks what this replica pruned catches up from a snapshot (pruning.md §3.5).
         var snapshot: String?
-        if try snapshotFallsShort(of: since, carried: carried, provided: provided, in: exchange, key: key) {
+        if try snapshotFallsShort(of: since, carried: carried, provided: provided, in: exchange, key: key)
+            || ownSnapshotLacksWhatAMemberNeeds(in: exchange, recorded: recorded, existing: existing, key: key)
+        {
             snapshot = try publishSnapshot(through: exchange.transport, recorded: recorded, key: key)
+            // What the snapshot holds is provided from now on.
+            if snapshot != nil {
+                (since, carried, provided) = try pushStart(
+                    in: exchange, recorded: recorded, existing: existing, current: current, key: key,
+                    republish: tidy.removedBundle)
+            }
         }
         if since.covers(current) {
             return PushSummary(path: nil, export: nil, removed: tidy.removed, warnings: tidy.kept, snapshot: snapshot)
@@ -129,6 +138,24 @@ extension Store {
             let (_, header, _) = try? exchange.header(of: file, identity: key.envelopeIdentity)
         else { return true }
         return unprovided.contains { origin, position in header.through[origin] < position }
+    }
+
+    /// Whether an active member lacks own transactions whose bundles this replica's prunes removed
+    /// from `exchange` (`memberLacks`), and its own snapshot there does not hold them. Those are
+    /// what its oldest bundle there (`existing`) assumes of its own, or all it pushed there when
+    /// none is left.
+    private func ownSnapshotLacksWhatAMemberNeeds(
+        in exchange: ExchangeFolder, recorded: String, existing: [(number: Int, file: ExchangeFolder.File)],
+        key: KeyFile
+    ) throws -> Bool {
+        let oldest = existing.first.flatMap { try? exchange.header(of: $0.file, identity: key.envelopeIdentity) }
+        let removed = try oldest?.header.since[replica.id] ?? pushedThrough(recorded)?[replica.id] ?? 0
+        guard try memberLacks(ownTransactionsThrough: removed) else { return false }
+        let file = ExchangeFolder.File(replica: replica.id, name: ExchangeFolder.snapshotName)
+        guard try exchange.contains(file.name, of: replica.id),
+            let header = (try? exchange.signedHeader(of: file, identity: key.envelopeIdentity)) ?? nil
+        else { return true }
+        return header.through[replica.id] < removed
     }
 
     /// For every other origin, how far the files of `exchange` provide its transactions without a

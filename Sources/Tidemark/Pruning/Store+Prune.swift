@@ -70,7 +70,10 @@ extension Store {
                 // folder: one that holds it already, or this replica's, written now.
                 let held = done.reduce(History.Token.zero) { $0.merged(with: $1.through) }
                 if try !folderSnapshots(in: exchange, key: key).cover(held, lineage: try lineage()) {
-                    snapshots.append(try publishSnapshot(through: transport, recorded: location, key: key))
+                    // Kept until this replica can write a snapshot that holds them.
+                    guard let written = try publishSnapshot(through: transport, recorded: location, key: key)
+                    else { continue }
+                    snapshots.append(written)
                 }
                 for bundle in done { try? transport.remove(bundle.file.name, in: mine) }
             }

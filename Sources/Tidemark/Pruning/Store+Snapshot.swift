@@ -8,8 +8,19 @@ extension Store {
 
     /// Writes this replica's snapshot into its own subfolder of the exchange folder `transport`
     /// reaches (recorded as `recorded`), replacing the previous one in one step; returns its address.
-    func publishSnapshot(through transport: any ExchangeTransport, recorded: String, key: KeyFile) throws -> String {
+    /// Returns nil without writing when the snapshot there holds transactions this store lacks (it
+    /// was restored from a backup and has not caught up, say): a snapshot is replaced only by a later
+    /// one, since others may have removed bundles it held (Protocol/pruning.md §3.4).
+    func publishSnapshot(through transport: any ExchangeTransport, recorded: String, key: KeyFile) throws -> String? {
         let mine = replica.id.description
+        let exchange = ExchangeFolder(transport)
+        let current = ExchangeFolder.File(replica: replica.id, name: ExchangeFolder.snapshotName)
+        if try exchange.contains(current.name, of: replica.id),
+            let header = (try? exchange.signedHeader(of: current, identity: key.envelopeIdentity)) ?? nil,
+            try !currentToken().covers(header.through)
+        {
+            return nil
+        }
         let temporary = transport.temporaryFile(for: mine)
         defer { try? FileManager.default.removeItem(atPath: temporary) }
         _ = try exportSnapshot(to: temporary, key: key)

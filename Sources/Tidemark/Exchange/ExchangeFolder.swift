@@ -7,8 +7,8 @@ import TidemarkCore
 /// Each replica writes only inside `<replica id>/`: numbered bundles `0000000001.tmb`, … and its
 /// signed watermark `watermark.tmw`, and once it pruned bundles that no other snapshot held, its
 /// latest snapshot `snapshot.tms`. Files are published whole and a bundle is never rewritten
-/// (`ExchangeTransport`), so readers never see a partial file under a final name. Cloud drives that sync files without locks are enough, and so
-/// is a WebDAV server.
+/// (`ExchangeTransport`), so readers never see a partial file under a final name. Cloud drives
+/// that sync files without locks are enough, and so is a WebDAV server.
 struct ExchangeFolder {
     let transport: any ExchangeTransport
 

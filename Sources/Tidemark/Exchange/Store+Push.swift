@@ -214,14 +214,10 @@ extension Store {
         let snapshots = ownSnapshots ? nil : try folderSnapshots(in: exchange, key: key)
         for origin in try exchange.replicaFolders(except: replica.id) {
             let snapshot = ExchangeFolder.File(replica: origin, name: ExchangeFolder.snapshotName)
-            var position: Int64
-            if let snapshots, snapshots.headers[origin] != nil {
-                position = snapshots.position(of: origin)
-            } else {
-                position =
-                    try exchange.contains(snapshot.name, of: origin) ? header(snapshot)?.through[origin] ?? 0 : 0
-                position = max(position, snapshots?.position(of: origin) ?? 0)
-            }
+            var position =
+                try snapshots?.headers[origin]?.through[origin]
+                ?? (exchange.contains(snapshot.name, of: origin) ? header(snapshot)?.through[origin] ?? 0 : 0)
+            position = max(position, snapshots?.position(of: origin) ?? 0)
             let bundles = try exchange.bundles(of: origin)
             listed += bundles.map(\.file)
             if let oldest = bundles.first, let newest = bundles.last,

@@ -317,6 +317,8 @@ import TidemarkTestSupport
         expectFailure(
             try await a.sync("export", "--since", History.Token.zero.description, "--out", a.directory.file("x.tmb")),
             "the store was restored from an older copy")
+        expectFailure(try await a.sync("prune"), "the store was restored from an older copy")
+        expectFailure(try await a.sync("prune", "--dry-run"), "the store was restored from an older copy")
         #expect(try FileManager.default.subpathsOfDirectory(atPath: shared.path).sorted() == files, "nothing published")
     }
 

@@ -36,6 +36,8 @@ extension Store {
     public func prune(
         dryRun: Bool = false, maxLag: TimeInterval? = nil, key: KeyFile?, settings: ExchangeSettings = .init()
     ) throws -> PruneReport {
+        // Its own bundles may be all that holds the transactions its restored store lacks.
+        try checkNotRestored()
         let retired = try maxLag.map { try retireLagging(by: $0, dryRun: dryRun) } ?? []
         let members = try members()
         let own = members.first(where: \.isSelf)!

@@ -335,6 +335,8 @@ import TidemarkTestSupport
         #expect(pulled.imported.map(\.header.kind) == [.snapshot], "\(pulled.warnings)")
         let differences = try d.tables().differences(from: try group["b"].tables(), mine: "d", theirs: "b")
         #expect(differences.isEmpty, "\(differences)")
+        // c last pulled before d joined, but d's watermark in the folder shows it caught up.
+        #expect(try group.push("c").snapshot == nil)
     }
 
     /// a's store is restored from a copy made after a's own writes, before it pulled the others'.

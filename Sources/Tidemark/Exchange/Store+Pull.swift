@@ -156,7 +156,7 @@ extension Store {
     /// Reads every peer's watermark not read before (on a server: unchanged since, by its
     /// validator) and records what it says. Returns the addresses of the peers' watermarks and
     /// snapshots, for the memory of what was read.
-    private func readWatermarks(
+    func readWatermarks(
         in exchange: ExchangeFolder, recorded: String, failures: inout PullFailures, key: KeyFile
     ) throws -> Set<String> {
         var listed: Set<String> = []

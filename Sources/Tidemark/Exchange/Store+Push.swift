@@ -151,6 +151,11 @@ extension Store {
         let oldest = existing.first.flatMap { try? exchange.header(of: $0.file, identity: key.envelopeIdentity) }
         let removed = try oldest?.header.since[replica.id] ?? pushedThrough(recorded)?[replica.id] ?? 0
         guard try memberLacks(ownTransactionsThrough: removed) else { return false }
+        // The watermarks known here are those of the last pull: the member may have caught up since.
+        var unread = PullFailures()
+        _ = try readWatermarks(in: exchange, recorded: recorded, failures: &unread, key: key)
+        try checkNotRestored()
+        guard try memberLacks(ownTransactionsThrough: removed) else { return false }
         let file = ExchangeFolder.File(replica: replica.id, name: ExchangeFolder.snapshotName)
         guard try exchange.contains(file.name, of: replica.id),
             let header = (try? exchange.signedHeader(of: file, identity: key.envelopeIdentity)) ?? nil

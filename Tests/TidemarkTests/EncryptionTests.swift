@@ -209,6 +209,29 @@ import TidemarkTestSupport
         #expect(try n.tables() == group["a"].tables())
     }
 
+    /// With encryption on, the only snapshot (a's, written before d was trusted) cannot be opened
+    /// by d. Once d's watermark shows it lacks what a pruned, a's next push writes a snapshot
+    /// encrypted for d too, and d catches up from it; a second push writes none.
+    @Test func aMemberTrustedAfterTheSnapshotWasWrittenGetsOneItCanOpen() throws {
+        let group = try ExchangeGroup(["a", "b", "c"])
+        try group["a"].store.setEncryption(true)
+        _ = try group["a"].store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-1', 'before d')")
+        try group.round()
+        try group.round()
+        #expect(group.bundles.isEmpty, "\(group.bundles)")
+        #expect(group.snapshots == [group.folder(of: "a") + "/snapshot.tms"])
+
+        let d = try group.add("d")
+        let stuck = try group.pull("d")
+        #expect(try d.tables()["items"]?.rows.isEmpty == true, "\(stuck.warnings)")
+        _ = try group.pull("a")
+        #expect(try group.push("a").snapshot == group.folder(of: "a") + "/snapshot.tms")
+        #expect(try group.push("a").snapshot == nil)
+        let pulled = try group.pull("d")
+        #expect(pulled.imported.map(\.header.kind) == [.snapshot], "\(pulled.warnings)")
+        #expect(try d.tables() == group["a"].tables())
+    }
+
     @Test func aFileInClearFromAMemberThatHadSeenTheSettingIsRefusedAsADowngrade() throws {
         let group = try ExchangeGroup(["a", "b", "c"])
         try group["a"].store.setEncryption(true)

@@ -35,24 +35,55 @@ struct FolderSnapshots {
 }
 
 extension Store {
-    /// Whether an active member's watermark does not hold this replica's own transactions up to
-    /// `removed`, the ones whose bundles its prunes removed from an exchange folder: that member
-    /// needs a snapshot to catch up (a new member, one back from retirement), and the one that held
-    /// them may since have been damaged, lost or rewritten under another schema version
+    /// The active members whose watermark does not hold this replica's own transactions up to
+    /// `removed`, the ones whose bundles its prunes removed from an exchange folder: they need a
+    /// snapshot to catch up (a new member, one back from retirement), and the one that held them
+    /// may since have been damaged, lost or rewritten under another schema version
     /// (Protocol/pruning.md §3.5).
-    func memberLacks(ownTransactionsThrough removed: Int64) throws -> Bool {
-        guard removed > 0 else { return false }
+    func membersLacking(ownTransactionsThrough removed: Int64) throws -> [Replica.ID] {
+        guard removed > 0 else { return [] }
         return try mappingErrors {
             try database.read { db in
                 let retired = Set(try String.fetchAll(db, sql: "SELECT id FROM tidemark_members WHERE retired = 1"))
-                for peer in try Self.peers(db) where !retired.contains(peer.id.description) {
+                return try Self.peers(db).map(\.id).filter { id in
+                    guard !retired.contains(id.description) else { return false }
                     let text = try String.fetchOne(
-                        db, sql: "SELECT token FROM tidemark_watermarks WHERE replica = ?",
-                        arguments: [Data(peer.id.bytes)])
-                    let watermark = text.flatMap { try? History.Token(parsing: $0) } ?? .zero
-                    if watermark[replica.id] < removed { return true }
+                        db, sql: "SELECT token FROM tidemark_watermarks WHERE replica = ?", arguments: [Data(id.bytes)])
+                    return (text.flatMap { try? History.Token(parsing: $0) } ?? .zero)[replica.id] < removed
                 }
-                return false
+            }
+        }
+    }
+
+    /// The replicas that can open this replica's snapshot in the exchange folder recorded as
+    /// `recorded` when the group encrypts (those it was encrypted for), or nil when it went in clear
+    /// or is not known.
+    func snapshotReaders(_ recorded: String) throws -> Set<Replica.ID>? {
+        try mappingErrors {
+            try database.read { db in
+                let text = String.fromDatabaseValue(
+                    try Bookkeeping.meta(db, Bookkeeping.Meta.snapshotReadersPrefix + recorded))
+                return text.map { Set($0.split(separator: ",").compactMap { Replica.ID(hex: String($0)) }) }
+            }
+        }
+    }
+
+    /// Who can open a snapshot written now: every trusted peer when the group encrypts
+    /// (Protocol/encryption.md §4), nil (anyone) otherwise.
+    func readersOfASnapshot() throws -> [Replica.ID]? {
+        try mappingErrors {
+            try database.read { db in try Self.encryption(db).isOn ? try Self.peers(db).map(\.id) : nil }
+        }
+    }
+
+    /// Records `readers` (`readersOfASnapshot`) as those of this replica's snapshot in the exchange
+    /// folder recorded as `recorded`.
+    func noteSnapshotReaders(_ readers: [Replica.ID]?, _ recorded: String) throws {
+        try mappingErrors {
+            try database.write { db in
+                try Bookkeeping.setMeta(
+                    db, Bookkeeping.Meta.snapshotReadersPrefix + recorded,
+                    readers.map { $0.map(\.description).joined(separator: ",") })
             }
         }
     }

@@ -28,10 +28,12 @@ extension Store {
         if try exchange.contains(snapshot.name, of: mine), exchange.isClear(snapshot) {
             let temporary = exchange.transport.temporaryFile(for: mine.description)
             defer { try? FileManager.default.removeItem(atPath: temporary) }
+            let readers = try readersOfASnapshot()
             if (try? exportSnapshot(to: temporary, key: key)) != nil, case let size = Self.fileSize(temporary),
                 (try? exchange.transport.replace(snapshot.name, in: mine.description, with: temporary)) != nil
             {
                 try noteWritten(recorded, mine.description, snapshot.name, size: size)
+                try noteSnapshotReaders(readers, recorded)
                 count += 1
             }
         }

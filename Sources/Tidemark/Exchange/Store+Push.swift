@@ -141,8 +141,9 @@ extension Store {
     }
 
     /// Whether an active member lacks own transactions whose bundles this replica's prunes removed
-    /// from `exchange` (`memberLacks`), and its own snapshot there does not hold them. Those are
-    /// what its oldest bundle there (`existing`) assumes of its own, or all it pushed there when
+    /// from `exchange` (`membersLacking`), and its own snapshot there does not hold them, or when the
+    /// group encrypts, was not encrypted for that member (it was trusted after). Those transactions
+    /// are what its oldest bundle there (`existing`) assumes of its own, or all it pushed there when
     /// none is left.
     private func ownSnapshotLacksWhatAMemberNeeds(
         in exchange: ExchangeFolder, recorded: String, existing: [(number: Int, file: ExchangeFolder.File)],
@@ -150,17 +151,21 @@ extension Store {
     ) throws -> Bool {
         let oldest = existing.first.flatMap { try? exchange.header(of: $0.file, identity: key.envelopeIdentity) }
         let removed = try oldest?.header.since[replica.id] ?? pushedThrough(recorded)?[replica.id] ?? 0
-        guard try memberLacks(ownTransactionsThrough: removed) else { return false }
+        guard try !membersLacking(ownTransactionsThrough: removed).isEmpty else { return false }
         // The watermarks known here are those of the last pull: the member may have caught up since.
         var unread = PullFailures()
         _ = try readWatermarks(in: exchange, recorded: recorded, failures: &unread, key: key)
         try checkNotRestored()
-        guard try memberLacks(ownTransactionsThrough: removed) else { return false }
+        let lacking = try membersLacking(ownTransactionsThrough: removed)
+        guard !lacking.isEmpty else { return false }
         let file = ExchangeFolder.File(replica: replica.id, name: ExchangeFolder.snapshotName)
         guard try exchange.contains(file.name, of: replica.id),
-            let header = (try? exchange.signedHeader(of: file, identity: key.envelopeIdentity)) ?? nil
+            let header = (try? exchange.signedHeader(of: file, identity: key.envelopeIdentity)) ?? nil,
+            header.through[replica.id] >= removed
         else { return true }
-        return header.through[replica.id] < removed
+        guard try encryption().isOn else { return false }
+        guard let readers = try snapshotReaders(recorded) else { return true }
+        return lacking.contains { !readers.contains($0) }
     }
 
     /// For every other origin, how far the files of `exchange` provide its transactions without a

@@ -23,10 +23,13 @@ extension Store {
         }
         let temporary = transport.temporaryFile(for: mine)
         defer { try? FileManager.default.removeItem(atPath: temporary) }
+        // Read before writing: a peer trusted meanwhile is then taken for one that cannot open it.
+        let readers = try readersOfASnapshot()
         _ = try exportSnapshot(to: temporary, key: key)
         let size = Self.fileSize(temporary)
         try transport.replace(ExchangeFolder.snapshotName, in: mine, with: temporary)
         try noteWritten(recorded, mine, ExchangeFolder.snapshotName, size: size)
+        try noteSnapshotReaders(readers, recorded)
         return transport.address(of: ExchangeFolder.snapshotName, in: mine)
     }
 

@@ -360,6 +360,9 @@ enum Bookkeeping {
         /// Set once an import showed this store to be an older copy of itself: `have,has,path`
         /// (`ExchangeError.restoredFromOlderCopy`). It then publishes nothing more.
         static let restoredFromOlderCopy = "restored_from_older_copy"
+        /// Followed by an exchange folder's recorded location: the replica ids this replica's
+        /// snapshot there was encrypted for, comma-separated; absent when it went in clear.
+        static let snapshotReadersPrefix = "snapshot_readers "
     }
 
     static func meta(_ db: Database, _ key: String) throws -> DatabaseValue {

@@ -155,6 +155,7 @@ extension Store {
         // The watermarks known here are those of the last pull: the member may have caught up since.
         var unread = PullFailures()
         _ = try readWatermarks(in: exchange, recorded: recorded, failures: &unread, key: key)
+        // One of them may show this store to be an older copy of itself: it then publishes nothing.
         try checkNotRestored()
         let lacking = try membersLacking(ownTransactionsThrough: removed)
         guard !lacking.isEmpty else { return false }

@@ -361,7 +361,7 @@ enum Bookkeeping {
         /// (`ExchangeError.restoredFromOlderCopy`). It then publishes nothing more.
         static let restoredFromOlderCopy = "restored_from_older_copy"
         /// Followed by an exchange folder's recorded location: the replica ids this replica's
-        /// snapshot there was encrypted for, comma-separated; absent when it went in clear.
+        /// snapshot there was encrypted for, comma-separated; NULL when it went in clear.
         static let snapshotReadersPrefix = "snapshot_readers "
     }
 

@@ -377,6 +377,26 @@ import TidemarkTestSupport
         }
     }
 
+    /// A sync tool cuts a's snapshot short, the only file that holds what a pruned (b writes
+    /// nothing): a's next push removes it and writes it again at once, without waiting for a
+    /// member to need it.
+    @Test func theOwnerOfADamagedSnapshotWritesItAgainOnItsNextPush() throws {
+        let group = try ExchangeGroup(["a", "b"])
+        try PruneTests.writeItems(group["a"], count: 6)
+        try group.round()
+        try group.round()
+        let snapshot = group.folder(of: "a") + "/snapshot.tms"
+        #expect(group.snapshots == [snapshot] && group.bundles.isEmpty, "\(group.files)")
+        let bytes = try #require(FileManager.default.contents(atPath: snapshot))
+        try bytes.prefix(bytes.count / 2).write(to: URL(fileURLWithPath: snapshot))
+        let pushed = try group.push("a")
+        #expect(pushed.removed.count == 1, "\(pushed.removed)")
+        #expect(pushed.removed.first?.hasSuffix("; this push writes it again") == true, "\(pushed.removed)")
+        #expect(pushed.snapshot == snapshot)
+        let verified = try Store.inspectBundle(at: snapshot) { _, _ in }
+        #expect(verified.header.through == (try group["a"].store.currentToken()))
+    }
+
     @Test func joiningFromASnapshotTrustsItsSenderAndConverges() throws {
         let group = try Self.prunedGroup()
         let snapshot = group.folder(of: "a") + "/snapshot.tms"

@@ -13,6 +13,9 @@ extension Store {
         /// Whether a numbered bundle was removed as damaged: the next bundle then depends on
         /// nothing this replica's bundles here carry.
         var removedBundle = false
+        /// Whether this replica's snapshot was removed as damaged: others may have removed bundles
+        /// because it held them, so the push writes it again.
+        var removedSnapshot = false
     }
 
     /// Tidies this replica's own folder of `exchange`, which only this replica writes: removes
@@ -68,7 +71,8 @@ extension Store {
         } catch let error as ExchangeError where error.isDamage {
             guard (try? exchange.transport.remove(entry.name, in: mine)) != nil else { return }
             if entry.name == ExchangeFolder.snapshotName {
-                tidy.removed.append("\(address): damaged (\(error)); the next prune writes a new snapshot")
+                tidy.removedSnapshot = true
+                tidy.removed.append("\(address): damaged (\(error)); this push writes it again")
             } else if published {
                 tidy.removedBundle = true
                 tidy.removed.append("\(address): damaged (\(error)); the next push carries what it held")
@@ -85,6 +89,7 @@ extension Store {
                 return
             }
             tidy.removedBundle = tidy.removedBundle || entry.name != ExchangeFolder.snapshotName
+            tidy.removedSnapshot = tidy.removedSnapshot || entry.name == ExchangeFolder.snapshotName
         }
         let why: String? =
             verified.sender != replica.id

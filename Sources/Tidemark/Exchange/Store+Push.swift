@@ -44,7 +44,8 @@ extension Store {
         // reach readers through its snapshot or not at all (Protocol/pruning.md §4.2); and a member
         // that lacks what this replica pruned catches up from a snapshot (pruning.md §3.5).
         var snapshot: String?
-        if try snapshotFallsShort(of: since, carried: carried, provided: provided, in: exchange, key: key)
+        if try tidy.removedSnapshot
+            || snapshotFallsShort(of: since, carried: carried, provided: provided, in: exchange, key: key)
             || ownSnapshotLacksWhatAMemberNeeds(in: exchange, recorded: recorded, existing: existing, key: key)
         {
             snapshot = try publishSnapshot(through: exchange.transport, recorded: recorded, key: key)

@@ -290,8 +290,7 @@ import TidemarkTestSupport
     @Test func aStoreRestoredFromAnOlderCopyStopsPublishingOnceAPullFindsOut() async throws {
         let a = try await CLIStore(replica: "a")
         let b = try await CLIStore(replica: "b")
-        try await a.trust(b, as: "b")
-        try await b.trust(a, as: "a")
+        try await CLIStore.trustEachOther([(a, "a"), (b, "b")])
         let shared = try TemporaryDirectory("tidemark-cli-restored")
         try await a.exec("INSERT INTO items(id) VALUES ('a-1')")
         let old = a.directory.file("old.db")

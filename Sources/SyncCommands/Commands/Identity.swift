@@ -32,14 +32,14 @@ extension SyncCLI {
         func run() throws {
             let opened = try store.open()
             // A key given with --key is this replica's, whatever is printed.
-            if key.path != nil {
-                let given = try key.load(forStore: try store.path)
-                guard given.publicKey == opened.publicKey else { throw ExchangeError.wrongKey(path: given.path) }
+            var given: KeyFile?
+            if key.path != nil || ageIdentity {
+                let loaded = try key.load(forStore: try store.path)
+                guard loaded.publicKey == opened.publicKey else { throw ExchangeError.wrongKey(path: loaded.path) }
+                given = loaded
             }
-            if ageIdentity {
-                let key = try key.load(forStore: try store.path)
-                guard key.publicKey == opened.publicKey else { throw ExchangeError.wrongKey(path: key.path) }
-                Output.line(EnvelopeKeys.ageIdentity(key.envelopeIdentity))
+            if ageIdentity, let given {
+                Output.line(EnvelopeKeys.ageIdentity(given.envelopeIdentity))
             } else if ageRecipient {
                 // A replica's own public key is a valid Ed25519 key, so it maps to an X25519 one.
                 Output.line(EnvelopeKeys.ageRecipient(EnvelopeKeys.recipient(ofSigningKey: opened.publicKey)!))

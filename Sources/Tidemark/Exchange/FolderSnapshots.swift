@@ -46,10 +46,7 @@ extension Store {
             try database.read { db in
                 let retired = Set(try String.fetchAll(db, sql: "SELECT id FROM tidemark_members WHERE retired = 1"))
                 return try Self.peers(db).map(\.id).filter { id in
-                    guard !retired.contains(id.description) else { return false }
-                    let text = try String.fetchOne(
-                        db, sql: "SELECT token FROM tidemark_watermarks WHERE replica = ?", arguments: [Data(id.bytes)])
-                    return (text.flatMap { try? History.Token(parsing: $0) } ?? .zero)[replica.id] < removed
+                    try !retired.contains(id.description) && Self.knownToken(of: id, db)[replica.id] < removed
                 }
             }
         }

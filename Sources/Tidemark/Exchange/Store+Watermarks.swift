@@ -6,16 +6,13 @@ extension Store {
     /// The latest token `replica` is known to hold, learned from its signed watermarks and bundles;
     /// zero when nothing is known.
     public func knownToken(of replica: Replica.ID) throws -> History.Token {
-        try mappingErrors {
-            try database.read { db in
-                guard
-                    let text = try String.fetchOne(
-                        db, sql: "SELECT token FROM tidemark_watermarks WHERE replica = ?",
-                        arguments: [Data(replica.bytes)])
-                else { return .zero }
-                return (try? History.Token(parsing: text)) ?? .zero
-            }
-        }
+        try mappingErrors { try database.read { db in try Self.knownToken(of: replica, db) } }
+    }
+
+    static func knownToken(of replica: Replica.ID, _ db: Database) throws -> History.Token {
+        let text = try String.fetchOne(
+            db, sql: "SELECT token FROM tidemark_watermarks WHERE replica = ?", arguments: [Data(replica.bytes)])
+        return text.flatMap { try? History.Token(parsing: $0) } ?? .zero
     }
 
     /// The latest token the trusted peer named `name` is known to hold.

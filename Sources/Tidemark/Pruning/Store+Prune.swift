@@ -122,9 +122,7 @@ extension Store {
     private static func tombstoneHorizon(own: History.Token, _ db: Database) throws -> History.Token? {
         var horizon = own
         for peer in try peers(db) {
-            let text = try String.fetchOne(
-                db, sql: "SELECT token FROM tidemark_watermarks WHERE replica = ?", arguments: [Data(peer.id.bytes)])
-            let watermark = text.flatMap { try? History.Token(parsing: $0) } ?? .zero
+            let watermark = try knownToken(of: peer.id, db)
             guard own.covers(watermark) else { return nil }
             horizon = horizon.meet(watermark)
         }

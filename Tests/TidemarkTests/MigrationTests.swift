@@ -489,6 +489,47 @@ import TidemarkTestSupport
         #expect(try a.store.fetchHistory().last?.changes.map(\.key) == [[.init("id", .text("i1"))]])
     }
 
+    /// A migration's code is kept off Tidemark's objects as its SQL is: a write to a bookkeeping
+    /// table that capture does not make, or a bookkeeping object dropped, changed or added, is
+    /// refused with the object named, and the store is left as it was. Code that writes tracked
+    /// rows, and renames a tracked column (which rewrites its capture triggers), still runs.
+    @Test func aMigrationsCodeThatTouchesBookkeepingIsRefusedAndChangesNothing() throws {
+        let group = try Self.group(["a"])
+        let a = group["a"]
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name, qty) VALUES ('i1', 'one', 1)")
+        let id = try #require(a.store.trackedTable(named: "items")?.id)
+        let before = try a.everything()
+        let refusals = [
+            ("DELETE FROM tidemark_changes", "tidemark_changes"),
+            (
+                "INSERT INTO items(id) VALUES ('x'); UPDATE tidemark_transactions SET author = 'x'",
+                "tidemark_transactions"
+            ),
+            ("INSERT INTO tidemark_conflicts DEFAULT VALUES", "tidemark_conflicts"),
+            ("DELETE FROM tidemark_rows_\(id)", "tidemark_rows_\(id)"),
+            ("DROP TABLE tidemark_conflicts", "tidemark_conflicts"),
+            ("CREATE INDEX by_op ON tidemark_changes(op)", "by_op"),
+            ("CREATE TRIGGER wipe AFTER INSERT ON items BEGIN DELETE FROM tidemark_changes; END", "wipe"),
+        ]
+        for (sql, object) in refusals {
+            #expect {
+                try a.store.migrate(Store.Migration { db in try db.execute(sql: sql) })
+            } throws: { error in
+                guard case StoreError.bookkeepingChanged(_, let touched) = error else { return false }
+                return touched == object
+            }
+            #expect(try a.everything() == before, "\(sql)")
+        }
+        let summary = try a.store.migrate(
+            Store.Migration { db in
+                try db.execute(sql: "INSERT INTO items(id, name, qty) VALUES ('i2', 'two', 2)")
+                try db.execute(sql: "ALTER TABLE items RENAME COLUMN name TO title")
+            })
+        #expect(summary.renamedColumns == ["items": ["name": "title"]])
+        _ = try a.store.execute(sql: "UPDATE items SET title = 'uno' WHERE id = 'i1'")
+        #expect(try a.store.fetchHistory().last?.changes.first?.key == [.init("id", .text("i1"))])
+    }
+
     /// A table another client rebuilt with the same columns (made anew, filled, renamed into place)
     /// lost its capture triggers with the table it replaced: the next open puts them back, once,
     /// and that client's later writes are recorded again.

@@ -11,7 +11,9 @@ extension Store {
         /// Code to run after `sql`, such as GRDB's `db.alter(table:)`, or nil. Tidemark may run it
         /// more than once, each time in a savepoint rolled back before the next (when SQLite
         /// refuses to drop a column that the capture triggers name, the triggers are lifted and
-        /// the migration runs again), so it must do the same each time it runs.
+        /// the migration runs again), so it must do the same each time it runs. Like `sql`, it may
+        /// not write Tidemark's `tidemark_` tables or change its objects: that is refused with
+        /// `StoreError.bookkeepingChanged`.
         public var body: (@Sendable (Database) throws -> Void)?
         /// Tables to start tracking (created by `sql` or already there); their rows are recorded
         /// as inserts, so peers receive them.
@@ -386,7 +388,7 @@ struct SchemaMigrator {
             do {
                 try db.inSavepoint {
                     if let sql = migration.sql { try runStatements(sql) }
-                    if let body = migration.body { try runBody(body) }
+                    if let body = migration.body { try runBody(body, tracked: tracked) }
                     return .commit
                 }
                 return lifted
@@ -408,14 +410,20 @@ struct SchemaMigrator {
         }
     }
 
-    /// Runs the migration's code, naming the statement that failed as SQL statements do.
-    private func runBody(_ body: (Database) throws -> Void) throws {
+    /// Runs the migration's code, naming the statement that failed as SQL statements do. Like
+    /// SQL, the code may not write Tidemark's objects (`BookkeepingGuard`).
+    private func runBody(_ body: (Database) throws -> Void, tracked: [TrackedTable]) throws {
+        let watch = try BookkeepingGuard(db, tracked: tracked)
         do {
             try body(db)
         } catch let error as DatabaseError {
+            if let table = BookkeepingGuard.table(refusedBy: error) {
+                throw StoreError.bookkeepingChanged(statement: error.sql ?? "(the migration's code)", object: table)
+            }
             throw StoreError.migrationFailed(
                 statement: error.sql ?? "(the migration's code)", message: error.message ?? "\(error.resultCode)")
         }
+        try watch.finish()
     }
 
     /// Runs SQL statements, naming the statement that failed.

@@ -114,15 +114,18 @@ struct SchemaWatch {
         }
         // Any other statement that changed the schema was not foreseen: with nothing noted
         // before it, every object counts as changed, and it is refused.
-        let before = bookkeeping ?? [:]
-        let after = try Self.objects(db)
-        // Named by the object the statement named: an index SQLite made for a table goes with it.
-        let names = Set(after.keys).union(before.keys).sorted {
-            ($0.hasPrefix("sqlite_") ? 1 : 0, $0) < ($1.hasPrefix("sqlite_") ? 1 : 0, $1)
-        }
-        if let changed = names.first(where: { after[$0] != before[$0] }) {
+        if let changed = Self.firstChanged(before: bookkeeping ?? [:], after: try Self.objects(db)) {
             throw StoreError.bookkeepingChanged(statement: statement.sql, object: changed)
         }
+    }
+
+    /// The first object, by name, whose SQL differs between `before` and `after` (`objects`), or
+    /// that only one of them holds: named as the SQL that changed it names it, since an index
+    /// SQLite made for a table goes with the table.
+    static func firstChanged(before: [String: String], after: [String: String]) -> String? {
+        Set(after.keys).union(before.keys).sorted {
+            ($0.hasPrefix("sqlite_") ? 1 : 0, $0) < ($1.hasPrefix("sqlite_") ? 1 : 0, $1)
+        }.first { after[$0] != before[$0] }
     }
 
     /// After the last statement: schema changes that left every tracked table and every object of

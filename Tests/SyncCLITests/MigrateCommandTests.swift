@@ -235,4 +235,45 @@ import TidemarkTestSupport
         let both = try await store.sync("migrate", "--track", "things", "--untrack", "things")
         #expect(both.exitCode != 0 && both.stderr.contains("both in --track and --untrack"), "\(both)")
     }
+
+    /// A replica that joins from a snapshot written under a schema version it has not made holds
+    /// the snapshot and says so, as `import` and `pull` do, rather than "imported 0 rows"; once it
+    /// makes the migration, importing the snapshot again brings it the rows.
+    @Test func aJoinFromASnapshotOfANewerSchemaSaysItIsHeld() async throws {
+        let group = try await PruneCommandTests.Group(["a", "b"])
+        let migration = group["a"].directory.file("v2.sql")
+        try "ALTER TABLE items ADD COLUMN color TEXT;".write(toFile: migration, atomically: false, encoding: .utf8)
+        for name in ["a", "b"] {
+            let migrated = try await group[name].sync("migrate", migration)
+            #expect(migrated.exitCode == 0, "\(migrated)")
+        }
+        try await group["a"].exec("INSERT INTO items(id, name, color) VALUES ('i1', 'one', 'red')")
+        try await group.round(["a", "b"])
+        try await group.round(["a", "b"])
+        let snapshot = try #require(
+            try await [group.subfolder(of: "a"), group.subfolder(of: "b")].map { $0 + "/snapshot.tms" }.first {
+                FileManager.default.fileExists(atPath: $0)
+            })
+
+        let directory = try TemporaryDirectory("tidemark-cli-join")
+        let path = directory.file("d.db")
+        let joined = try await SyncProcess.run([
+            "init", "--store", path, "--replica", "d", "--schema", group["a"].schemaFile, "--preserve", "items.name",
+            "--from", snapshot,
+        ])
+        #expect(joined.exitCode == 0 && joined.stderr.isEmpty, "\(joined)")
+        let held = try #require(joined.stdoutLines.last)
+        #expect(held.hasPrefix("its snapshot is held, not applied: written under schema v1 "), "\(joined)")
+        #expect(
+            held.hasSuffix(
+                "(add column items.color), which this store has not made; make that migration (sync migrate), "
+                    + "then pull or import it again"), "\(joined)")
+        let status = try await SyncProcess.run(["status", "--store", path])
+        #expect(status.stdoutLines.contains { $0.hasPrefix("waiting  for schema v1 ") }, "\(status)")
+
+        #expect(try await SyncProcess.run(["migrate", "--store", path, migration]).exitCode == 0)
+        let imported = try await SyncProcess.run(["import", "--store", path, snapshot])
+        #expect(imported.exitCode == 0 && imported.stderr.isEmpty, "\(imported)")
+        #expect(try StoreSnapshot.trackedTables(of: path) == (try group["a"].tables()), "\(imported)")
+    }
 }

@@ -19,9 +19,7 @@ extension SyncCLI {
             for file in files {
                 let summary = try opened.importBundle(at: file, key: key)
                 if let version = summary.waitingFor {
-                    Output.line(
-                        "\(file): held, not applied: written under schema \(version) (\(SchemaWording.clipped(version.change))), which this store has not made; "
-                            + "make that migration (sync migrate), then pull or import it again")
+                    Output.line("\(file): \(SchemaWording.held(version))")
                 } else if summary.alreadyApplied {
                     Output.line("\(file): already applied, nothing changed")
                 } else {

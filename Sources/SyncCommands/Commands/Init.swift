@@ -77,7 +77,11 @@ extension SyncCLI {
             let (sender, summary) = try opened.join(from: from, key: try KeyFile.load(keyPath))
             Output.line("\(opened.replica.name) \(opened.replica.id)")
             Output.line("trusted \(sender.name) \(sender.publicKeyBase64) (the sender of \(from))")
-            Output.line("imported \(summary.appliedChanges) rows from its snapshot")
+            if let version = summary.waitingFor {
+                Output.line("its snapshot is \(SchemaWording.held(version))")
+            } else {
+                Output.line("imported \(summary.appliedChanges) rows from its snapshot")
+            }
         }
     }
 }

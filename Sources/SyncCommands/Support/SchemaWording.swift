@@ -18,6 +18,12 @@ enum SchemaWording {
                 : "make that migration (sync migrate), then pull")
     }
 
+    /// A file held for a version this store has not made, as `import` and `init --from` report it.
+    static func held(_ version: Schema.Version) -> String {
+        "held, not applied: written under schema \(version) (\(clipped(version.change))), which this store has not made; "
+            + "make that migration (sync migrate), then pull or import it again"
+    }
+
     /// A change as a line shows it: a table of hundreds of columns made one of thousands of
     /// characters. `status --json` and `log --json` give it whole.
     static func clipped(_ change: Schema.Change) -> String {

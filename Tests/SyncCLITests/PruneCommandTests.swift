@@ -259,6 +259,7 @@ import TidemarkTestSupport
         #expect(
             dry.stdoutLines == [
                 "horizon  \(token)", "would remove 2 history transactions, 1 exchange files", "  \(bundle)",
+                "would write snapshot \(try await group.subfolder(of: "a"))/snapshot.tms",
             ], "\(dry)")
         #expect(try await a.dump() == dump, "a dry run changed the store")
         #expect(FolderTree(group.folder) == tree, "a dry run changed the folder")
@@ -319,6 +320,7 @@ import TidemarkTestSupport
         #expect(
             pruned.stdoutLines == [
                 "pulled 0 bundles: 0 transactions, 0 changes", "pruned 2 history transactions, 1 exchange files",
+                "wrote snapshot \(try await group.subfolder(of: "a"))/snapshot.tms",
             ], "\(pruned)")
         #expect(try await a.log().isEmpty)
     }

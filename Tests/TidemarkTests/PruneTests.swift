@@ -252,7 +252,8 @@ import TidemarkTestSupport
         #expect(try a.store.fetchHistory().count == history)
     }
 
-    /// `dryRun` reports what a prune would remove and changes neither the store nor the folder.
+    /// `dryRun` reports what a prune would remove, and the snapshot it would write, and changes
+    /// neither the store nor the folder.
     @Test func aDryRunChangesNothingAndReportsWhatTheRealRunRemoves() throws {
         let group = try Self.syncedTwice(count: 5)
         let a = group["a"]
@@ -262,7 +263,7 @@ import TidemarkTestSupport
 
         let dry = try group.prune("a", dryRun: true)
         #expect(dry.dryRun)
-        #expect(dry.snapshots.isEmpty)
+        #expect(dry.snapshots == [group.folder(of: "a") + "/snapshot.tms"])
         #expect(dry.removedTransactions == (try a.store.fetchHistory().count))
         #expect(!dry.removedFiles.isEmpty)
         let differences = try a.everything().differences(from: store, mine: "after", theirs: "before")
@@ -275,6 +276,7 @@ import TidemarkTestSupport
         #expect(real.horizon == dry.horizon)
         #expect(real.removedTransactions == dry.removedTransactions)
         #expect(real.removedFiles == dry.removedFiles)
+        #expect(real.snapshots == dry.snapshots)
         #expect(real.blockers == dry.blockers)
         #expect(dry.removedFiles.allSatisfy { !FileManager.default.fileExists(atPath: $0) })
     }

@@ -36,7 +36,7 @@ extension SyncCLI {
                 "\(verb) \(report.removedTransactions) history transactions, \(report.removedFiles.count) exchange files"
             )
             for file in report.removedFiles { Output.line("  \(file)") }
-            for snapshot in report.snapshots { Output.line("wrote snapshot \(snapshot)") }
+            for snapshot in report.snapshots { Output.line("\(dryRun ? "would write" : "wrote") snapshot \(snapshot)") }
             if !report.blockers.isEmpty {
                 Output.line(
                     "held back by: \(report.blockers.joined(separator: ", ")) (retire a member that stopped syncing with `sync peers retire NAME`)"

@@ -37,6 +37,7 @@ extension SyncCLI {
                     "pruned \(prune.removedTransactions) history transactions, \(prune.removedFiles.count) exchange files"
                 )
             }
+            for snapshot in summary.prune?.snapshots ?? [] { Output.line("wrote snapshot \(snapshot)") }
         }
     }
 }

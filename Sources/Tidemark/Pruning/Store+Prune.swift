@@ -11,8 +11,9 @@ extension Store {
         public var removedTransactions: Int
         /// This replica's own exchange files removed (bundles every active member applied).
         public var removedFiles: [String]
-        /// Snapshots written so that members who come back, or join, can catch up: none for a folder
-        /// where a snapshot already held what the prune removed there.
+        /// Snapshots written (with `dryRun`, that would be written) so that members who come back, or
+        /// join, can catch up: none for a folder where a snapshot already held what the prune removed
+        /// there.
         public var snapshots: [String]
         /// Active members whose watermark holds history back, by name.
         public var blockers: [String]
@@ -67,16 +68,20 @@ extension Store {
                 }
             }
             guard !done.isEmpty, let key else { continue }
-            if !dryRun {
-                // Anyone who still needs what these bundles held catches up from a snapshot of the
-                // folder: one that holds it already, or this replica's, written now.
-                let held = done.reduce(History.Token.zero) { $0.merged(with: $1.through) }
-                if try !folderSnapshots(in: exchange, key: key).cover(held, lineage: try lineage()) {
+            // Anyone who still needs what these bundles held catches up from a snapshot of the
+            // folder: one that holds it already, or this replica's, written now.
+            let held = done.reduce(History.Token.zero) { $0.merged(with: $1.through) }
+            if try !folderSnapshots(in: exchange, key: key).cover(held, lineage: try lineage()) {
+                if dryRun {
+                    snapshots.append(transport.address(of: ExchangeFolder.snapshotName, in: mine))
+                } else {
                     // Kept until this replica can write a snapshot that holds them.
                     guard let written = try publishSnapshot(through: transport, recorded: location, key: key)
                     else { continue }
                     snapshots.append(written)
                 }
+            }
+            if !dryRun {
                 for bundle in done { try? transport.remove(bundle.file.name, in: mine) }
             }
             files += done.map { exchange.address(of: $0.file) }

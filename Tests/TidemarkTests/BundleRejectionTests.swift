@@ -82,6 +82,31 @@ import TidemarkTestSupport
         #expect(try pair.b.store.importBundle(at: second).appliedTransactions == 1)
     }
 
+    /// A header altered on the way (a table renamed) is refused as the damage it is — a record
+    /// naming a table the header no longer holds, or the signature — not for what the altered
+    /// header says (another schema). The store is left unchanged.
+    @Test func anAlteredHeaderIsRefusedAsDamageNotForWhatItSays() throws {
+        let pair = try Pair()
+        let path = try pair.bundle()
+        let original = try BundleBytes(contentsOf: path)
+        let before = try pair.b.everything()
+        for (from, to) in [("items", "itdms"), ("tidemark_settings", "tidemark_rettings")] {
+            var altered = original
+            let name = Array(from.utf8)
+            let at = try #require(
+                (0...(altered.bytes.count - name.count)).first { Array(altered.bytes[$0..<$0 + name.count]) == name })
+            altered.bytes.replaceSubrange(at..<at + name.count, with: Array(to.utf8))
+            try altered.write(to: path)
+            try ExchangeExpect.rejected(pair.b, "a header naming \(to)") {
+                try pair.b.store.importBundle(at: path)
+            } matches: {
+                guard case .badBundle(path, _) = $0 else { return false }
+                return true
+            }
+            #expect(try pair.b.everything() == before)
+        }
+    }
+
     @Test func aBadSignatureIsRefused() throws {
         let pair = try Pair()
         let path = try pair.bundle()

@@ -198,13 +198,21 @@ extension Store {
     }
 
     /// Opens a bundle for import and checks its header: its kind, the trust of its sender and
-    /// origins, and its schema (not against the tables when it is to be held).
+    /// origins, and its schema (not against the tables when it is to be held). A header refused
+    /// for what it says gives way to the file's own defect when it has one: a header altered on
+    /// the way (a table's name, say) is reported as the bad signature it is, not as another schema.
     private func open(_ path: String, against local: ImportContext, identity: Curve25519.KeyAgreement.PrivateKey?)
         throws -> OpenedBundle
     {
         let source = try ExchangeSource(path: path, identity: identity)
+        let opened: OpenedBundle
         do {
-            let opened = try OpenedBundle(source: source, path: path)
+            opened = try OpenedBundle(source: source, path: path)
+        } catch {
+            source.close()
+            throw error
+        }
+        do {
             try local.checkTrust(opened.decoder, path: path)
             opened.plan = try local.schemaPlan(opened.decoder.header, path: path)
             if case .hold = opened.plan {
@@ -212,6 +220,10 @@ extension Store {
                 try local.checkSchema(opened.decoder.header, plan: opened.plan, path: path)
             }
             return opened
+        } catch let error as ExchangeError where !error.isDamage {
+            defer { source.close() }
+            _ = try Self.readToEnd(opened.decoder, path: path)
+            throw error
         } catch {
             source.close()
             throw error

@@ -232,6 +232,31 @@ import TidemarkTestSupport
         #expect(try d.tables() == group["a"].tables())
     }
 
+    /// A member trusted while the group's first bundles are still in the folder cannot open them
+    /// (they were encrypted before): each writer's next push leaves it a snapshot it can open,
+    /// once, and it follows the bundles written after.
+    @Test func aMemberTrustedAfterBundlesItCannotOpenGetsASnapshotItCan() throws {
+        let group = try ExchangeGroup(["a", "b"])
+        try group["a"].store.setEncryption(true)
+        _ = try group["a"].store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-1', 'before d')")
+        _ = try group.push("a")
+        _ = try group.pull("b")
+        #expect(group.bundles.count == 1 && group.snapshots.isEmpty, "\(group.files)")
+
+        let d = try group.add("d")
+        let stuck = try group.pull("d")
+        #expect(try d.tables()["items"]?.rows.isEmpty == true, "\(stuck.warnings)")
+        _ = try group["a"].store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-2', 'after d')")
+        #expect(try group.push("a").snapshot == group.folder(of: "a") + "/snapshot.tms")
+        _ = try group.pull("d")
+        #expect(try d.tables() == group["a"].tables())
+        #expect(try group.push("a").snapshot == nil)
+        _ = try group["a"].store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-3', 'later')")
+        _ = try group.push("a")
+        _ = try group.pull("d")
+        #expect(try d.tables() == group["a"].tables())
+    }
+
     @Test func aFileInClearFromAMemberThatHadSeenTheSettingIsRefusedAsADowngrade() throws {
         let group = try ExchangeGroup(["a", "b", "c"])
         try group["a"].store.setEncryption(true)

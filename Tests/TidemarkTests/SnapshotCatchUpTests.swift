@@ -339,6 +339,22 @@ import TidemarkTestSupport
         #expect(try group.push("c").snapshot == nil)
     }
 
+    /// A replica alone prunes what it wrote (no member waits for it), then gains a peer: the
+    /// history is in no bundle and never will be, so its first push writes a snapshot for the
+    /// peer, and the peer then follows its later bundles.
+    @Test func ownHistoryPrunedBeforeAnyPeerReachesAPeerTrustedLater() throws {
+        let group = try ExchangeGroup(["a"])
+        _ = try group["a"].store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-1', 'alone')")
+        #expect(try group.prune("a").removedTransactions == 1)
+        let b = try group.add("b")
+        #expect(try group.push("a").snapshot == group.folder(of: "a") + "/snapshot.tms")
+        _ = try group["a"].store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-2', 'later')")
+        #expect(try group.push("a").path != nil)
+        let pulled = try group.pull("b")
+        #expect(pulled.imported.map(\.header.kind) == [.snapshot, .changes], "\(pulled.warnings)")
+        #expect(try b.tables() == group["a"].tables())
+    }
+
     /// a's store is restored from a copy made after a's own writes, before it pulled the others'.
     /// Its own snapshot, the one the others' prunes relied on, holds what it lacks: its pull catches
     /// up from it (no other file holds the others' pruned transactions), and only then writes a

@@ -36,17 +36,16 @@ struct FolderSnapshots {
 
 extension Store {
     /// The active members whose watermark does not hold this replica's own transactions up to
-    /// `removed`, the ones whose bundles its prunes removed from an exchange folder: they need a
-    /// snapshot to catch up (a new member, one back from retirement), and the one that held them
-    /// may since have been damaged, lost or rewritten under another schema version
-    /// (Protocol/pruning.md §3.5).
-    func membersLacking(ownTransactionsThrough removed: Int64) throws -> [Replica.ID] {
-        guard removed > 0 else { return [] }
-        return try mappingErrors {
+    /// `needed(member)`, the ones no bundle of an exchange folder gives that member (its prunes
+    /// removed them, or they went encrypted before it was trusted): they need a snapshot to catch
+    /// up (a new member, one back from retirement), and the one that held them may since have been
+    /// damaged, lost or rewritten under another schema version (Protocol/pruning.md §3.5).
+    func membersLacking(ownTransactionsThrough needed: (Replica.ID) -> Int64) throws -> [Replica.ID] {
+        try mappingErrors {
             try database.read { db in
                 let retired = Set(try String.fetchAll(db, sql: "SELECT id FROM tidemark_members WHERE retired = 1"))
                 return try Self.peers(db).map(\.id).filter { id in
-                    try !retired.contains(id.description) && Self.knownToken(of: id, db)[replica.id] < removed
+                    try !retired.contains(id.description) && Self.knownToken(of: id, db)[replica.id] < needed(id)
                 }
             }
         }

@@ -70,6 +70,7 @@ extension Store {
         // What this replica's bundles here now carry: the ranges this one added.
         for (origin, last) in summary.through.sequences where since[origin] < last { carried[origin] = last }
         try setPushedThrough(recorded, carried, number: number)
+        try noteBundleReaders(try readersOfASnapshot(), since: since[replica.id], recorded)
         var export = summary
         export.path = exchange.transport.address(of: name, in: mine)
         return PushSummary(
@@ -141,29 +142,38 @@ extension Store {
         return unprovided.contains { origin, position in header.through[origin] < position }
     }
 
-    /// Whether an active member lacks own transactions whose bundles this replica's prunes removed
-    /// from `exchange` (`membersLacking`), and its own snapshot there does not hold them, or when the
-    /// group encrypts, was not encrypted for that member (it was trusted after). Those transactions
-    /// are what its oldest bundle there (`existing`) assumes of its own, or all it pushed there when
-    /// none is left.
+    /// Whether an active member lacks own transactions that no bundle of `exchange` gives it, and
+    /// this replica's own snapshot there does not hold them or, when the group encrypts, was not
+    /// encrypted for that member (`membersLacking`). Those are the transactions its prunes removed
+    /// there: what its oldest bundle there (`existing`) assumes of its own, or all it pushed there
+    /// when none is left, and its own history pruned before it was ever pushed there; and when the
+    /// group encrypts, those in bundles written before the member was trusted, which it cannot
+    /// open (`bundleReaders`).
     private func ownSnapshotLacksWhatAMemberNeeds(
         in exchange: ExchangeFolder, recorded: String, existing: [(number: Int, file: ExchangeFolder.File)],
         key: KeyFile
     ) throws -> Bool {
         let oldest = existing.first.flatMap { try? exchange.header(of: $0.file, identity: key.envelopeIdentity) }
-        let removed = try oldest?.header.since[replica.id] ?? pushedThrough(recorded)?[replica.id] ?? 0
-        guard try !membersLacking(ownTransactionsThrough: removed).isEmpty else { return false }
+        let pushed = try pushedThrough(recorded)?[replica.id] ?? 0
+        var removed = oldest?.header.since[replica.id] ?? pushed
+        // Own history pruned beyond what was ever pushed here (a prune before this folder was
+        // used, with no member to wait for) is in no bundle here, nor in any to come.
+        let pruned = try prunedToken()[replica.id]
+        if pruned > pushed { removed = max(removed, pruned) }
+        let readers = try encryption().isOn ? try bundleReaders(recorded) : nil
+        let needed = { (member: Replica.ID) in max(removed, readers.map { $0[member] ?? pushed } ?? 0) }
+        guard try !membersLacking(ownTransactionsThrough: needed).isEmpty else { return false }
         // The watermarks known here are those of the last pull: the member may have caught up since.
         var unread = PullFailures()
         _ = try readWatermarks(in: exchange, recorded: recorded, failures: &unread, key: key)
         // One of them may show this store to be an older copy of itself: it then publishes nothing.
         try checkNotRestored()
-        let lacking = try membersLacking(ownTransactionsThrough: removed)
-        guard !lacking.isEmpty else { return false }
+        let lacking = try membersLacking(ownTransactionsThrough: needed)
+        guard let most = lacking.map(needed).max() else { return false }
         let file = ExchangeFolder.File(replica: replica.id, name: ExchangeFolder.snapshotName)
         guard try exchange.contains(file.name, of: replica.id),
             let header = (try? exchange.signedHeader(of: file, identity: key.envelopeIdentity)) ?? nil,
-            header.through[replica.id] >= removed
+            header.through[replica.id] >= most
         else { return true }
         guard try encryption().isOn else { return false }
         guard let readers = try snapshotReaders(recorded) else { return true }

@@ -363,6 +363,11 @@ enum Bookkeeping {
         /// Followed by an exchange folder's recorded location: the replica ids this replica's
         /// snapshot there was encrypted for, comma-separated; NULL when it went in clear.
         static let snapshotReadersPrefix = "snapshot_readers "
+        /// Followed by an exchange folder's recorded location: for each replica this replica's
+        /// bundles there are encrypted for, `id:position`, comma-separated: the reader can open the
+        /// bundles that follow this replica's own transaction `position`, not those before (it was
+        /// trusted after them). Absent while the bundles go in clear.
+        static let bundleReadersPrefix = "bundle_readers "
     }
 
     static func meta(_ db: Database, _ key: String) throws -> DatabaseValue {

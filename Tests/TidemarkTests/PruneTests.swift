@@ -252,6 +252,39 @@ import TidemarkTestSupport
         #expect(try a.store.fetchHistory().count == history)
     }
 
+    /// Own history waits for the folders this replica pushes to, each named while it holds pruning
+    /// back; a folder it only pulled from once (a mistyped one, say) holds nothing back. A folder
+    /// pushed to that cannot be read is reported, and its files are left as they are.
+    @Test func onlyFoldersPushedToHoldBackOwnHistoryAndAnUnreadableOneIsReported() throws {
+        let group = try Self.syncedTwice(count: 2)
+        let a = group["a"]
+        let elsewhere = try TemporaryDirectory("tidemark-elsewhere")
+        _ = try a.store.pull(from: elsewhere.path, key: a.key)
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-late', 'late')")
+        try group.round()
+        try group.round()
+        let pruned = try group.prune("a")
+        #expect(try a.store.fetchHistory().isEmpty, "\(pruned)")
+        #expect(pruned.heldBackByFolders.isEmpty && pruned.warnings.isEmpty, "\(pruned)")
+
+        // A second folder a pushed to once holds its later transactions back, and is named.
+        let second = try TemporaryDirectory("tidemark-second")
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-mid', 'mid')")
+        #expect(try a.store.push(to: second.path, key: a.key).path != nil)
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-later', 'later')")
+        try group.round()
+        try group.round()
+        let held = try group.prune("a")
+        #expect(held.heldBackByFolders == [second.path], "\(held)")
+        #expect(try a.store.fetchHistory().count == 1)
+
+        // Gone: reported, and nothing else changes.
+        try FileManager.default.removeItem(atPath: second.path)
+        let unreadable = try group.prune("a")
+        #expect(unreadable.warnings.count == 1, "\(unreadable.warnings)")
+        #expect(unreadable.warnings.first?.contains(second.path) == true, "\(unreadable.warnings)")
+    }
+
     /// `dryRun` reports what a prune would remove, and the snapshot it would write, and changes
     /// neither the store nor the folder.
     @Test func aDryRunChangesNothingAndReportsWhatTheRealRunRemoves() throws {

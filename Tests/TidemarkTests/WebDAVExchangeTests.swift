@@ -301,8 +301,13 @@ struct WebDAVExchangeTests {
         try Self.expectSoundFiles(group.server)
         // The snapshot is written, the bundle cannot be removed: the next prune removes it.
         try group.proxy.inject([.init("status", method: "DELETE", times: 10, status: 500)])
-        _ = try group.a.store.pull(from: group.url, key: group.a.key, settings: group.settings)
+        let refused = try group.a.store.pull(from: group.url, key: group.a.key, settings: group.settings)
         #expect(bundles().count == 1)
+        // Said so, and not counted as removed.
+        let report = try #require(refused.prune)
+        #expect(report.removedFiles.isEmpty, "\(report)")
+        #expect(report.warnings.count == 1 && report.warnings[0].hasPrefix("could not remove "), "\(report.warnings)")
+        #expect(report.warnings.first?.contains("/\(group.a.id)/0000000001.tmb") == true, "\(report.warnings)")
         try Self.expectSoundFiles(group.server)
         try group.proxy.inject([])
         _ = try group.a.store.pull(from: group.url, key: group.a.key, settings: group.settings)

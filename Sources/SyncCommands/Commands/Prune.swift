@@ -27,6 +27,7 @@ extension SyncCLI {
             let lag = try maxLag.map(Durations.parse)
             let report = try opened.prune(
                 dryRun: dryRun, maxLag: lag, key: try? key.load(forStore: try store.path), settings: exchange.settings)
+            for warning in report.warnings { Output.error("warning: \(warning)") }
             let verb = dryRun ? "would remove" : "removed"
             for name in report.retired {
                 Output.line("\(dryRun ? "would retire" : "retired") \(name) (no watermark within \(maxLag!))")
@@ -37,6 +38,11 @@ extension SyncCLI {
             )
             for file in report.removedFiles { Output.line("  \(file)") }
             for snapshot in report.snapshots { Output.line("\(dryRun ? "would write" : "wrote") snapshot \(snapshot)") }
+            for folder in report.heldBackByFolders {
+                Output.line(
+                    "held back by folder \(folder): this replica's latest transactions are not pushed there yet (`sync push --to \(folder)`)"
+                )
+            }
             if !report.blockers.isEmpty {
                 Output.line(
                     "held back by: \(report.blockers.joined(separator: ", ")) (retire a member that stopped syncing with `sync peers retire NAME`)"

@@ -38,6 +38,7 @@ extension SyncCLI {
                 )
             }
             for snapshot in summary.prune?.snapshots ?? [] { Output.line("wrote snapshot \(snapshot)") }
+            for warning in summary.prune?.warnings ?? [] { Output.error("warning: \(warning)") }
         }
     }
 }

@@ -24,6 +24,12 @@ extension Store {
         public var droppedTombstones: Int = 0
         /// Whether nothing was changed.
         public var dryRun: Bool
+        /// Exchange folders this replica pushed to that hold back the pruning of its own history:
+        /// its latest transactions are not in a bundle there yet (a push there lets them go).
+        public var heldBackByFolders: [String] = []
+        /// Exchange folders that could not be reached, and own files that could not be removed,
+        /// each with the reason: they stay as they are until a later prune.
+        public var warnings: [String] = []
     }
 
     /// The common-watermark cleaner: removes the history every active member's watermark covers,
@@ -49,20 +55,35 @@ extension Store {
             if !member.watermark.covers(own.watermark) { blockers.append(member.name) }
         }
         // Never delete this replica's own transactions before they are in a bundle in every
-        // exchange folder it uses: members away or not yet joined still need them there.
+        // exchange folder it pushes to: members away or not yet joined still need them there. (A
+        // folder only pulled from gets none of them from this replica anyway; should it push
+        // there later, a member that lacks them gets its snapshot, pruning.md §3.5.)
+        var heldBackByFolders: [String] = []
         for folder in try exchangeFolders() {
-            horizon[replica.id] = min(horizon[replica.id], try pushedThrough(folder)?[replica.id] ?? 0)
+            guard let pushed = try pushedThrough(folder)?[replica.id] else { continue }
+            if pushed < horizon[replica.id], pushed < own.watermark[replica.id] { heldBackByFolders.append(folder) }
+            horizon[replica.id] = min(horizon[replica.id], pushed)
         }
         let removed = dryRun ? try transactionCount(coveredBy: horizon) : try deleteHistory(before: horizon)
         let dropped = try dropTombstones(dryRun: dryRun)
         var files: [String] = []
         var snapshots: [String] = []
-        for location in try exchangeFolders() {
-            guard let transport = try? ExchangeLocation.transport(for: location, settings: settings) else { continue }
+        var warnings: [String] = []
+        // Own bundles are only in folders this replica pushed to: the others are not read.
+        for location in try exchangeFolders() where try pushedThrough(location) != nil {
+            let transport: any ExchangeTransport
+            let bundles: [(number: Int, file: ExchangeFolder.File)]
+            do {
+                transport = try ExchangeLocation.transport(for: location, settings: settings)
+                bundles = try ExchangeFolder(transport).bundles(of: replica.id)
+            } catch {
+                warnings.append("\(Self.reason(error, at: location)); its files there are left as they are")
+                continue
+            }
             defer { transport.close() }
             let exchange = ExchangeFolder(transport)
             let mine = replica.id.description
-            let done = ((try? exchange.bundles(of: replica.id)) ?? []).compactMap { bundle in
+            let done = bundles.compactMap { bundle in
                 (try? exchange.header(of: bundle.file, identity: key?.envelopeIdentity)).flatMap {
                     horizon.covers($0.header.through) ? (file: bundle.file, through: $0.header.through) : nil
                 }
@@ -81,15 +102,27 @@ extension Store {
                     snapshots.append(written)
                 }
             }
-            if !dryRun {
-                for bundle in done { try? transport.remove(bundle.file.name, in: mine) }
+            for bundle in done {
+                do {
+                    if !dryRun { try transport.remove(bundle.file.name, in: mine) }
+                    files.append(exchange.address(of: bundle.file))
+                } catch {
+                    let address = exchange.address(of: bundle.file)
+                    warnings.append("could not remove \(Self.reason(error, at: address)); a later prune tries again")
+                }
             }
-            files += done.map { exchange.address(of: $0.file) }
         }
         return PruneReport(
             horizon: horizon, removedTransactions: removed, removedFiles: files, snapshots: snapshots,
-            blockers: blockers,
-            retired: retired, droppedTombstones: dropped, dryRun: dryRun)
+            blockers: blockers, retired: retired, droppedTombstones: dropped, dryRun: dryRun,
+            heldBackByFolders: heldBackByFolders, warnings: warnings)
+    }
+
+    /// An error as a prune's warning gives it: naming `place`, which most errors of a transport
+    /// name already.
+    private static func reason(_ error: any Error, at place: String) -> String {
+        let text = "\(error)"
+        return text.contains(place) ? text : "\(place): \(text)"
     }
 
     /// Drops the tombstones of deletes that every member, retired ones too, has applied, once this

@@ -79,6 +79,30 @@ import TidemarkTestSupport
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["bad.sql"])
     }
 
+    /// A store moved aside leaves its key beside its path: `init` there refuses to make a new store
+    /// with it (it would be the old replica again, numbering its writes from 1 over what that
+    /// replica published), and creates nothing; a key named with `--key` is used on purpose.
+    @Test func initRefusesTheKeyAStoreMovedAsideLeftBehind() async throws {
+        let old = try await CLIStore(replica: "a")
+        let id = try await old.id()
+        try FileManager.default.moveItem(atPath: old.path, toPath: old.directory.file("moved.db"))
+        let keyPath = old.path + ".key"
+        let key = FileManager.default.contents(atPath: keyPath)
+        let refused = try await SyncProcess.run([
+            "init", "--store", old.path, "--replica", "a2", "--schema", old.schemaFile,
+        ])
+        expectFailure(
+            refused, "a key file is already at \(keyPath), of replica \(id.short)",
+            hint: "move \(keyPath) aside with the store it belongs to")
+        #expect(!FileManager.default.fileExists(atPath: old.path))
+        #expect(FileManager.default.contents(atPath: keyPath) == key)
+
+        let reused = try await SyncProcess.run([
+            "init", "--store", old.path, "--replica", "a", "--schema", old.schemaFile, "--key", keyPath,
+        ])
+        #expect(reused.exitCode == 0 && reused.stdoutLines == ["a \(id)"], "\(reused)")
+    }
+
     /// Joining from a file that is missing or not a bundle fails without leaving a store behind,
     /// so the same command runs again once the file is right; an existing key file stays.
     @Test(arguments: [false, true]) func aJoinThatFailsLeavesNoStoreAndNoKey(keyExisted: Bool) async throws {

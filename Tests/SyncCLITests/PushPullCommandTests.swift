@@ -6,6 +6,33 @@ import TidemarkTestSupport
 /// `sync push` and `sync pull` through a folder, run as the built binary: exact output, warnings
 /// about junk in the folder, and the watermark a pull leaves.
 @Suite struct PushPullCommandTests {
+    /// A replica's own subfolder (as `push` prints a bundle's address) and a URL of a scheme other
+    /// than http(s) are refused as exchange folders, naming what to give instead; the store does
+    /// not remember them.
+    @Test func aReplicasSubfolderOrAnotherURLSchemeIsNotAnExchange() async throws {
+        let a = try await CLIStore(replica: "a")
+        let b = try await CLIStore(replica: "b")
+        try await a.trust(b, as: "b")
+        try await b.trust(a, as: "a")
+        let exchange = try TemporaryDirectory("tidemark-cli-exchange")
+        try await a.exec("INSERT INTO items(id, name) VALUES ('a-1', 'one')")
+        #expect(try await a.sync("push", "--to", exchange.path).exitCode == 0)
+        let parent = URL(fileURLWithPath: exchange.path).standardizedFileURL.path + "/"
+        let aFolder = parent + (try await a.id()).description
+        let before = try await b.dump()
+        expectFailure(
+            try await b.sync("pull", "--from", aFolder + "/"),
+            "cannot use \(aFolder)/ as an exchange folder: it is peer a's own subfolder of an exchange; give the exchange folder that holds it, \(parent)"
+        )
+        expectFailure(try await a.sync("push", "--to", aFolder), "it is this replica's own subfolder of an exchange")
+        expectFailure(
+            try await b.sync("pull", "--from", "davs://example.com/x/"),
+            "davs:// is not supported: an exchange is a local folder or a WebDAV server's http:// or https:// URL; for a WebDAV server, give its https:// URL"
+        )
+        #expect(try await b.dump() == before)
+        #expect(!FileManager.default.fileExists(atPath: "davs:"))
+    }
+
     @Test func pushAndPullThroughAFolder() async throws {
         let a = try await CLIStore(replica: "a")
         let b = try await CLIStore(replica: "b")

@@ -9,8 +9,9 @@ extension Store {
     /// Opens the exchange folder at `location` and remembers it; returns it with the key this
     /// replica records it under.
     func openExchange(_ location: String, settings: ExchangeSettings) throws -> (ExchangeFolder, String) {
-        let exchange = ExchangeFolder(try ExchangeLocation.transport(for: location, settings: settings))
         let recorded = try ExchangeLocation.key(location)
+        try checkNotAReplicaSubfolder(location, recorded: recorded)
+        let exchange = ExchangeFolder(try ExchangeLocation.transport(for: location, settings: settings))
         do {
             try mappingErrors {
                 try database.write { db in
@@ -23,6 +24,25 @@ extension Store {
             throw error
         }
         return (exchange, recorded)
+    }
+
+    /// Refuses a location that is a replica's own subfolder of an exchange (this replica's, or a
+    /// peer's, named by its id), as `push` prints a bundle's address: a pull from it would find no
+    /// replica there, and a push would write a folder inside another's.
+    private func checkNotAReplicaSubfolder(_ location: String, recorded: String) throws {
+        var trimmed = Substring(recorded)
+        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+        guard let slash = trimmed.lastIndex(of: "/"),
+            let id = Replica.ID(hex: String(trimmed[trimmed.index(after: slash)...]))
+        else { return }
+        let owner =
+            id == replica.id ? "this replica" : try peers().first { $0.id == id }.map { "peer \($0.name)" }
+        guard let owner else { return }
+        throw ExchangeError.badLocation(
+            location,
+            reason:
+                "it is \(owner)'s own subfolder of an exchange; give the exchange folder that holds it, \(trimmed[...slash])"
+        )
     }
 
     /// How far this replica's bundles in the exchange folder recorded as `recorded` carry each origin.

@@ -113,12 +113,32 @@ enum ExchangeLocation {
     /// The transport for `location`: a WebDAV collection for an `http(s)://` URL, else a local folder.
     static func transport(for location: String, settings: ExchangeSettings) throws -> any ExchangeTransport {
         if isURL(location) { return try WebDAVTransport(url: location, settings: settings) }
+        try checkNoOtherScheme(location)
         return try FolderTransport(location)
     }
 
     /// How this replica records `location`: an absolute path, or the URL as normalized.
     static func key(_ location: String) throws -> String {
         if isURL(location) { return try WebDAVTransport.normalized(location).absoluteString }
+        try checkNoOtherScheme(location)
         return URL(fileURLWithPath: location).standardizedFileURL.path
+    }
+
+    /// Refuses a URL of another scheme (`davs://`, `ftp://`, `s3://`…), which would otherwise be
+    /// taken for a relative folder path of that name.
+    private static func checkNoOtherScheme(_ location: String) throws {
+        guard let separator = location.range(of: "://") else { return }
+        let scheme = location[..<separator.lowerBound]
+        guard let first = scheme.first, first.isLetter,
+            scheme.allSatisfy({ $0.isLetter || $0.isNumber || "+.-".contains($0) })
+        else { return }
+        let advice =
+            ["dav", "davs", "webdav", "webdavs"].contains(scheme.lowercased())
+            ? "; for a WebDAV server, give its https:// URL (or http://)" : ""
+        throw ExchangeError.badLocation(
+            location,
+            reason:
+                "\(scheme):// is not supported: an exchange is a local folder or a WebDAV server's http:// or https:// URL\(advice)"
+        )
     }
 }

@@ -262,13 +262,25 @@ struct WebDAVExchangeTests {
             try group.failure {
                 _ = try group.b.store.pull(from: group.url, key: group.b.key, settings: group.settings)
             } == .timedOut)
-        for (status, fault) in [(401, RemoteFault.unauthorized(sentCredentials: true)), (403, .forbidden)] {
+        for (status, fault) in [
+            (401, RemoteFault.unauthorized(sentCredentials: true)), (403, .forbidden), (501, .notWebDAV),
+        ] {
             try group.proxy.inject([.init("status", method: "PROPFIND", times: 5, status: status)])
             #expect(
                 try group.failure {
                     _ = try group.a.store.push(to: group.url, key: group.a.key, settings: group.settings)
                 }
                     == fault)
+        }
+        // https:// to a port that serves plain HTTP: said so, without the TLS library's own text.
+        try group.proxy.inject([])
+        let plain = "https://" + group.url.dropFirst("http://".count)
+        do {
+            _ = try group.a.store.push(to: plain, key: group.a.key, settings: group.settings)
+            Issue.record("pushed over TLS to a plain HTTP server")
+        } catch ExchangeError.remoteFailed(let url, let fault) {
+            #expect(url == plain)
+            #expect(fault == .tlsFailed("the server did not answer in TLS (it may serve plain http:// on this port)"))
         }
         let down = "http://127.0.0.1:\(try WebDAVServer.freePort())/"
         do {

@@ -154,6 +154,9 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
         case .readFailed(let p, let fault): return fault.hint(folder: p, writing: false)
         case .cannotWrite(_, let r) where r.hasSuffix("is on a read-only file system"):
             return "remount that file system read-write or use another folder, then run the command again"
+        case .cannotRead(_, let r) where r.hasPrefix("not a PEM file"):
+            return
+                "give the PEM file (-----BEGIN CERTIFICATE-----) of the authority that signed the server's certificate"
         case .cannotWrite(let p, _), .cannotRead(let p, _):
             return
                 "check that \(p) and its folder exist and that this user may use them (ls -ld), then run the command again"
@@ -209,6 +212,8 @@ extension ExchangeError {
             return
                 "if you trust this server, give the certificate of the authority that signed its certificate (--ca-file)"
         case .redirected: return "use the URL the server redirects to"
+        case .tlsFailed(let reason) where reason.contains("plain http://"):
+            return "use the server's http:// URL, or the port where it serves https://"
         default: return fault.isTransient ? "run the command again once the server answers" : nil
         }
     }

@@ -41,7 +41,7 @@ public enum RemoteFault: Sendable, Equatable, CustomStringConvertible {
             return sent ? "the server refused the login and password (401)" : "the server asks for a login (401)"
         case .forbidden: return "permission denied (403)"
         case .notFound: return "not found (404)"
-        case .notWebDAV: return "not a WebDAV collection: the server refuses PROPFIND (405)"
+        case .notWebDAV: return "not a WebDAV collection: the server does not take WebDAV requests there (405 or 501)"
         case .notACollection: return "is a file, not a collection"
         case .conflict(let status): return "the server refused the change (\(status))"
         case .serverError(let status): return "server error (\(status))"

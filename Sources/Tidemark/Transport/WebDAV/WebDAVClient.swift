@@ -204,7 +204,8 @@ final class WebDAVClient {
         case 401: return .unauthorized(sentCredentials: sent)
         case 403: return .forbidden
         case 404, 410: return .notFound
-        case 405: return .notWebDAV
+        // 405: PROPFIND not allowed there; 501: a server that does not know the method at all.
+        case 405, 501: return .notWebDAV
         case 409, 412, 423: return .conflict(status: status)
         case 300..<400: return .redirected(status: status, to: headers.first(name: "Location"))
         case 500..<600: return .serverError(status: status)
@@ -251,6 +252,14 @@ final class WebDAVClient {
         let text = "\(error)"
         if text.contains("CERTIFICATE_VERIFY_FAILED"), let host = url.host {
             return .untrustedCertificate(CertificateProbe.reason(host: host, port: url.port ?? 443))
+        }
+        // A server that answers in plain HTTP: its first bytes are no TLS record.
+        if text.contains("WRONG_VERSION_NUMBER") || text.contains("HTTP_REQUEST") {
+            return .tlsFailed("the server did not answer in TLS (it may serve plain http:// on this port)")
+        }
+        // The library's own text names source files of the build; keep the reason it gives.
+        if let reason = text.range(of: #"error:[0-9A-F]+:[^:]*:[^:]*:([A-Z_]+)"#, options: .regularExpression) {
+            return .tlsFailed(String(text[reason].split(separator: ":").last ?? "handshake failed"))
         }
         return .tlsFailed(text)
     }

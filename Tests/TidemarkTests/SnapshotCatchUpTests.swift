@@ -393,6 +393,38 @@ import TidemarkTestSupport
         }
     }
 
+    /// A store restored from an older copy writes before it syncs again: the bundle its later self
+    /// published holds other transactions under the same numbers. Whether the copy pushes or
+    /// pulls first, it reads that bundle, refuses, and publishes nothing from then on; the bundle
+    /// stays in the folder for the peers (a pull's prune used to remove it).
+    @Test(arguments: [true, false]) func aRestoredCopyThatWroteBeforeSyncingRefusesToPublish(pushesFirst: Bool)
+        async throws
+    {
+        let group = try ExchangeGroup(["a", "b"])
+        let a = group["a"]
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-1', 'before the backup')")
+        try group.round(prune: false)
+        let old = group.directory.file("a-old.db")
+        try await SQLiteShell.execute(a.path, ".backup '\(old)'")
+        try FileManager.default.copyItem(atPath: a.path + ".key", toPath: old + ".key")
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-2', 'after the backup')")
+        try group.round(prune: false)
+        let later = group.folder(of: "a") + "/0000000002.tmb"
+        #expect(FileManager.default.fileExists(atPath: later))
+
+        let restored = try TestReplica(opening: old)
+        _ = try restored.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-3', 'after the restore')")
+        let refusal = ExchangeError.restoredFromOlderCopy(path: later, have: 1, bundleHas: 2)
+        if pushesFirst {
+            #expect(throws: refusal) { _ = try restored.store.push(to: group.folder, key: restored.key) }
+        } else {
+            #expect(throws: refusal) { _ = try restored.store.pull(from: group.folder, key: restored.key) }
+        }
+        #expect(throws: refusal) { _ = try restored.store.push(to: group.folder, key: restored.key) }
+        #expect(FileManager.default.fileExists(atPath: later))
+        #expect(try group["b"].tables() == a.tables())
+    }
+
     /// A sync tool cuts a's snapshot short, the only file that holds what a pruned (b writes
     /// nothing): a's next push removes it and writes it again at once, without waiting for a
     /// member to need it.

@@ -36,6 +36,7 @@ extension Store {
         // What this replica wrote in clear before it learned that the group encrypts.
         try encryptOwnClearFiles(in: exchange, recorded: recorded, key: key)
         let existing = try exchange.bundles(of: replica.id)
+        try checkUnrecordedOwnBundles(existing, in: exchange, recorded: recorded, key: key)
         let current = try currentToken()
         var (since, carried, provided) = try pushStart(
             in: exchange, recorded: recorded, existing: existing, current: current, key: key,

@@ -37,3 +37,63 @@ extension Store {
         throw ExchangeError.restoredFromOlderCopy(path: parts[2], have: have, bundleHas: has)
     }
 }
+
+extension Store {
+    /// Own bundles in `exchange` numbered past the last this store recorded publishing there are
+    /// its own, published by a push stopped before it recorded them (or through another address
+    /// of the same folder), or those of this replica's later self, when this store is a restored
+    /// older copy that has written since. Reads them: one that holds an own transaction this store
+    /// lacks, or holds with another timestamp, notes the store restored and refuses to publish
+    /// (Protocol/exchange.md §4.4). Once they check out, they count as recorded.
+    func checkUnrecordedOwnBundles(
+        _ existing: [(number: Int, file: ExchangeFolder.File)], in exchange: ExchangeFolder, recorded: String,
+        key: KeyFile
+    ) throws {
+        let unrecorded = existing.filter { $0.number > (try? lastPushedNumber(recorded)) ?? 0 }
+        guard let newest = unrecorded.last?.number else { return }
+        let have = try currentToken()[replica.id]
+        let pruned = try prunedToken()[replica.id]
+        for bundle in unrecorded {
+            var claimed: [(sequence: Int64, timestamp: Int64)] = []
+            // A damaged or unreadable one is the tidying's to deal with.
+            guard let path = try? exchange.localPath(of: bundle.file),
+                (try? Store.inspectBundle(
+                    at: path, key: key,
+                    transactions: { head, _ in
+                        if head.origin == replica.id { claimed.append((head.sequence, head.timestamp.packed)) }
+                    })) != nil
+            else { continue }
+            let ours = try ownTimestamps(claimed.map(\.sequence).filter { $0 > pruned && $0 <= have })
+            if let differing = claimed.first(where: { $0.sequence > pruned && ours[$0.sequence] != $0.timestamp }) {
+                try noteRestored(
+                    path: exchange.address(of: bundle.file), have: min(have, differing.sequence - 1),
+                    bundleHas: claimed.map(\.sequence).max() ?? differing.sequence)
+                try checkNotRestored()
+            }
+        }
+        try mappingErrors {
+            try database.write { db in
+                try db.execute(
+                    sql: "UPDATE tidemark_folders SET last_number = max(last_number, ?) WHERE path = ?",
+                    arguments: [newest, recorded])
+            }
+        }
+    }
+
+    /// The timestamps (packed) of this replica's own transactions `sequences`, those it holds.
+    private func ownTimestamps(_ sequences: [Int64]) throws -> [Int64: Int64] {
+        guard let first = sequences.min(), let last = sequences.max() else { return [:] }
+        return try mappingErrors {
+            try database.read { db in
+                var timestamps: [Int64: Int64] = [:]
+                for row in try Row.fetchAll(
+                    db, sql: "SELECT seq, hlc FROM tidemark_transactions WHERE replica = ? AND seq BETWEEN ? AND ?",
+                    arguments: [Data(replica.id.bytes), first, last])
+                {
+                    timestamps[row[0]] = row[1]
+                }
+                return timestamps
+            }
+        }
+    }
+}

@@ -90,6 +90,16 @@ import TidemarkTestSupport
                 "laptop #1", "laptop #2", "laptop #3", "laptop #4",
             ])
         #expect(headers[0].hasSuffix("author=alice  context=cli"))
+        // A name that is not one word is quoted, with a line break escaped: it cannot read as more
+        // fields, or as another transaction.
+        try await store.exec(
+            "UPDATE items SET qty = 2 WHERE id = 'c'", author: "ana  context=editor",
+            context: "x\nlaptop #99  author=admin")
+        let forged = try await store.sync("log")
+        let last = try #require(forged.stdoutLines.filter { !$0.hasPrefix("  ") }.last)
+        #expect(
+            last.hasSuffix("author='ana  context=editor'  context='x\\nlaptop #99  author=admin'"), "\(forged)")
+        #expect(forged.stdoutLines.filter { !$0.hasPrefix("  ") }.count == 5, "\(forged)")
         #expect(headers[2].hasSuffix("(external)"))
         #expect(text.stdoutLines.contains("  delete items [id='a'] tombstone name='Äpfel 🍎'"))
         #expect(text.stdoutLines.contains("  update items [id='a'] qty=-7 note='ñ'"))

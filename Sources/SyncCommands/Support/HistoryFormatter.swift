@@ -1,3 +1,4 @@
+import Foundation
 import Tidemark
 import TidemarkCore
 
@@ -7,8 +8,8 @@ enum HistoryFormatter {
     static func text(_ transaction: History.Transaction, names: [Replica.ID: String] = [:]) -> String {
         var header =
             "\(names[transaction.origin] ?? transaction.origin.short) #\(transaction.sequence)  \(transaction.timestamp.iso8601)"
-        if let author = transaction.author { header += "  author=\(author)" }
-        if let context = transaction.contextName { header += "  context=\(context)" }
+        if let author = transaction.author { header += "  author=\(label(author))" }
+        if let context = transaction.contextName { header += "  context=\(label(context))" }
         if transaction.processID == nil && transaction.contextName == nil && transaction.author == nil {
             header += "  (external)"
         }
@@ -38,9 +39,31 @@ enum HistoryFormatter {
         let tables = Set(transaction.changes.map(\.table)).sorted().joined(separator: ",")
         var line =
             "\(transaction.origin.short) #\(transaction.sequence) \(transaction.timestamp.iso8601) \(transaction.changes.count) change(s) [\(tables)]"
-        if let author = transaction.author { line += " author=\(author)" }
-        if let context = transaction.contextName { line += " context=\(context)" }
+        if let author = transaction.author { line += " author=\(label(author))" }
+        if let context = transaction.contextName { line += " context=\(label(context))" }
         return line
+    }
+
+    /// An author or context name as a line shows it: as it is when it is one word, else quoted as
+    /// values are (`'…'`, a quote doubled), with line breaks and other control characters escaped,
+    /// so that no name can read as more fields or as another line.
+    static func label(_ text: String) -> String {
+        let special = CharacterSet.whitespacesAndNewlines.union(.controlCharacters).union(
+            CharacterSet(charactersIn: "'\"="))
+        if !text.isEmpty && !text.unicodeScalars.contains(where: special.contains) { return text }
+        var quoted = "'"
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "'": quoted += "''"
+            case "\n": quoted += "\\n"
+            case "\r": quoted += "\\r"
+            case "\t": quoted += "\\t"
+            case _ where CharacterSet.controlCharacters.contains(scalar):
+                quoted += "\\u{\(String(scalar.value, radix: 16))}"
+            default: quoted.unicodeScalars.append(scalar)
+            }
+        }
+        return quoted + "'"
     }
 
     /// The JSON object documented for `log --json`.

@@ -80,7 +80,7 @@ extension SyncCLI {
             if let version = summary.waitingFor {
                 Output.line("its snapshot is \(SchemaWording.held(version))")
             } else {
-                Output.line("imported \(summary.appliedChanges) rows from its snapshot")
+                Output.line("imported \(summary.snapshotRows) rows from its snapshot")
             }
         }
     }

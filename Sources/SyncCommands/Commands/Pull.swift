@@ -26,7 +26,7 @@ extension SyncCLI {
             for warning in summary.warnings { Output.error("warning: \(warning)") }
             for removed in summary.removed { Output.line("removed \(removed)") }
             for snapshot in summary.imported where snapshot.header.kind == .snapshot {
-                Output.line("caught up from \(snapshot.sender)'s snapshot: \(snapshot.appliedChanges) rows")
+                Output.line("caught up from \(snapshot.sender)'s snapshot: \(snapshot.snapshotRows) rows")
             }
             let transactions = summary.imported.map(\.appliedTransactions).reduce(0, +)
             let changes = summary.imported.map(\.appliedChanges).reduce(0, +)

@@ -2,10 +2,12 @@ import Tidemark
 
 /// How `status` and `inspect` show a row digest (Protocol/exchange.md §8).
 enum DigestWording {
-    /// One line: the rows and tables it counts, and its fingerprint.
+    /// One line: the rows and tables of the app it counts, and its fingerprint (which covers
+    /// Tidemark's own replicated tables too; `--json` lists them).
     static func line(_ digest: RowDigest) -> String {
-        let rows = digest.tables.reduce(UInt64(0)) { $0 + $1.rows }
-        return "\(rows) rows in \(digest.tables.count) tables, digest \(digest.fingerprint)"
+        let tables = digest.tables.filter { !$0.name.hasPrefix("tidemark_") }
+        let rows = tables.reduce(UInt64(0)) { $0 + $1.rows }
+        return "\(rows) rows in \(tables.count) tables, digest \(digest.fingerprint)"
     }
 
     /// `{"fingerprint", "tables": [{"name", "rows", "sum"}]}`, the sum as 16 hex digits.

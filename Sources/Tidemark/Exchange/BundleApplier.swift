@@ -189,6 +189,7 @@ struct BundleApplier {
         var engine = MergeEngine(db: db, store: store) { started }
         try engine.discarded.sender(through: decoder.header.through)
         var rows = 0
+        var liveRows = 0
         // Derived from the sender's key by a hash: once, not per row.
         let sender = decoder.sender
         let (verified, changed) = try store.withCaptureLifted(in: db) {
@@ -221,6 +222,7 @@ struct BundleApplier {
                         if let clock = cell.clock { newest = max(newest, clock.timestamp) }
                     }
                     rows += 1
+                    if state.generation % 2 == 1 && !state.table.hasPrefix(Bookkeeping.prefix) { liveRows += 1 }
                 }
                 // What the rows themselves refuse is reported before the file's last checks.
                 try engine.flushNewRows()
@@ -232,9 +234,10 @@ struct BundleApplier {
             try skipHistory(through: verified.header.through)
             return (verified, try end(&engine, newest: newest, touched: touched))
         }
-        let summary = Store.ImportSummary(
+        var summary = Store.ImportSummary(
             path: path, sender: verified.header.senderName, appliedTransactions: 0, appliedChanges: rows,
             skippedTransactions: 0, header: verified.header, changedTables: changed)
+        summary.snapshotRows = liveRows
         return (summary, verified)
     }
 

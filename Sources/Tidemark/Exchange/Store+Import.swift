@@ -12,8 +12,12 @@ extension Store {
         public var sender: String
         /// Transactions newly applied.
         public var appliedTransactions: Int
-        /// Changes newly applied (for a snapshot: row states merged).
+        /// Changes newly applied (for a snapshot: row states merged, tombstones and Tidemark's own
+        /// tables included).
         public var appliedChanges: Int
+        /// For a snapshot: the live rows of the app's tables it holds, as a user counts them; 0 for
+        /// a change bundle.
+        public var snapshotRows = 0
         /// Transactions the store already held.
         public var skippedTransactions: Int
         /// Whether the whole bundle was already present (nothing changed).

@@ -106,8 +106,15 @@ import TidemarkTestSupport
         let before = try await Self.members(a)
         #expect(before["c"]?["retired"] as? Bool == false)
         #expect((before["c"]?["behind"] as? [String: Any])?["transactions"] as? Int == 2, "\(before)")
+        // The values c lacks: the update's key and name ('c-1', 'renamed while c was away'), the
+        // delete's key and kept name ('c-2', 'two').
+        #expect((before["c"]?["behind"] as? [String: Any])?["bytes"] as? Int == 3 + 24 + 3 + 3, "\(before)")
         let status = try await a.sync("status")
-        #expect(status.stdoutLines.contains { $0.hasPrefix("member   c: lacks 2 transactions") }, "\(status)")
+        #expect(
+            status.stdoutLines.contains {
+                $0.hasPrefix("member   c: lacks 2 transactions (2 changes, 33 bytes) since ")
+            },
+            "\(status)")
 
         // Retiring it is a write that travels; a no longer waits for c.
         let retired = try await a.peers("retire", "c")

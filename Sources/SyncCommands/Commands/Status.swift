@@ -45,7 +45,7 @@ extension SyncCLI {
                     line += ": up to date"
                 } else {
                     line += ": lacks \(m.behindTransactions) transactions"
-                    if m.behindChanges > 0 { line += " (\(m.behindChanges) changes)" }
+                    if m.behindChanges > 0 { line += " (\(m.behindChanges) changes, \(m.behindBytes) bytes)" }
                     if let since = m.lackingSince { line += " since \(since.iso8601)" }
                 }
                 line += m.signedAt.map { ", watermark signed \($0.iso8601)" } ?? ", no watermark yet"
@@ -72,7 +72,7 @@ extension SyncCLI {
                     "signed_at": .date(m.signedAt),
                     "behind": [
                         "transactions": .integer(m.behindTransactions), "changes": .integer(m.behindChanges),
-                        "since": .date(m.lackingSince),
+                        "bytes": .integer(m.behindBytes), "since": .date(m.lackingSince),
                     ],
                 ] as JSON
             }

@@ -24,6 +24,10 @@ extension Store {
         public var behindChanges: Int64
         /// The timestamp of the oldest transaction it lacks, where history still holds it.
         public var lackingSince: HLCTimestamp?
+        /// The bytes of the values in the changes it lacks, where history still holds them (each
+        /// value as SQLite stores it as a blob: a text's UTF-8, a number's digits): what it has to
+        /// receive, before bundles compress it.
+        public var behindBytes: Int64 = 0
         /// How its rows compare with this replica's, by the row digest of its latest watermark.
         public var rows: RowComparison = .unknown
     }
@@ -69,9 +73,11 @@ extension Store {
                     let watermark = (row?[0] as String?).flatMap { try? History.Token(parsing: $0) } ?? .zero
                     var behind: Int64 = 0
                     var changes: Int64 = 0
+                    var bytes: Int64 = 0
                     var since: HLCTimestamp?
                     for (origin, sequence) in token.sequences where watermark[origin] < sequence {
                         behind += sequence - watermark[origin]
+                        bytes += try Self.valueBytes(of: origin, after: watermark[origin], db)
                         if let lag = try Row.fetchOne(
                             db,
                             sql:
@@ -82,17 +88,38 @@ extension Store {
                             since = min(since ?? HLCTimestamp(packed: oldest), HLCTimestamp(packed: oldest))
                         }
                     }
-                    result.append(
-                        Member(
-                            name: peer.name, id: peer.id, isSelf: false, retired: retired.contains(peer.id.description),
-                            watermark: watermark,
-                            signedAt: (row?[1] as Int64?).map(HLCTimestamp.init(packed:)), behindTransactions: behind,
-                            behindChanges: changes,
-                            lackingSince: since, rows: try Self.compare(ours, at: token, with: peer.id, db)))
+                    var member = Member(
+                        name: peer.name, id: peer.id, isSelf: false, retired: retired.contains(peer.id.description),
+                        watermark: watermark,
+                        signedAt: (row?[1] as Int64?).map(HLCTimestamp.init(packed:)), behindTransactions: behind,
+                        behindChanges: changes,
+                        lackingSince: since, rows: try Self.compare(ours, at: token, with: peer.id, db))
+                    member.behindBytes = bytes
+                    result.append(member)
                 }
                 return result
             }
         }
+    }
+
+    /// The bytes of the values in `origin`'s changes after `sequence` that history holds
+    /// (`Member.behindBytes`), summed a few hundred value columns to a statement.
+    private static func valueBytes(of origin: Replica.ID, after sequence: Int64, _ db: Database) throws -> Int64 {
+        let columns = try Bookkeeping.valueColumnCount(db)
+        var total: Int64 = 0
+        for start in stride(from: 0, to: columns, by: 500) {
+            let sums = (start..<min(columns, start + 500)).map {
+                "coalesce(sum(length(CAST(c.\(Bookkeeping.valueColumn($0)) AS BLOB))), 0)"
+            }
+            let row = try Row.fetchOne(
+                db,
+                sql: "SELECT \(sums.joined(separator: ", ")) FROM tidemark_transactions AS t "
+                    + "JOIN tidemark_changes AS c ON c.id BETWEEN t.first_change AND t.last_change "
+                    + "WHERE t.replica = ? AND t.seq > ?",
+                arguments: [Data(origin.bytes), sequence])
+            for index in 0..<sums.count { total += row?[index] ?? 0 }
+        }
+        return total
     }
 
     /// Compares this replica's row digest at `token` with the one `peer`'s latest watermark carried.

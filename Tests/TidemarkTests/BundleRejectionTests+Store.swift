@@ -42,12 +42,15 @@ extension BundleRejectionTests {
             CREATE TABLE items(id TEXT PRIMARY KEY, name TEXT, qty INTEGER, price REAL, photo BLOB, note, color TEXT);
             CREATE TABLE tags(item TEXT NOT NULL, tag TEXT NOT NULL, weight, PRIMARY KEY (item, tag)) WITHOUT ROWID;
             """, inserts: "INSERT INTO items(id, color) VALUES ('i', 'red')")
-        try ExchangeExpect.rejected(b, "unknown column") {
+        let error = try ExchangeExpect.rejected(b, "unknown column") {
             try b.store.importBundle(at: path)
         } matches: {
             guard case .schemaMismatch(path, "items", let detail) = $0 else { return false }
             return detail.contains("color")
         }
+        // The hint follows what the message says: a migration to make, not schemas to align.
+        #expect(error?.description.contains("written after a migration this store has not made yet") == true)
+        #expect(error?.hint == "make that migration here too (sync migrate), then pull or import the file again")
         withExtendedLifetime(directory) {}
     }
 

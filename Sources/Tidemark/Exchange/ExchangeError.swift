@@ -128,6 +128,8 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
                 "continuing would reuse sequence numbers; move this store aside and create a new replica (a new name and key), then pull (see README, 'Restoring a store')"
         case .badBundle:
             return "the file is damaged, incomplete or not from Tidemark; ask its sender to export it again"
+        case .schemaMismatch(_, _, let detail) where detail.contains("a migration this store has not made"):
+            return "make that migration here too (sync migrate), then pull or import the file again"
         case .schemaMismatch: return "both replicas must track the same tables with the same columns"
         case .schemaFork:
             return

@@ -230,6 +230,13 @@ import TidemarkTestSupport
             #expect(throws: ExchangeError.wrongKey(path: path)) {
                 _ = try pair.a.store.exportBundle(since: .zero, to: pair.directory.file("x.tmb"), key: key)
             }
+            // Nor pushes with it, and makes nothing in the folder first.
+            let folder = pair.directory.file("exchange-\(index)")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+            #expect(throws: ExchangeError.wrongKey(path: path)) {
+                _ = try pair.a.store.push(to: folder, key: key)
+            }
+            #expect(try FileManager.default.contentsOfDirectory(atPath: folder).isEmpty)
             // A's bundle signed with it instead of a's key: refused, the store unchanged.
             var forged = pristine
             try forged.resign(with: key)

@@ -26,6 +26,8 @@ extension Store {
     /// `settings` says how to reach). Peers that applied every earlier bundle of this exchange
     /// folder can apply the new one.
     public func push(to location: String, key: KeyFile, settings: ExchangeSettings = .init()) throws -> PushSummary {
+        // Before anything is made in the folder.
+        guard key.publicKey == publicKey else { throw ExchangeError.wrongKey(path: key.path) }
         try checkNotRestored()
         let (exchange, recorded) = try openExchange(location, settings: settings)
         defer { exchange.transport.close() }

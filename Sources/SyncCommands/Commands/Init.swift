@@ -66,8 +66,17 @@ extension SyncCLI {
 
         /// Creates the store (or finds it made) and joins from `from`; the store is closed on return.
         private func initialize(_ path: String, setup: Store.Setup, keyPath: String, created: inout Bool) throws {
+            let keyExisted = FileManager.default.fileExists(atPath: keyPath)
             let opened: Store
             (opened, created) = try Store.initialize(path, setup: setup)
+            // A key found beside a new store, not named with --key, is most often one a store moved
+            // aside left behind: the new store is then that replica again (exchange.md §4.4).
+            if created, keyExisted, key == nil {
+                Output.error(
+                    "warning: using the key file already at \(keyPath): this store is replica \(opened.replica.id.short) again; "
+                        + "if a store made with that key ever pushed, its next push is refused as a restored copy. "
+                        + "For a new replica, move the key aside and run init again")
+            }
             guard let from else {
                 Output.line("\(opened.replica.name) \(opened.replica.id)")
                 if !created { Output.error("already initialized; nothing changed") }

@@ -36,9 +36,6 @@ enum CLIWording {
             return
                 "restore the table as it was, or adopt the change: `sync migrate --store STORE --untrack \(t)` stops tracking it as it is now (its history stays), and `--track \(t)` in a later migration tracks it again"
         case .keyFile(let path, _): return "check \(path), or pass the right one with --key FILE"
-        case .leftoverKey(let path, _):
-            return
-                "move \(path) aside with the store it belongs to (or put that store back); to reuse it on purpose, pass --key \(path)"
         case .schemaChangeNeedsMigration:
             return "put the schema change in a file and run `sync migrate --store STORE FILE.sql`"
         case .bookkeepingChanged:

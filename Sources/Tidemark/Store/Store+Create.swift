@@ -111,11 +111,6 @@ extension Store {
             let key: KeyFile
             if FileManager.default.fileExists(atPath: keyPath) {
                 key = try KeyFile.load(keyPath)
-                // The default key beside a path where no store is belongs to a store that was
-                // there: only a key named on purpose makes a new store that replica again.
-                if setup.keyPath == nil {
-                    throw StoreError.leftoverKey(path: keyPath, replica: Replica.ID(publicKey: key.publicKey))
-                }
             } else {
                 key = try KeyFile.create(keyPath)
                 createdKey = true

@@ -52,10 +52,6 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case badToken(History.TokenError)
     /// The key file is missing, unreadable or not a key.
     case keyFile(path: String, problem: String)
-    /// A new store was to be made where a key file already lies beside its path (the key of a
-    /// store that was there, moved aside or deleted): the new store would be that replica again,
-    /// numbering its transactions from 1 over those the replica published. Nothing was created.
-    case leftoverKey(path: String, replica: Replica.ID)
     /// The key file's permissions let other users read or change it (`mode` is its permission bits).
     case keyFileExposed(path: String, mode: UInt16)
     /// SQLite reported an error on this store.
@@ -115,9 +111,6 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
             return "the token is not from this store's history (it claims transactions this replica never made)"
         case .badToken(let e): return e.description
         case .keyFile(let p, let problem): return "key file \(p): \(problem)"
-        case .leftoverKey(let p, let replica):
-            return
-                "a key file is already at \(p), of replica \(replica.short): a new store made with it would be that replica again and clash with what it published; nothing was created"
         case .keyFileExposed(let p, let mode):
             return
                 "key file \(p) is readable or writable by other users (mode \(String(format: "%04o", mode))): refusing to use it"
@@ -158,9 +151,6 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .historyTokenExpired: return "fetch without a token to read the history that remains"
         case .foreignToken: return "use a token from this store's currentToken()"
         case .keyFile(let p, _): return "check \(p), or use the right key file"
-        case .leftoverKey(let p, _):
-            return
-                "move \(p) aside with the store it belongs to; to reuse it on purpose, give its path as Setup.keyPath"
         case .keyFileExposed(let p, _): return "restrict it to its owner: chmod 600 \(p)"
         case .storeLocked:
             return

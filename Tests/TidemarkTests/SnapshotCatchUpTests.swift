@@ -415,6 +415,10 @@ import TidemarkTestSupport
         let restored = try TestReplica(opening: old)
         _ = try restored.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-3', 'after the restore')")
         let refusal = ExchangeError.restoredFromOlderCopy(path: later, have: 1, bundleHas: 2)
+        // A dry run of prune refuses too, and writes nothing.
+        let untouched = try StoreBytes(old)
+        #expect(throws: refusal) { _ = try restored.store.prune(dryRun: true, key: restored.key) }
+        #expect(try StoreBytes(old) == untouched)
         if pushesFirst {
             #expect(throws: refusal) { _ = try restored.store.push(to: group.folder, key: restored.key) }
         } else {

@@ -204,7 +204,8 @@ extension Store {
     /// Opens a bundle for import and checks its header: its kind, the trust of its sender and
     /// origins, and its schema (not against the tables when it is to be held). A header refused
     /// for what it says gives way to the file's own defect when it has one: a header altered on
-    /// the way (a table's name, say) is reported as the bad signature it is, not as another schema.
+    /// the way (a table's name, say) is reported as the damage it is (a record naming a table the
+    /// header lacks, or the signature), not as another schema.
     private func open(_ path: String, against local: ImportContext, identity: Curve25519.KeyAgreement.PrivateKey?)
         throws -> OpenedBundle
     {

@@ -44,12 +44,14 @@ extension Store {
     /// of the same folder), or those of this replica's later self, when this store is a restored
     /// older copy that has written since. Reads them: one that holds an own transaction this store
     /// lacks, or holds with another timestamp, notes the store restored and refuses to publish
-    /// (Protocol/exchange.md §4.4). Once they check out, they count as recorded.
+    /// (Protocol/exchange.md §4.4). Once they check out, they count as recorded. With `dryRun`
+    /// (a prune's), it refuses all the same but writes nothing.
     func checkUnrecordedOwnBundles(
         _ existing: [(number: Int, file: ExchangeFolder.File)], in exchange: ExchangeFolder, recorded: String,
-        key: KeyFile
+        key: KeyFile, dryRun: Bool = false
     ) throws {
-        let unrecorded = existing.filter { $0.number > (try? lastPushedNumber(recorded)) ?? 0 }
+        let last = try lastPushedNumber(recorded)
+        let unrecorded = existing.filter { $0.number > last }
         guard let newest = unrecorded.last?.number else { return }
         let have = try currentToken()[replica.id]
         let pruned = try prunedToken()[replica.id]
@@ -65,12 +67,16 @@ extension Store {
             else { continue }
             let ours = try ownTimestamps(claimed.map(\.sequence).filter { $0 > pruned && $0 <= have })
             if let differing = claimed.first(where: { $0.sequence > pruned && ours[$0.sequence] != $0.timestamp }) {
-                try noteRestored(
-                    path: exchange.address(of: bundle.file), have: min(have, differing.sequence - 1),
-                    bundleHas: claimed.map(\.sequence).max() ?? differing.sequence)
+                let (address, common) = (exchange.address(of: bundle.file), min(have, differing.sequence - 1))
+                let newest = claimed.map(\.sequence).max() ?? differing.sequence
+                if dryRun {
+                    throw ExchangeError.restoredFromOlderCopy(path: address, have: common, bundleHas: newest)
+                }
+                try noteRestored(path: address, have: common, bundleHas: newest)
                 try checkNotRestored()
             }
         }
+        guard !dryRun else { return }
         try mappingErrors {
             try database.write { db in
                 try db.execute(

@@ -83,7 +83,9 @@ extension Store {
             defer { transport.close() }
             let exchange = ExchangeFolder(transport)
             // A restored older copy must not remove what its later self published.
-            if let key { try checkUnrecordedOwnBundles(bundles, in: exchange, recorded: location, key: key) }
+            if let key {
+                try checkUnrecordedOwnBundles(bundles, in: exchange, recorded: location, key: key, dryRun: dryRun)
+            }
             let mine = replica.id.description
             let done = bundles.compactMap { bundle in
                 (try? exchange.header(of: bundle.file, identity: key?.envelopeIdentity)).flatMap {

@@ -21,7 +21,8 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
     case schemaMismatch(path: String, table: String, detail: String)
     /// The bundle needs transactions this store lacks.
     case missingPrerequisites(path: String, missing: String)
-    /// The bundle holds transactions of this replica that the store lacks: it was restored from an older copy.
+    /// The bundle holds transactions of this replica that the store lacks, or (`have` at least
+    /// `bundleHas`) other ones under numbers the store uses: it was restored from an older copy.
     case restoredFromOlderCopy(path: String, have: Int64, bundleHas: Int64)
     /// Two different histories claim the same origin sequence numbers.
     case historyFork(path: String, origin: String, sequence: Int64)
@@ -75,6 +76,9 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unknownOrigin(let p, let o): return "\(p): carries transactions of replica \(o), whose key is not trusted"
         case .schemaMismatch(let p, let t, let d): return "\(p): bundle is for a different schema: table '\(t)' \(d)"
         case .missingPrerequisites(let p, let m): return "\(p): missing prerequisites: \(m)"
+        case .restoredFromOlderCopy(let p, let have, let has) where have >= has:
+            return
+                "\(p): holds this replica's transactions up to #\(has), and this store holds others under those numbers: the store was restored from an older copy and wrote since"
         case .restoredFromOlderCopy(let p, let have, let has):
             return
                 "\(p): holds this replica's transactions up to #\(has) but the store has only #\(have): the store was restored from an older copy"

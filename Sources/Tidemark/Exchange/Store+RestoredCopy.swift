@@ -67,12 +67,12 @@ extension Store {
             else { continue }
             let ours = try ownTimestamps(claimed.map(\.sequence).filter { $0 > pruned && $0 <= have })
             if let differing = claimed.first(where: { $0.sequence > pruned && ours[$0.sequence] != $0.timestamp }) {
-                let (address, common) = (exchange.address(of: bundle.file), min(have, differing.sequence - 1))
+                let address = exchange.address(of: bundle.file)
                 let newest = claimed.map(\.sequence).max() ?? differing.sequence
                 if dryRun {
-                    throw ExchangeError.restoredFromOlderCopy(path: address, have: common, bundleHas: newest)
+                    throw ExchangeError.restoredFromOlderCopy(path: address, have: have, bundleHas: newest)
                 }
-                try noteRestored(path: address, have: common, bundleHas: newest)
+                try noteRestored(path: address, have: have, bundleHas: newest)
                 try checkNotRestored()
             }
         }
@@ -84,6 +84,15 @@ extension Store {
                     arguments: [newest, recorded])
             }
         }
+    }
+
+    /// Whether this store's own transaction `sequence` (when it holds it in history) was written
+    /// after `time`, when a peer signed a watermark that held the replica's transaction of that
+    /// number: a peer's clock moves past every transaction it applies, so that peer held another
+    /// transaction under the number, the one this store's later self wrote before it was restored.
+    func ownTransaction(_ sequence: Int64, writtenAfter time: HLCTimestamp) throws -> Bool {
+        guard sequence > 0 else { return false }
+        return try ownTimestamps([sequence])[sequence].map { $0 > time.packed } ?? false
     }
 
     /// The timestamps (packed) of this replica's own transactions `sequences`, those it holds.

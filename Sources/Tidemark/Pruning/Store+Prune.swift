@@ -112,7 +112,8 @@ extension Store {
                     files.append(exchange.address(of: bundle.file))
                 } catch {
                     let address = exchange.address(of: bundle.file)
-                    warnings.append("could not remove \(Self.reason(error, at: address)); a later prune tries again")
+                    warnings.append(
+                        "\(Self.reason(error, at: address)); the bundle stays, and a later prune removes it")
                 }
             }
         }

@@ -179,15 +179,11 @@ extension Store {
             do {
                 local = try exchange.localPath(of: file)
                 let read = try readWatermark(at: local, key: key)
-                // A peer that holds more of this replica's transactions than this store, or held
-                // one before this store wrote it: an older copy (exchange.md §4.4).
-                if let (_, token, signedAt) = read,
-                    try token[self.replica.id] > own
-                        || ownTransaction(token[self.replica.id], writtenAfter: signedAt)
-                {
+                // A peer that holds more of this replica's transactions than this store: an older copy.
+                if let (_, token) = read, token[self.replica.id] > own {
                     try noteRestored(path: address, have: own, bundleHas: token[self.replica.id])
                 }
-                if let (_, token, _) = read, let validator = entry.validator {
+                if let (_, token) = read, let validator = entry.validator {
                     try rememberRemote(recorded, address, validator: validator, through: token)
                 }
             } catch let error as ExchangeError {

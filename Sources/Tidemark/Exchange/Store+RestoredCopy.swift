@@ -86,15 +86,6 @@ extension Store {
         }
     }
 
-    /// Whether this store's own transaction `sequence` (when it holds it in history) was written
-    /// after `time`, when a peer signed a watermark that held the replica's transaction of that
-    /// number: a peer's clock moves past every transaction it applies, so that peer held another
-    /// transaction under the number, the one this store's later self wrote before it was restored.
-    func ownTransaction(_ sequence: Int64, writtenAfter time: HLCTimestamp) throws -> Bool {
-        guard sequence > 0 else { return false }
-        return try ownTimestamps([sequence])[sequence].map { $0 > time.packed } ?? false
-    }
-
     /// The timestamps (packed) of this replica's own transactions `sequences`, those it holds.
     private func ownTimestamps(_ sequences: [Int64]) throws -> [Int64: Int64] {
         guard let first = sequences.min(), let last = sequences.max() else { return [:] }

@@ -67,7 +67,7 @@ extension Store {
     /// Reads and verifies a watermark file; returns the token if it is intact and signed by a
     /// trusted replica, which it then records.
     @discardableResult
-    func readWatermark(at path: String, key: KeyFile) throws -> (Replica.ID, History.Token, signedAt: HLCTimestamp)? {
+    func readWatermark(at path: String, key: KeyFile) throws -> (Replica.ID, History.Token)? {
         guard FileManager.default.fileExists(atPath: path) else { return nil }
         let source = try ExchangeSource(path: path, identity: key.envelopeIdentity)
         defer { source.close() }
@@ -85,7 +85,7 @@ extension Store {
             }
             try noteWatermark(
                 verified.header.through, of: sender, signedAt: verified.header.created, digest: verified.header.digest)
-            return (sender, verified.header.through, verified.header.created)
+            return (sender, verified.header.through)
         } catch let error as BundleError {
             throw ExchangeError.badBundle(path: path, error)
         }

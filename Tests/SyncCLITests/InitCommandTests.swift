@@ -80,8 +80,9 @@ import TidemarkTestSupport
     }
 
     /// A store moved aside leaves its key beside its path: `init` there uses it (a key may be put
-    /// there on purpose) but warns that the store is the old replica again; once the old store had
-    /// pushed, the new one's push is refused as a restored copy instead of reusing its numbers.
+    /// there on purpose) but warns that the store is the old replica again; while the old store's
+    /// bundles are in the folder, the new one's push is refused as a restored copy instead of
+    /// reusing their numbers.
     @Test func initWarnsOfTheKeyAStoreMovedAsideLeftAndItsPushIsRefused() async throws {
         let old = try await CLIStore(replica: "a")
         let id = try await old.id()
@@ -97,7 +98,7 @@ import TidemarkTestSupport
         #expect(
             again.stderrLines.count == 1
                 && again.stderrLines[0].hasPrefix(
-                    "warning: using the key file already at \(keyPath): this store is replica \(id.short) again; "),
+                    "warning: using the key file already at \(keyPath): this store is replica \(id.short) again, "),
             "\(again)")
         try await old.exec("INSERT INTO items(id, name) VALUES ('a-2', 'new')")
         expectFailure(

@@ -73,9 +73,9 @@ extension SyncCLI {
             // aside left behind: the new store is then that replica again (exchange.md §4.4).
             if created, keyExisted, key == nil {
                 Output.error(
-                    "warning: using the key file already at \(keyPath): this store is replica \(opened.replica.id.short) again; "
-                        + "if a store made with that key ever pushed, its next push is refused as a restored copy. "
-                        + "For a new replica, move the key aside and run init again")
+                    "warning: using the key file already at \(keyPath): this store is replica \(opened.replica.id.short) again, "
+                        + "numbering its transactions from 1, as a store made with that key may have done already; "
+                        + "for a new replica, move the key aside and run init again")
             }
             guard let from else {
                 Output.line("\(opened.replica.name) \(opened.replica.id)")

@@ -10,10 +10,8 @@ import TidemarkTestSupport
     /// than http(s) are refused as exchange folders, naming what to give instead; the store does
     /// not remember them.
     @Test func aReplicasSubfolderOrAnotherURLSchemeIsNotAnExchange() async throws {
-        let a = try await CLIStore(replica: "a")
-        let b = try await CLIStore(replica: "b")
-        try await a.trust(b, as: "b")
-        try await b.trust(a, as: "a")
+        let (a, b) = (try await CLIStore(replica: "a"), try await CLIStore(replica: "b"))
+        try await CLIStore.trustEachOther([(a, "a"), (b, "b")])
         let exchange = try TemporaryDirectory("tidemark-cli-exchange")
         try await a.exec("INSERT INTO items(id, name) VALUES ('a-1', 'one')")
         #expect(try await a.sync("push", "--to", exchange.path).exitCode == 0)

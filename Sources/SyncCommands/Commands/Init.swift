@@ -50,7 +50,7 @@ extension SyncCLI {
             let keyExisted = FileManager.default.fileExists(atPath: keyPath)
             var created = false
             do {
-                try initialize(path, setup: setup, keyPath: keyPath, created: &created)
+                try initialize(path, setup: setup, keyPath: keyPath, keyExisted: keyExisted, created: &created)
             } catch {
                 // A store this command made is taken away again when joining fails: nothing was
                 // created, and the same command can run again once the file is right.
@@ -65,13 +65,17 @@ extension SyncCLI {
         }
 
         /// Creates the store (or finds it made) and joins from `from`; the store is closed on return.
-        private func initialize(_ path: String, setup: Store.Setup, keyPath: String, created: inout Bool) throws {
-            let keyExisted = FileManager.default.fileExists(atPath: keyPath)
+        private func initialize(
+            _ path: String, setup: Store.Setup, keyPath: String, keyExisted: Bool, created: inout Bool
+        ) throws {
             let opened: Store
             (opened, created) = try Store.initialize(path, setup: setup)
             // A key found beside a new store, not named with --key, is most often one a store moved
-            // aside left behind: the new store is then that replica again (exchange.md §4.4).
-            if created, keyExisted, key == nil {
+            // aside left behind: the new store is then that replica again (exchange.md §4.4). Said
+            // once the store stays (a join that fails takes it away again).
+            let reusedKey = created && keyExisted && key == nil
+            let warnOfReusedKey = {
+                guard reusedKey else { return }
                 Output.error(
                     "warning: using the key file already at \(keyPath): this store is replica \(opened.replica.id.short) again, "
                         + "numbering its transactions from 1, as a store made with that key may have done already; "
@@ -80,6 +84,7 @@ extension SyncCLI {
             guard let from else {
                 Output.line("\(opened.replica.name) \(opened.replica.id)")
                 if !created { Output.error("already initialized; nothing changed") }
+                warnOfReusedKey()
                 return
             }
             if !created { Output.error("already initialized; joining from \(from)") }
@@ -91,6 +96,7 @@ extension SyncCLI {
             } else {
                 Output.line("imported \(summary.snapshotRows) rows from its snapshot")
             }
+            warnOfReusedKey()
         }
     }
 }

@@ -14,7 +14,7 @@ extension SyncCLI {
         func run() throws {
             let opened = try store.open()
             let status = try opened.status()
-            let members = try opened.members()
+            let members = try opened.members(countingBytes: true)
             let encrypted = try opened.encryption().isOn
             let digest = try opened.rowDigest().digest
             if json {

@@ -27,9 +27,12 @@ extension Store {
 
     /// Records that a bundle published in `recorded`, following own transaction `since`, was
     /// encrypted for `readers` (nil: in clear, which anyone opens). A reader new to the record can
-    /// open bundles from this one on; one no longer among the readers is forgotten.
+    /// open bundles from this one on; one no longer among the readers is forgotten. Writes only
+    /// when the readers changed: most pushes leave the record as it is.
     func noteBundleReaders(_ readers: [Replica.ID]?, since: Int64, _ recorded: String) throws {
-        let known = try bundleReaders(recorded) ?? [:]
+        let record = try bundleReaders(recorded)
+        guard readers.map(Set.init) != record.map({ Set($0.keys) }) else { return }
+        let known = record ?? [:]
         let text = readers.map { readers in
             readers.map { "\($0):\(known[$0] ?? since)" }.sorted().joined(separator: ",")
         }

@@ -163,7 +163,8 @@ extension Store {
         // used, with no member to wait for) is in no bundle here, nor in any to come.
         let pruned = try prunedToken()[replica.id]
         if pruned > pushed { removed = max(removed, pruned) }
-        let readers = try encryption().isOn ? try bundleReaders(recorded) : nil
+        let encrypted = try encryption().isOn
+        let readers = encrypted ? try bundleReaders(recorded) : nil
         let needed = { (member: Replica.ID) in max(removed, readers.map { $0[member] ?? pushed } ?? 0) }
         guard try !membersLacking(ownTransactionsThrough: needed).isEmpty else { return false }
         // The watermarks known here are those of the last pull: the member may have caught up since.
@@ -178,7 +179,7 @@ extension Store {
             let header = (try? exchange.signedHeader(of: file, identity: key.envelopeIdentity)) ?? nil,
             header.through[replica.id] >= most
         else { return true }
-        guard try encryption().isOn else { return false }
+        guard encrypted else { return false }
         guard let readers = try snapshotReaders(recorded) else { return true }
         return lacking.contains { !readers.contains($0) }
     }

@@ -69,11 +69,8 @@ extension Store {
             if let differing = claimed.first(where: { $0.sequence > pruned && ours[$0.sequence] != $0.timestamp }) {
                 let address = exchange.address(of: bundle.file)
                 let newest = claimed.map(\.sequence).max() ?? differing.sequence
-                if dryRun {
-                    throw ExchangeError.restoredFromOlderCopy(path: address, have: have, bundleHas: newest)
-                }
-                try noteRestored(path: address, have: have, bundleHas: newest)
-                try checkNotRestored()
+                if !dryRun { try noteRestored(path: address, have: have, bundleHas: newest) }
+                throw ExchangeError.restoredFromOlderCopy(path: address, have: have, bundleHas: newest)
             }
         }
         guard !dryRun else { return }

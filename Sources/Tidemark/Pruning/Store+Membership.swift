@@ -26,7 +26,8 @@ extension Store {
         public var lackingSince: HLCTimestamp?
         /// The bytes of the values in the changes it lacks, where history still holds them (each
         /// value as SQLite stores it as a blob: a text's UTF-8, a number's digits): what it has to
-        /// receive, before bundles compress it.
+        /// receive, before bundles compress it. Counted only when `members(countingBytes:)` is
+        /// asked to (it reads every change the member lacks); 0 otherwise.
         public var behindBytes: Int64 = 0
         /// How its rows compare with this replica's, by the row digest of its latest watermark.
         public var rows: RowComparison = .unknown
@@ -45,8 +46,10 @@ extension Store {
         case unknown
     }
 
-    /// This replica and every trusted peer, with their watermarks and lag.
-    public func members() throws -> [Member] {
+    /// This replica and every trusted peer, with their watermarks and lag; with `countingBytes`,
+    /// also the bytes each lacks (`Member.behindBytes`), which reads every change it lacks: for
+    /// `status`, not for the prune every pull runs.
+    public func members(countingBytes: Bool = false) throws -> [Member] {
         try sealForeignWrites()
         return try mappingErrors {
             try database.read { db in
@@ -77,7 +80,7 @@ extension Store {
                     var since: HLCTimestamp?
                     for (origin, sequence) in token.sequences where watermark[origin] < sequence {
                         behind += sequence - watermark[origin]
-                        bytes += try Self.valueBytes(of: origin, after: watermark[origin], db)
+                        if countingBytes { bytes += try Self.valueBytes(of: origin, after: watermark[origin], db) }
                         if let lag = try Row.fetchOne(
                             db,
                             sql:

@@ -58,9 +58,10 @@ extension Store {
         // exchange folder it pushes to: members away or not yet joined still need them there. (A
         // folder only pulled from gets none of them from this replica anyway; should it push
         // there later, a member that lacks them gets its snapshot, pruning.md §3.5.)
+        let pushedTo = try exchangeFolders().compactMap { folder in try pushedThrough(folder).map { (folder, $0) } }
         var heldBackByFolders: [String] = []
-        for folder in try exchangeFolders() {
-            guard let pushed = try pushedThrough(folder)?[replica.id] else { continue }
+        for (folder, through) in pushedTo {
+            let pushed = through[replica.id]
             if pushed < horizon[replica.id], pushed < own.watermark[replica.id] { heldBackByFolders.append(folder) }
             horizon[replica.id] = min(horizon[replica.id], pushed)
         }
@@ -70,7 +71,7 @@ extension Store {
         var snapshots: [String] = []
         var warnings: [String] = []
         // Own bundles are only in folders this replica pushed to: the others are not read.
-        for location in try exchangeFolders() where try pushedThrough(location) != nil {
+        for (location, _) in pushedTo {
             let transport: any ExchangeTransport
             let bundles: [(number: Int, file: ExchangeFolder.File)]
             do {

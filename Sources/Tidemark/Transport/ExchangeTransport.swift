@@ -113,11 +113,11 @@ enum ExchangeLocation {
     /// The transport for `location`: a WebDAV collection for an `http(s)://` URL, else a local folder.
     static func transport(for location: String, settings: ExchangeSettings) throws -> any ExchangeTransport {
         if isURL(location) { return try WebDAVTransport(url: location, settings: settings) }
-        try checkNoOtherScheme(location)
         return try FolderTransport(location)
     }
 
-    /// How this replica records `location`: an absolute path, or the URL as normalized.
+    /// How this replica records `location`: an absolute path, or the URL as normalized. Every
+    /// location a command is given is recorded first, so a URL of another scheme is refused here.
     static func key(_ location: String) throws -> String {
         if isURL(location) { return try WebDAVTransport.normalized(location).absoluteString }
         try checkNoOtherScheme(location)

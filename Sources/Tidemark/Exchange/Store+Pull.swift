@@ -153,46 +153,6 @@ extension Store {
         }
     }
 
-    /// Reads every peer's watermark not read before (on a server: unchanged since, by its
-    /// validator) and records what it says. Returns the addresses of the peers' watermarks and
-    /// snapshots, for the memory of what was read.
-    func readWatermarks(
-        in exchange: ExchangeFolder, recorded: String, failures: inout PullFailures, key: KeyFile
-    ) throws -> Set<String> {
-        var listed: Set<String> = []
-        let own = try currentToken()[self.replica.id]
-        for replica in try exchange.replicaFolders(except: self.replica.id) {
-            if try exchange.contains(ExchangeFolder.snapshotName, of: replica) {
-                listed.insert(exchange.address(of: .init(replica: replica, name: ExchangeFolder.snapshotName)))
-            }
-            guard let entry = try exchange.entry(ExchangeFolder.watermarkName, of: replica) else { continue }
-            let file = ExchangeFolder.File(replica: replica, name: entry.name)
-            let address = exchange.address(of: file)
-            listed.insert(address)
-            // A watermark read before and not replaced since says nothing new.
-            if let validator = entry.validator,
-                try remoteThrough(recorded, address, validator: validator) != nil
-            {
-                continue
-            }
-            var local = address
-            do {
-                local = try exchange.localPath(of: file)
-                let read = try readWatermark(at: local, key: key)
-                // A peer that holds more of this replica's transactions than this store: an older copy.
-                if let (_, token) = read, token[self.replica.id] > own {
-                    try noteRestored(path: address, have: own, bundleHas: token[self.replica.id])
-                }
-                if let (_, token) = read, let validator = entry.validator {
-                    try rememberRemote(recorded, address, validator: validator, through: token)
-                }
-            } catch let error as ExchangeError {
-                failures.record(error, reading: local, as: address)
-            }
-        }
-        return listed
-    }
-
     /// The warnings of a pull: every failure but junk already reported while the file was as it
     /// is now. Remembers the junk reported, and forgets what it remembered of files no longer listed.
     private func warnings(for failures: PullFailures, sources: PullSources) throws -> [String] {
@@ -255,45 +215,19 @@ extension Store {
                 var local = address
                 var prerequisites = History.Token.zero
                 do {
-                    // Read in an earlier pull, unchanged since, and nothing this store lacks.
-                    if let validator = sources.validator(of: address),
-                        let known = try remoteThrough(sources.recorded, address, validator: validator),
-                        token.covers(known)
+                    switch try applyBundle(
+                        address, token: token, from: sources, held: held, key: key, local: &local,
+                        prerequisites: &prerequisites)
                     {
+                    case .refused(let message):
+                        failures[address] = message
+                    case .applied(let summary):
+                        if !summary.alreadyApplied { imported.append(summary) }
+                        progress = true
                         failures[address] = nil
-                        continue
-                    }
-                    let (_, header, encrypted) = try sources.header(of: address, identity: key.envelopeIdentity)
-                    prerequisites = header.prerequisites
-                    if let validator = sources.validator(of: address) {
-                        try rememberRemote(sources.recorded, address, validator: validator, through: header.through)
-                    }
-                    guard header.kind == .changes || held.holds(address) else {
-                        failures[address] = "\(address): a numbered bundle must be a change bundle"
-                        continue
-                    }
-                    if token.covers(header.through) {
-                        // Nothing to apply, but a downgraded copy is still reported.
-                        try mappingErrors {
-                            try database.read { db in
-                                try Self.checkNotDowngraded(
-                                    db, header: header, encrypted: held.cameEncrypted(address) ?? encrypted,
-                                    path: address)
-                            }
-                        }
+                    case .nothingToApply:
                         failures[address] = nil
-                        try held.release(address)
-                        continue
                     }
-                    local = try sources.localPath(of: address)
-                    let summary = try importBundle(at: local, key: key, cameEncrypted: held.cameEncrypted(address))
-                    if summary.waitingFor != nil {
-                        failures[address] = nil
-                        continue
-                    }
-                    if !summary.alreadyApplied { imported.append(summary) }
-                    progress = true
-                    failures[address] = nil
                 } catch let error as ExchangeError {
                     try noteIfRestored(error)
                     if case .missingPrerequisites = error {
@@ -309,6 +243,54 @@ extension Store {
             pending = waiting
         }
         return (pending, blocked)
+    }
+
+    /// What became of one bundle of a pull.
+    private enum BundleOutcome {
+        /// Applied, or found applied already.
+        case applied(ImportSummary)
+        /// Nothing in it the store lacks, or held until the store migrates.
+        case nothingToApply
+        /// Not a file a pull applies, for the reason given.
+        case refused(String)
+    }
+
+    /// Applies the bundle at `address` unless the store (holding `token`) already has what it holds.
+    /// Sets `local` to the file read and `prerequisites` to what it assumes, for the caller's report
+    /// when it throws.
+    private func applyBundle(
+        _ address: String, token: History.Token, from sources: PullSources, held: HeldCopies, key: KeyFile,
+        local: inout String, prerequisites: inout History.Token
+    ) throws -> BundleOutcome {
+        // Read in an earlier pull, unchanged since, and nothing this store lacks.
+        if let validator = sources.validator(of: address),
+            let known = try remoteThrough(sources.recorded, address, validator: validator),
+            token.covers(known)
+        {
+            return .nothingToApply
+        }
+        let (_, header, encrypted) = try sources.header(of: address, identity: key.envelopeIdentity)
+        prerequisites = header.prerequisites
+        if let validator = sources.validator(of: address) {
+            try rememberRemote(sources.recorded, address, validator: validator, through: header.through)
+        }
+        guard header.kind == .changes || held.holds(address) else {
+            return .refused("\(address): a numbered bundle must be a change bundle")
+        }
+        if token.covers(header.through) {
+            // Nothing to apply, but a downgraded copy is still reported.
+            try mappingErrors {
+                try database.read { db in
+                    try Self.checkNotDowngraded(
+                        db, header: header, encrypted: held.cameEncrypted(address) ?? encrypted, path: address)
+                }
+            }
+            try held.release(address)
+            return .nothingToApply
+        }
+        local = try sources.localPath(of: address)
+        let summary = try importBundle(at: local, key: key, cameEncrypted: held.cameEncrypted(address))
+        return summary.waitingFor != nil ? .nothingToApply : .applied(summary)
     }
 
     /// `addresses` without the junk reported before and unchanged since (it cannot have become
@@ -402,16 +384,4 @@ extension Store {
         }
     }
 
-    /// Writes `<id>/watermark.tmw`: a signed bundle of kind watermark whose `through` token is what
-    /// this replica has applied. Replaced atomically. Returns its address.
-    func writeWatermark(in exchange: ExchangeFolder, key: KeyFile) throws -> String {
-        let mine = replica.id.description
-        try exchange.transport.createFolder(mine)
-        let temporary = exchange.transport.temporaryFile(for: mine)
-        defer { try? FileManager.default.removeItem(atPath: temporary) }
-        let token = try currentToken()
-        _ = try exportBundle(since: token, to: temporary, key: key, kind: .watermark)
-        try exchange.transport.replace(ExchangeFolder.watermarkName, in: mine, with: temporary)
-        return exchange.transport.address(of: ExchangeFolder.watermarkName, in: mine)
-    }
 }

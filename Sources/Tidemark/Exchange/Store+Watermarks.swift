@@ -90,4 +90,57 @@ extension Store {
             throw ExchangeError.badBundle(path: path, error)
         }
     }
+
+    /// Reads every peer's watermark not read before (on a server: unchanged since, by its
+    /// validator) and records what it says. Returns the addresses of the peers' watermarks and
+    /// snapshots, for the memory of what was read.
+    func readWatermarks(
+        in exchange: ExchangeFolder, recorded: String, failures: inout PullFailures, key: KeyFile
+    ) throws -> Set<String> {
+        var listed: Set<String> = []
+        let own = try currentToken()[self.replica.id]
+        for replica in try exchange.replicaFolders(except: self.replica.id) {
+            if try exchange.contains(ExchangeFolder.snapshotName, of: replica) {
+                listed.insert(exchange.address(of: .init(replica: replica, name: ExchangeFolder.snapshotName)))
+            }
+            guard let entry = try exchange.entry(ExchangeFolder.watermarkName, of: replica) else { continue }
+            let file = ExchangeFolder.File(replica: replica, name: entry.name)
+            let address = exchange.address(of: file)
+            listed.insert(address)
+            // A watermark read before and not replaced since says nothing new.
+            if let validator = entry.validator,
+                try remoteThrough(recorded, address, validator: validator) != nil
+            {
+                continue
+            }
+            var local = address
+            do {
+                local = try exchange.localPath(of: file)
+                let read = try readWatermark(at: local, key: key)
+                // A peer that holds more of this replica's transactions than this store: an older copy.
+                if let (_, token) = read, token[self.replica.id] > own {
+                    try noteRestored(path: address, have: own, bundleHas: token[self.replica.id])
+                }
+                if let (_, token) = read, let validator = entry.validator {
+                    try rememberRemote(recorded, address, validator: validator, through: token)
+                }
+            } catch let error as ExchangeError {
+                failures.record(error, reading: local, as: address)
+            }
+        }
+        return listed
+    }
+
+    /// Writes `<id>/watermark.tmw`: a signed bundle of kind watermark whose `through` token is what
+    /// this replica has applied. Replaced atomically. Returns its address.
+    func writeWatermark(in exchange: ExchangeFolder, key: KeyFile) throws -> String {
+        let mine = replica.id.description
+        try exchange.transport.createFolder(mine)
+        let temporary = exchange.transport.temporaryFile(for: mine)
+        defer { try? FileManager.default.removeItem(atPath: temporary) }
+        let token = try currentToken()
+        _ = try exportBundle(since: token, to: temporary, key: key, kind: .watermark)
+        try exchange.transport.replace(ExchangeFolder.watermarkName, in: mine, with: temporary)
+        return exchange.transport.address(of: ExchangeFolder.watermarkName, in: mine)
+    }
 }

@@ -40,25 +40,7 @@ struct HistoryReader {
 
     func fetch(_ request: HistoryRequest) throws -> [History.Transaction] {
         if let token = request.after { try HistoryQuery.checkUsable(token, own: store.replica.id, db) }
-        var conditions: [String] = []
-        var arguments: [any DatabaseValueConvertible] = []
-        if let token = request.after, let after = HistoryQuery.notCovered(by: token) {
-            conditions.append(after.sql)
-            arguments += after.arguments
-        }
-        if let date = request.afterDate {
-            let ms = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
-            conditions.append("hlc > ?")
-            arguments.append(HLCTimestamp(milliseconds: ms, counter: .max).packed)
-        }
-        if let authors = request.authors {
-            conditions.append("author IN (\(authors.map { _ in "?" }.joined(separator: ",")))")
-            arguments += authors.map { $0 as any DatabaseValueConvertible }
-        }
-        if let contexts = request.contextNames {
-            conditions.append("context IN (\(contexts.map { _ in "?" }.joined(separator: ",")))")
-            arguments += contexts.map { $0 as any DatabaseValueConvertible }
-        }
+        let (conditions, arguments) = Self.conditions(of: request)
         let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
         let headers = try Row.fetchAll(
             db,
@@ -98,6 +80,31 @@ struct HistoryReader {
             if let limit = request.limit, result.count >= limit { break }
         }
         return result
+    }
+
+    /// The conditions of the SQL that selects the transactions `request` asks for, with their
+    /// arguments.
+    static func conditions(of request: HistoryRequest) -> ([String], [any DatabaseValueConvertible]) {
+        var conditions: [String] = []
+        var arguments: [any DatabaseValueConvertible] = []
+        if let token = request.after, let after = HistoryQuery.notCovered(by: token) {
+            conditions.append(after.sql)
+            arguments += after.arguments
+        }
+        if let date = request.afterDate {
+            let ms = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+            conditions.append("hlc > ?")
+            arguments.append(HLCTimestamp(milliseconds: ms, counter: .max).packed)
+        }
+        if let authors = request.authors {
+            conditions.append("author IN (\(authors.map { _ in "?" }.joined(separator: ",")))")
+            arguments += authors.map { $0 as any DatabaseValueConvertible }
+        }
+        if let contexts = request.contextNames {
+            conditions.append("context IN (\(contexts.map { _ in "?" }.joined(separator: ",")))")
+            arguments += contexts.map { $0 as any DatabaseValueConvertible }
+        }
+        return (conditions, arguments)
     }
 
     static func header(_ row: Row) throws -> Header {

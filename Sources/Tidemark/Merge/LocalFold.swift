@@ -25,134 +25,13 @@ struct LocalFold {
                 "SELECT seq, hlc, first_change, last_change FROM tidemark_transactions WHERE replica = ? AND seq > ? ORDER BY seq",
             arguments: [own, foldedThrough])
         guard let last = transactions.last else { return }
-        let origins = OriginNumbers(db: db)
         let digests = hashesRows ? RowDigests(db: db) : nil
-        let stores = Dictionary(
-            uniqueKeysWithValues: store.replicatedTables.map {
-                ($0.id, RowMetadataStore(table: $0, origins: origins, digests: digests))
-            })
-        // A row's hash is made from an insert's values, or read from the table as it is now: every
-        // later write to it is sealed or pending, and is hashed again when it is folded.
-        let access = Dictionary(
-            uniqueKeysWithValues: store.replicatedTables.map { ($0.id, RowAccess(db: db, table: $0)) })
-        // Where a row's tombstone was dropped, a life started here must outrank it (merge.md §3).
-        let floors = try Tombstones.floors(db)
-        let layout = try ChangeLayout(db)
-        let changes = try RawStatement(
-            db, sql: HistoryQuery.changesOfTransaction(selecting: layout.selectList + ", id"))
-        var generations = try GenerationRuns(db)
-        var batch = NewRows()
-        /// The row's metadata after `change`, from what it was before.
-        func folded(_ before: RowMetadata, _ change: Captured, of table: TrackedTable) throws -> RowMetadata {
-            var metadata = before
-            if metadata.generation == 0, let floor = floors[table.id] { metadata.generation = floor }
-            switch change.op {
-            case .insert:
-                if !metadata.isAlive { metadata.startLife(metadata.afterInsert) }
-                for i in table.columns.indices where change.writes(i, of: table) { metadata.clocks[i] = change.clock }
-            case .update:
-                if !metadata.isAlive { metadata.generation = metadata.afterInsert }
-                for i in table.columns.indices where change.writes(i, of: table) { metadata.clocks[i] = change.clock }
-            case .delete, .marker:
-                metadata.startLife(metadata.afterDelete)
-            }
-            metadata.rowHash = nil
-            if metadata.isAlive && hashesRows, let rows = access[table.id] {
-                if let values = change.inserted {
-                    metadata.rowHash = try rows.hash(key: change.key, holding: values)
-                } else {
-                    metadata.rowHash = try rows.hash(key: change.key)
-                }
-            }
-            return metadata
-        }
-        /// Folds `change` one row at a time: an insert that most often starts the life of a row
-        /// with no metadata is saved as that without the read, made only when the store holds
-        /// some after all.
-        func foldAlone(_ change: Captured, into metadataStore: RowMetadataStore) throws {
-            let table = metadataStore.table
-            if change.op == .insert, metadataStore.expectsNewRows {
-                var metadata = try folded(.unseen(columnCount: table.columns.count), change, of: table)
-                if try metadataStore.saveNew(db, key: change.key, &metadata) {
-                    try generations.record(metadata.generation, of: change.id, change.op)
-                    return
-                }
-            }
-            var metadata = try folded(try metadataStore.fetch(db, key: change.key), change, of: table)
-            try metadataStore.save(db, key: change.key, &metadata)
-            try generations.record(metadata.generation, of: change.id, change.op)
-        }
-        /// The statement that reads a change again by id, for a batch the store refused; prepared
-        /// on the first.
-        var single: RawStatement?
-        /// Writes the metadata of the rows `batch` holds in one statement, or folds each alone
-        /// when the store refuses it (it held metadata for one after all).
-        func flush() throws {
-            guard let metadataStore = batch.store else { return }
-            batch.store = nil
-            // Taken out and put back emptied, so that the next batch reuses their storage.
-            var (values, rows) = ([SQLValue](), [NewRows.Row]())
-            swap(&values, &batch.values)
-            swap(&rows, &batch.rows)
-            defer {
-                values.removeAll(keepingCapacity: true)
-                rows.removeAll(keepingCapacity: true)
-                swap(&values, &batch.values)
-                swap(&rows, &batch.rows)
-            }
-            if try metadataStore.insertNew(db, values, count: rows.count) {
-                batch.written[metadataStore.table.id, default: 0] += 1
-                metadataStore.noteNew(hashes: rows.map(\.hash))
-                for row in rows { try generations.record(row.generation, of: row.id, .insert) }
-                return
-            }
-            batch.refusals[metadataStore.table.id, default: 0] += 1
-            let reread = try RawStatement.reusing(&single, db) {
-                HistoryQuery.changesOfTransaction(selecting: layout.selectList + ", id")
-            }
-            for row in rows {
-                reread.reset()
-                try reread.bind(row.id, at: 1)
-                try reread.bind(row.id, at: 2)
-                guard try reread.step() else {
-                    throw StoreError.database(
-                        path: store.path, message: "change \(row.id) of history was not there to fold again")
-                }
-                let change = Captured(reread, layout, metadataStore.table, clock: row.clock)
-                reread.reset()
-                try foldAlone(change, into: metadataStore)
-            }
-        }
+        var pass = try FoldPass(db: db, store: store, digests: digests)
         for transaction in transactions {
             let clock = MergeClock(timestamp: HLCTimestamp(packed: transaction[1]), origin: store.replica.id)
-            changes.reset()
-            try changes.bind(transaction[2] as Int64, at: 1)
-            try changes.bind(transaction[3] as Int64, at: 2)
-            while try changes.step() {
-                guard let metadataStore = stores[changes.int64(0)], let op = Bookkeeping.Op(rawValue: changes.int64(1)),
-                    op != .marker
-                else { continue }
-                let table = metadataStore.table
-                let change = Captured(changes, layout, table, clock: clock)
-                // Inserts of new rows of one table, one after another, have their metadata written
-                // many to a statement; anything else first writes those.
-                if op == .insert, metadataStore.expectsNewRows, !table.isInternal, batch.takes(table) {
-                    if batch.store !== metadataStore { try flush() }
-                    let metadata = try folded(.unseen(columnCount: table.columns.count), change, of: table)
-                    batch.store = metadataStore
-                    try metadataStore.appendNewRow(db, key: change.key, metadata, to: &batch.values)
-                    batch.rows.append((change.id, metadata.generation, metadata.rowHash, clock))
-                    if batch.rows.count >= MultiRowInsert.rowsPerStatement(width: metadataStore.newRowWidth, db) {
-                        try flush()
-                    }
-                    continue
-                }
-                try flush()
-                try foldAlone(change, into: metadataStore)
-            }
+            try pass.fold(changes: transaction[2], through: transaction[3], at: clock)
         }
-        try flush()
-        try generations.flush()
+        try pass.finish()
         try digests?.flush(tables: store.replicatedTables)
         try ReplicaState.setFolded(through: last[0], db)
     }
@@ -196,6 +75,163 @@ struct LocalFold {
             }
         }
         return added
+    }
+}
+
+/// One run of the fold, over the own transactions not folded yet: the statements and the state
+/// their changes share.
+private struct FoldPass {
+    let db: Database
+    let store: Store
+    /// Whether rows are hashed for the row digests (`LocalFold.hashesRows`).
+    let hashesRows: Bool
+    let stores: [Int64: RowMetadataStore]
+    let access: [Int64: RowAccess]
+    /// Where a row's tombstone was dropped, a life started here must outrank it (merge.md §3).
+    let floors: [Int64: Int64]
+    let layout: ChangeLayout
+    /// The statement that reads the changes of a transaction.
+    let changes: RawStatement
+    var generations: GenerationRuns
+    var batch = NewRows()
+    /// The statement that reads a change again by id, for a batch the store refused; prepared
+    /// on the first.
+    var single: RawStatement?
+
+    init(db: Database, store: Store, digests: RowDigests?) throws {
+        self.db = db
+        self.store = store
+        hashesRows = digests != nil
+        let origins = OriginNumbers(db: db)
+        stores = Dictionary(
+            uniqueKeysWithValues: store.replicatedTables.map {
+                ($0.id, RowMetadataStore(table: $0, origins: origins, digests: digests))
+            })
+        // A row's hash is made from an insert's values, or read from the table as it is now: every
+        // later write to it is sealed or pending, and is hashed again when it is folded.
+        access = Dictionary(
+            uniqueKeysWithValues: store.replicatedTables.map { ($0.id, RowAccess(db: db, table: $0)) })
+        floors = try Tombstones.floors(db)
+        layout = try ChangeLayout(db)
+        changes = try RawStatement(db, sql: HistoryQuery.changesOfTransaction(selecting: layout.selectList + ", id"))
+        generations = try GenerationRuns(db)
+    }
+
+    /// Folds the changes `first` through `last` of one transaction, written at `clock`.
+    mutating func fold(changes first: Int64, through last: Int64, at clock: MergeClock) throws {
+        changes.reset()
+        try changes.bind(first, at: 1)
+        try changes.bind(last, at: 2)
+        while try changes.step() {
+            guard let metadataStore = stores[changes.int64(0)], let op = Bookkeeping.Op(rawValue: changes.int64(1)),
+                op != .marker
+            else { continue }
+            let table = metadataStore.table
+            let change = Captured(changes, layout, table, clock: clock)
+            // Inserts of new rows of one table, one after another, have their metadata written
+            // many to a statement; anything else first writes those.
+            if op == .insert, metadataStore.expectsNewRows, !table.isInternal, batch.takes(table) {
+                if batch.store !== metadataStore { try flush() }
+                let metadata = try folded(.unseen(columnCount: table.columns.count), change, of: table)
+                batch.store = metadataStore
+                try metadataStore.appendNewRow(db, key: change.key, metadata, to: &batch.values)
+                batch.rows.append((change.id, metadata.generation, metadata.rowHash, clock))
+                if batch.rows.count >= MultiRowInsert.rowsPerStatement(width: metadataStore.newRowWidth, db) {
+                    try flush()
+                }
+                continue
+            }
+            try flush()
+            try foldAlone(change, into: metadataStore)
+        }
+    }
+
+    /// Writes what is still pending: the last batch of new rows and the last run of generations.
+    mutating func finish() throws {
+        try flush()
+        try generations.flush()
+    }
+
+    /// The row's metadata after `change`, from what it was before.
+    private func folded(_ before: RowMetadata, _ change: Captured, of table: TrackedTable) throws -> RowMetadata {
+        var metadata = before
+        if metadata.generation == 0, let floor = floors[table.id] { metadata.generation = floor }
+        switch change.op {
+        case .insert:
+            if !metadata.isAlive { metadata.startLife(metadata.afterInsert) }
+            for i in table.columns.indices where change.writes(i, of: table) { metadata.clocks[i] = change.clock }
+        case .update:
+            if !metadata.isAlive { metadata.generation = metadata.afterInsert }
+            for i in table.columns.indices where change.writes(i, of: table) { metadata.clocks[i] = change.clock }
+        case .delete, .marker:
+            metadata.startLife(metadata.afterDelete)
+        }
+        metadata.rowHash = nil
+        if metadata.isAlive && hashesRows, let rows = access[table.id] {
+            if let values = change.inserted {
+                metadata.rowHash = try rows.hash(key: change.key, holding: values)
+            } else {
+                metadata.rowHash = try rows.hash(key: change.key)
+            }
+        }
+        return metadata
+    }
+
+    /// Folds `change` one row at a time: an insert that most often starts the life of a row
+    /// with no metadata is saved as that without the read, made only when the store holds
+    /// some after all.
+    private mutating func foldAlone(_ change: Captured, into metadataStore: RowMetadataStore) throws {
+        let table = metadataStore.table
+        if change.op == .insert, metadataStore.expectsNewRows {
+            var metadata = try folded(.unseen(columnCount: table.columns.count), change, of: table)
+            if try metadataStore.saveNew(db, key: change.key, &metadata) {
+                try generations.record(metadata.generation, of: change.id, change.op)
+                return
+            }
+        }
+        var metadata = try folded(try metadataStore.fetch(db, key: change.key), change, of: table)
+        try metadataStore.save(db, key: change.key, &metadata)
+        try generations.record(metadata.generation, of: change.id, change.op)
+    }
+
+    /// Writes the metadata of the rows `batch` holds in one statement, or folds each alone
+    /// when the store refuses it (it held metadata for one after all).
+    private mutating func flush() throws {
+        guard let metadataStore = batch.store else { return }
+        batch.store = nil
+        // Taken out and put back emptied, so that the next batch reuses their storage.
+        var (values, rows) = ([SQLValue](), [NewRows.Row]())
+        swap(&values, &batch.values)
+        swap(&rows, &batch.rows)
+        defer {
+            values.removeAll(keepingCapacity: true)
+            rows.removeAll(keepingCapacity: true)
+            swap(&values, &batch.values)
+            swap(&rows, &batch.rows)
+        }
+        if try metadataStore.insertNew(db, values, count: rows.count) {
+            batch.written[metadataStore.table.id, default: 0] += 1
+            metadataStore.noteNew(hashes: rows.map(\.hash))
+            for row in rows { try generations.record(row.generation, of: row.id, .insert) }
+            return
+        }
+        batch.refusals[metadataStore.table.id, default: 0] += 1
+        let layout = layout
+        let reread = try RawStatement.reusing(&single, db) {
+            HistoryQuery.changesOfTransaction(selecting: layout.selectList + ", id")
+        }
+        for row in rows {
+            reread.reset()
+            try reread.bind(row.id, at: 1)
+            try reread.bind(row.id, at: 2)
+            guard try reread.step() else {
+                throw StoreError.database(
+                    path: store.path, message: "change \(row.id) of history was not there to fold again")
+            }
+            let change = Captured(reread, layout, metadataStore.table, clock: row.clock)
+            reread.reset()
+            try foldAlone(change, into: metadataStore)
+        }
     }
 }
 

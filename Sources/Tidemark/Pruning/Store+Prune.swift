@@ -67,61 +67,69 @@ extension Store {
         }
         let removed = dryRun ? try transactionCount(coveredBy: horizon) : try deleteHistory(before: horizon)
         let dropped = try dropTombstones(dryRun: dryRun)
-        var files: [String] = []
-        var snapshots: [String] = []
-        var warnings: [String] = []
+        var report = PruneReport(
+            horizon: horizon, removedTransactions: removed, removedFiles: [], snapshots: [], blockers: blockers,
+            retired: retired, droppedTombstones: dropped, dryRun: dryRun, heldBackByFolders: heldBackByFolders)
         // Own bundles are only in folders this replica pushed to: the others are not read.
         for (location, _) in pushedTo {
-            let transport: any ExchangeTransport
-            let bundles: [(number: Int, file: ExchangeFolder.File)]
-            do {
-                transport = try ExchangeLocation.transport(for: location, settings: settings)
-                bundles = try ExchangeFolder(transport).bundles(of: replica.id)
-            } catch {
-                warnings.append("\(Self.reason(error, at: location)); its files there are left as they are")
-                continue
-            }
-            defer { transport.close() }
-            let exchange = ExchangeFolder(transport)
-            // A restored older copy must not remove what its later self published.
-            if let key {
-                try checkUnrecordedOwnBundles(bundles, in: exchange, recorded: location, key: key, dryRun: dryRun)
-            }
-            let mine = replica.id.description
-            let done = bundles.compactMap { bundle in
-                (try? exchange.header(of: bundle.file, identity: key?.envelopeIdentity)).flatMap {
-                    horizon.covers($0.header.through) ? (file: bundle.file, through: $0.header.through) : nil
-                }
-            }
-            guard !done.isEmpty, let key else { continue }
-            // Anyone who still needs what these bundles held catches up from a snapshot of the
-            // folder: one that holds it already, or this replica's, written now.
-            let held = done.reduce(History.Token.zero) { $0.merged(with: $1.through) }
-            if try !folderSnapshots(in: exchange, key: key).cover(held, lineage: try lineage()) {
-                if dryRun {
-                    snapshots.append(transport.address(of: ExchangeFolder.snapshotName, in: mine))
-                } else {
-                    // Kept until this replica can write a snapshot that holds them.
-                    guard let written = try publishSnapshot(through: transport, recorded: location, key: key)
-                    else { continue }
-                    snapshots.append(written)
-                }
-            }
-            for bundle in done {
-                do {
-                    if !dryRun { try transport.remove(bundle.file.name, in: mine) }
-                    files.append(exchange.address(of: bundle.file))
-                } catch {
-                    let address = exchange.address(of: bundle.file)
-                    warnings.append(
-                        "\(Self.reason(error, at: address)); the bundle stays, and a later prune removes it")
-                }
+            try removeOwnBundles(in: location, coveredBy: horizon, key: key, settings: settings, into: &report)
+        }
+        return report
+    }
+
+    /// Removes this replica's own bundles at `location` that `horizon` covers, once a snapshot of
+    /// the folder holds what they held (writing this replica's own first when none does), and
+    /// notes in `report` what it removed and wrote, or with a dry run would.
+    private func removeOwnBundles(
+        in location: String, coveredBy horizon: History.Token, key: KeyFile?, settings: ExchangeSettings,
+        into report: inout PruneReport
+    ) throws {
+        let dryRun = report.dryRun
+        let transport: any ExchangeTransport
+        let bundles: [(number: Int, file: ExchangeFolder.File)]
+        do {
+            transport = try ExchangeLocation.transport(for: location, settings: settings)
+            bundles = try ExchangeFolder(transport).bundles(of: replica.id)
+        } catch {
+            report.warnings.append("\(Self.reason(error, at: location)); its files there are left as they are")
+            return
+        }
+        defer { transport.close() }
+        let exchange = ExchangeFolder(transport)
+        // A restored older copy must not remove what its later self published.
+        if let key {
+            try checkUnrecordedOwnBundles(bundles, in: exchange, recorded: location, key: key, dryRun: dryRun)
+        }
+        let mine = replica.id.description
+        let done = bundles.compactMap { bundle in
+            (try? exchange.header(of: bundle.file, identity: key?.envelopeIdentity)).flatMap {
+                horizon.covers($0.header.through) ? (file: bundle.file, through: $0.header.through) : nil
             }
         }
-        return PruneReport(
-            horizon: horizon, removedTransactions: removed, removedFiles: files, snapshots: snapshots,
-            blockers: blockers, retired: retired, droppedTombstones: dropped, dryRun: dryRun,
-            heldBackByFolders: heldBackByFolders, warnings: warnings)
+        guard !done.isEmpty, let key else { return }
+        // Anyone who still needs what these bundles held catches up from a snapshot of the
+        // folder: one that holds it already, or this replica's, written now.
+        let held = done.reduce(History.Token.zero) { $0.merged(with: $1.through) }
+        if try !folderSnapshots(in: exchange, key: key).cover(held, lineage: try lineage()) {
+            if dryRun {
+                report.snapshots.append(transport.address(of: ExchangeFolder.snapshotName, in: mine))
+            } else {
+                // Kept until this replica can write a snapshot that holds them.
+                guard let written = try publishSnapshot(through: transport, recorded: location, key: key)
+                else { return }
+                report.snapshots.append(written)
+            }
+        }
+        for bundle in done {
+            do {
+                if !dryRun { try transport.remove(bundle.file.name, in: mine) }
+                report.removedFiles.append(exchange.address(of: bundle.file))
+            } catch {
+                let address = exchange.address(of: bundle.file)
+                report.warnings.append(
+                    "\(Self.reason(error, at: address)); the bundle stays, and a later prune removes it")
+            }
+        }
     }
 
     /// An error as a prune's warning gives it: naming `place`, which most errors of a transport

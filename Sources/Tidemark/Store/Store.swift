@@ -205,7 +205,7 @@ public final class Store: Sendable {
     /// Before a write through this store, when the schema changed since the capture triggers were
     /// last checked (another client may have removed them while the store was open): repairs them,
     /// so that the write is captured.
-    private func repairCaptureTriggersIfSchemaChanged(_ db: Database) throws {
+    func repairCaptureTriggersIfSchemaChanged(_ db: Database) throws {
         let version = Int(try db.schemaVersion())
         guard triggersChecked.withLock({ $0 != version }) else { return }
         do {
@@ -266,110 +266,6 @@ public final class Store: Sendable {
     /// The registration of a tracked table by name.
     public func trackedTable(named name: String) -> TrackedTable? { trackedTables.first { $0.name == name } }
 
-    // MARK: - Writing
-
-    /// What a write committed.
-    public struct Commit: Sendable, Hashable {
-        /// This replica's sequence number of the new transaction.
-        public var sequence: Int64
-        /// The transaction's timestamp.
-        public var timestamp: HLCTimestamp
-        /// How many row changes it recorded.
-        public var changeCount: Int64
-    }
-
-    /// Runs `body` in one immediate SQLite transaction and records its changes to tracked tables as
-    /// one history transaction. Returns the body's result and the commit, or nil when nothing
-    /// tracked changed. Foreign writes pending from other clients are sealed first, separately.
-    /// If `body` throws, nothing is applied.
-    public func write<T>(
-        author: String? = nil, contextName: String? = nil, _ body: (Database) throws -> T
-    ) throws -> (T, Commit?) {
-        try mappingErrors {
-            try writeImmediately { db in
-                try repairCaptureTriggersIfSchemaChanged(db)
-                _ = try sealForeign(db)
-                let result = try body(db)
-                let commit = try Sealer.seal(
-                    db, replica: replica.id, clock: options.clock,
-                    as: .init(author: author, contextName: contextName, processID: options.processID)
-                ).map { Commit(sequence: $0.sequence, timestamp: $0.timestamp, changeCount: $0.changeCount) }
-                return (result, commit)
-            }
-        }
-    }
-
-    /// The rows a statement of `execute(sql:)` returned.
-    public struct ResultSet: Sendable {
-        /// Column names.
-        public var columns: [String]
-        /// Rows, each with one value per column.
-        public var rows: [[SQLValue]]
-    }
-
-    /// Runs SQL (one or more statements) as one tracked transaction. If any statement fails, nothing
-    /// is applied and `StoreError.sqlFailed` says why. Statements that return rows have them returned.
-    public func execute(sql: String, author: String? = nil, contextName: String? = nil) throws -> ([ResultSet], Commit?)
-    {
-        do {
-            return try write(author: author, contextName: contextName) { db in
-                var results: [ResultSet] = []
-                var watch = try SchemaWatch(db: db, tables: replicatedTables)
-                let wasDefensive = db.setDefensive(true)
-                defer { db.setDefensive(wasDefensive) }
-                let statements = try db.allStatements(sql: sql)
-                while let statement = try statements.next() {
-                    if statement.isTransactionControl {
-                        throw StoreError.transactionControlNotAllowed(statement: statement.sql)
-                    }
-                    try watch.willRun(statement)
-                    if statement.columnCount > 0 {
-                        let rows = try Row.fetchAll(statement).map { row in Array(row.databaseValues.map(SQLValue.init))
-                        }
-                        results.append(ResultSet(columns: statement.columnNames, rows: rows))
-                    } else {
-                        do {
-                            try statement.execute()
-                        } catch let error as DatabaseError
-                            where error.message?.contains("error in trigger \(Bookkeeping.prefix)") == true
-                            && SchemaWatch.changesSchema(statement)
-                        {
-                            // SQLite checks the capture triggers against a dropped column before
-                            // anything changes: a migration lifts them.
-                            throw StoreError.schemaChangeNeedsMigration(statement: statement.sql)
-                        }
-                    }
-                    try watch.didRun(statement)
-                }
-                try watch.finish()
-                return results
-            }
-        } catch let error as DatabaseError {
-            throw StoreError.sqlFailed(message: error.message ?? "\(error.resultCode)", sql: sql)
-        } catch StoreError.database(_, let message) {
-            throw StoreError.sqlFailed(message: message, sql: sql)
-        }
-    }
-
-    /// Seals writes made since the last seal: those of other SQLite clients into one transaction
-    /// with no author, context name or process id, and those an app writer marked with an author
-    /// (`setTransactionAuthor(_:contextName:in:)`) into one transaction per SQLite transaction, with
-    /// that authorship. Reading history does this first, so no captured change is ever missing from
-    /// a fetch. Returns the last transaction sealed.
-    @discardableResult
-    public func sealForeignWrites() throws -> Commit? {
-        try mappingErrors {
-            let pending = try database.read { db in try Sealer.hasPending(db) }
-            guard pending else { return nil }
-            return try writeImmediately { db in try sealForeign(db) }
-        }
-    }
-
-    func sealForeign(_ db: Database) throws -> Commit? {
-        try Sealer.sealPending(db, replica: replica.id, clock: options.clock).last
-            .map { Commit(sequence: $0.sequence, timestamp: $0.timestamp, changeCount: $0.changeCount) }
-    }
-
     // MARK: - Token and status
 
     /// The store's current token: every transaction it holds or has held.
@@ -422,28 +318,5 @@ public final class Store: Sendable {
         do { return try body() } catch let error as StoreError { throw error } catch {
             throw StoreConnection.mapped(error, path: path)
         }
-    }
-}
-
-extension Statement {
-    /// The statement's first keyword, upper-cased, past white space, semicolons and comments.
-    var leadingKeyword: String {
-        var rest = Substring(sql)
-        while true {
-            rest = rest.drop { $0.isWhitespace || $0 == ";" }
-            if rest.hasPrefix("--") {
-                rest = rest.drop { $0 != "\n" }
-            } else if rest.hasPrefix("/*") {
-                rest = rest.dropFirst(2)
-                rest = rest.range(of: "*/").map { rest[$0.upperBound...] } ?? ""
-            } else {
-                return rest.prefix { $0.isLetter }.uppercased()
-            }
-        }
-    }
-
-    /// Whether the statement begins, ends or nests a transaction.
-    var isTransactionControl: Bool {
-        ["BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE"].contains(leadingKeyword)
     }
 }

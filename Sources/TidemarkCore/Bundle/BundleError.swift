@@ -121,6 +121,8 @@ public enum BundleError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The error as a sentence naming the rule broken and where. Long by design: one message per
+    /// case, which reads best as one switch.
     public var description: String {
         switch self {
         case .framing(let f, let offset):

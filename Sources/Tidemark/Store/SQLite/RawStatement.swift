@@ -81,24 +81,11 @@ final class RawStatement {
         }
     }
 
-    /// Binds `values` to parameters 1, 2, … and runs the statement, which returns no rows, with
-    /// the bytes of every text and blob laid out in one buffer and bound where they lie: SQLite
-    /// reads them while the statement runs instead of copying each into memory of its own, a
-    /// malloc and a copy for each of the hundreds of values of a multi-row insert. Text is taken
-    /// up to its first NUL, as `bind` takes it. The bindings are cleared before it returns, so no
-    /// pointer into the buffer outlives the call.
-    func execute(binding values: [SQLValue]) throws {
-        // Filled as local arrays, taken from the statement and given back: each access to a
-        // property of a class is checked for exclusivity at run time.
-        var (bytes, lengths) = ([UInt8](), [Int]())
-        swap(&bytes, &self.bytes)
-        swap(&lengths, &self.lengths)
-        defer {
-            swap(&bytes, &self.bytes)
-            swap(&lengths, &self.lengths)
-        }
-        // A first byte, so that the buffer has an address even when every value is empty (a
-        // NULL pointer would bind NULL, not an empty text or blob).
+    /// Lays the bytes of every text and blob of `values` out in `bytes`, one after another, with
+    /// their lengths in `lengths`; one byte first and one last, so that the buffer has an address
+    /// even when every value is empty (a NULL pointer would bind NULL, not an empty text or blob)
+    /// and an empty value at the end points inside it.
+    private static func layOut(_ values: [SQLValue], in bytes: inout [UInt8], lengths: inout [Int]) {
         bytes.removeAll(keepingCapacity: true)
         bytes.append(0)
         lengths.removeAll(keepingCapacity: true)
@@ -119,8 +106,26 @@ final class RawStatement {
             case .null, .integer, .real: continue
             }
         }
-        // And a last one, so that an empty value at the end points inside the buffer too.
         bytes.append(0)
+    }
+
+    /// Binds `values` to parameters 1, 2, … and runs the statement, which returns no rows, with
+    /// the bytes of every text and blob laid out in one buffer and bound where they lie: SQLite
+    /// reads them while the statement runs instead of copying each into memory of its own, a
+    /// malloc and a copy for each of the hundreds of values of a multi-row insert. Text is taken
+    /// up to its first NUL, as `bind` takes it. The bindings are cleared before it returns, so no
+    /// pointer into the buffer outlives the call.
+    func execute(binding values: [SQLValue]) throws {
+        // Filled as local arrays, taken from the statement and given back: each access to a
+        // property of a class is checked for exclusivity at run time.
+        var (bytes, lengths) = ([UInt8](), [Int]())
+        swap(&bytes, &self.bytes)
+        swap(&lengths, &self.lengths)
+        defer {
+            swap(&bytes, &self.bytes)
+            swap(&lengths, &self.lengths)
+        }
+        Self.layOut(values, in: &bytes, lengths: &lengths)
         try bytes.withUnsafeBufferPointer { buffer in
             defer { sqlite3_clear_bindings(statement) }
             var next = buffer.baseAddress! + 1

@@ -189,6 +189,13 @@ import TidemarkTestSupport
         #expect(tags.map(\.seq) == [2, 3])
         #expect(tags.allSatisfy { $0.changes.allSatisfy { $0.table == "tags" } })
         expectFailure(try await store.sync("log", "--table", "nope"), "no table named 'nope'")
+        let file = store.directory.file("notes.sql")
+        try "CREATE TABLE notes(id TEXT PRIMARY KEY);".write(toFile: file, atomically: false, encoding: .utf8)
+        #expect(try await store.sync("migrate", file).exitCode == 0)
+        expectFailure(
+            try await store.sync("log", "--table", "notes"),
+            "table 'notes' was never tracked, so history holds no change to it",
+            hint: "`sync migrate --store STORE --track notes` tracks it")
     }
 
     @Test func aTokenIntoDeletedHistoryIsExpired() async throws {

@@ -70,6 +70,16 @@ import TidemarkTestSupport
         #expect(try fixture.store.fetchHistory(HistoryRequest(tables: ["items"])).map(\.sequence) == [1, 2, 4, 5])
     }
 
+    @Test func aTableHistoryCannotHoldIsRefusedAndAnUntrackedOneKeepsItsHistory() throws {
+        let fixture = try Self.fiveTransactions()
+        let store = fixture.store
+        try store.migrate(Store.Migration(sql: "CREATE TABLE notes(id TEXT PRIMARY KEY)"))
+        #expect(throws: StoreError.neverTracked("notes")) { try store.fetchHistory(HistoryRequest(tables: ["notes"])) }
+        #expect(throws: StoreError.unknownTable("nope")) { try store.fetchHistory(HistoryRequest(tables: ["nope"])) }
+        try store.migrate(Store.Migration(sql: "DROP TABLE tags", untrack: ["tags"]))
+        #expect(try store.fetchHistory(HistoryRequest(tables: ["tags"])).map(\.sequence) == [3, 5])
+    }
+
     @Test func filtersByUpdatedColumn() throws {
         let fixture = try Self.fiveTransactions()
         let qty = try fixture.store.fetchHistory(HistoryRequest(updatedColumn: ("items", "qty")))

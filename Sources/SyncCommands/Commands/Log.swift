@@ -28,10 +28,7 @@ extension SyncCLI {
             request.after = try since.map(TokenArgument.parse)
             if let author { request.authors = [author] }
             if let context { request.contextNames = [context] }
-            if let table {
-                guard opened.trackedTable(named: table) != nil else { throw StoreError.unknownTable(table) }
-                request.tables = [table]
-            }
+            if let table { request.tables = [table] }
             let transactions = try opened.fetchHistory(request)
             if json {
                 Output.line(JSON.lines(transactions.map(HistoryFormatter.json)).text)

@@ -38,6 +38,8 @@ enum CLIWording {
         case .keyFile(let path, _): return "check \(path), or pass the right one with --key FILE"
         case .schemaChangeNeedsMigration:
             return "put the schema change in a file and run `sync migrate --store STORE FILE.sql`"
+        case .neverTracked(let t):
+            return "`sync migrate --store STORE --track \(t)` tracks it: its writes are recorded from then on"
         case .bookkeepingChanged:
             return
                 "tidemark_ names are Tidemark's, and no trigger or view may name them: without the capture triggers a table's writes are not recorded; change tracked tables with `sync migrate`"

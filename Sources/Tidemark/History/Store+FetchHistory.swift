@@ -40,6 +40,7 @@ struct HistoryReader {
 
     func fetch(_ request: HistoryRequest) throws -> [History.Transaction] {
         if let token = request.after { try HistoryQuery.checkUsable(token, own: store.replica.id, db) }
+        if let tables = request.tables { try Self.checkHistoryHeld(of: tables, db) }
         let (conditions, arguments) = Self.conditions(of: request)
         let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
         let headers = try Row.fetchAll(
@@ -80,6 +81,15 @@ struct HistoryReader {
             if let limit = request.limit, result.count >= limit { break }
         }
         return result
+    }
+
+    /// Refuses a table that history cannot hold: one the store has never tracked, or that no
+    /// migration ever made. A table tracked once and untracked since keeps its history.
+    static func checkHistoryHeld(of tables: Set<String>, _ db: Database) throws {
+        let registered = Set(try TrackedTable.fetchAll(db, includingUntracked: true).map(\.name))
+        for table in tables.sorted() where !registered.contains(table) {
+            throw try db.tableExists(table) ? StoreError.neverTracked(table) : StoreError.unknownTable(table)
+        }
     }
 
     /// The conditions of the SQL that selects the transactions `request` asks for, with their

@@ -76,6 +76,9 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case unsupportedMigration(table: String, change: String)
     /// A migration asked to untrack a table that is not tracked.
     case notTracked(String)
+    /// History was asked for the changes of a table the store has, but has never tracked: it holds
+    /// none.
+    case neverTracked(String)
     /// SQL run as tracked writes changes the schema of a tracked table; nothing was changed.
     case schemaChangeNeedsMigration(statement: String)
     /// SQL run as tracked writes changes one of Tidemark's own tables, indexes or triggers (a
@@ -131,6 +134,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .bookkeepingChanged(let statement, let object):
             return "'\(statement)' touches Tidemark's bookkeeping ('\(object)'); nothing was changed"
         case .notTracked(let t): return "table '\(t)' is not tracked, so it cannot be untracked; nothing was changed"
+        case .neverTracked(let t): return "table '\(t)' was never tracked, so history holds no change to it"
         }
     }
 
@@ -166,6 +170,9 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
                 "keep each table's key; rename a table or column in a migration of its own; untrack a table to drop it"
         case .schemaChangeNeedsMigration:
             return "run it as a migration (Store.migrate), which adapts tracking in the same transaction"
+        case .neverTracked(let t):
+            return
+                "track it with a migration (Store.Migration(track: [\"\(t)\"])): its writes are recorded from then on"
         case .bookkeepingChanged:
             return
                 "tidemark_ names are Tidemark's, and no trigger or view may name them: without the capture triggers a table's writes are not recorded and never replicate; change tracked tables with Store.migrate"

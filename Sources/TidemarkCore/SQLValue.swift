@@ -50,14 +50,39 @@ public enum SQLValue: Hashable, Sendable {
 
 extension SQLValue: CustomStringConvertible {
     /// A compact SQL-literal rendering used by `sync log`: `NULL`, `42`, `1.5`, `'text'`, `x'00ff'`.
+    /// Characters that would break a line or not show (controls, U+0085, U+2028, U+2029) are
+    /// written as SQLite's `char(…)` beside the quoted rest, so a value stays on its line and reads
+    /// back as the same text: `'a' || char(10) || 'b'`, `'x' || char(0)`.
     public var description: String {
         switch self {
         case .null: return "NULL"
         case .integer(let v): return String(v)
         case .real(let v): return SQLValue.render(real: v)
-        case .text(let v): return "'" + v.replacingOccurrences(of: "'", with: "''") + "'"
+        case .text(let v): return SQLValue.render(text: v)
         case .blob(let v): return "x'" + v.map { String(format: "%02x", $0) }.joined() + "'"
         }
+    }
+
+    static func render(text: String) -> String {
+        var parts: [String] = []
+        var quoted = ""
+        var codes: [UInt32] = []
+        for scalar in text.unicodeScalars {
+            if scalar.value < 0x20 || scalar.value == 0x7F || scalar.value == 0x85 || scalar == "\u{2028}"
+                || scalar == "\u{2029}"
+            {
+                if !quoted.isEmpty { parts.append("'\(quoted)'") }
+                quoted = ""
+                codes.append(scalar.value)
+                continue
+            }
+            if !codes.isEmpty { parts.append("char(\(codes.map(String.init).joined(separator: ", ")))") }
+            codes = []
+            quoted += scalar == "'" ? "''" : String(scalar)
+        }
+        if !codes.isEmpty { parts.append("char(\(codes.map(String.init).joined(separator: ", ")))") }
+        if !quoted.isEmpty || parts.isEmpty { parts.append("'\(quoted)'") }
+        return parts.joined(separator: " || ")
     }
 
     static func render(real v: Double) -> String {

@@ -68,6 +68,29 @@ import TidemarkTestSupport
         #expect(files.allSatisfy { $0.hasPrefix(aID + "/") || $0.hasPrefix(bID + "/") }, "\(files)")
     }
 
+    @Test func textWithANULOrALineBreakArrivesWholeAndLogShowsItOnOneLine() async throws {
+        let a = try await CLIStore(replica: "a")
+        let b = try await CLIStore(replica: "b")
+        try await CLIStore.trustEachOther([(a, "a"), (b, "b")])
+        let exchange = try TemporaryDirectory("tidemark-cli-exchange")
+        // The sqlite3 shell writes what GRDB's rows would cut: text past a NUL character.
+        try await SQLiteShell.execute(
+            a.path, "INSERT INTO items(id, name) VALUES ('n', 'x' || char(0) || 'y'), ('l', 'one' || char(10) || 'two')"
+        )
+        let log = try await a.sync("log")
+        #expect(log.stdout.contains("insert items [id='n'] name='x' || char(0) || 'y'"), "\(log)")
+        #expect(log.stdout.contains("insert items [id='l'] name='one' || char(10) || 'two'"), "\(log)")
+        #expect(try await a.sync("push", "--to", exchange.path).exitCode == 0)
+        #expect(try await b.sync("pull", "--from", exchange.path).exitCode == 0)
+        let hex = "SELECT id, hex(name) FROM items ORDER BY id"
+        #expect(try await SQLiteShell.execute(b.path, hex) == "l|6F6E650A74776F\nn|780079\n")
+        #expect(try await a.sync("push", "--to", exchange.path).exitCode == 0)
+        #expect(try await b.sync("push", "--to", exchange.path).exitCode == 0)
+        #expect(try await a.sync("pull", "--from", exchange.path).exitCode == 0)
+        let status = try await a.sync("status")
+        #expect(status.stdout.contains("same rows as here"), "\(status)")
+    }
+
     @Test func aPullWarnsAboutDamagedTemporaryAndForeignFilesAndAppliesTheRest() async throws {
         let a = try await CLIStore(replica: "a")
         let b = try await CLIStore(replica: "b")

@@ -43,6 +43,10 @@ import TidemarkCore
 
     @Test func textRendering() {
         #expect(SQLValue.text("it's").description == "'it''s'")
+        #expect(SQLValue.text("").description == "''")
+        #expect(SQLValue.text("x\u{0}y").description == "'x' || char(0) || 'y'")
+        #expect(SQLValue.text("a\r\nb\n").description == "'a' || char(13, 10) || 'b' || char(10)")
+        #expect(SQLValue.text("\t'\u{2028}").description == "char(9) || '''' || char(8232)")
         #expect(SQLValue.blob([0x00, 0xab]).description == "x'00ab'")
         #expect(SQLValue.real(-0.0).description == "-0.0")
         #expect(SQLValue.null.description == "NULL")

@@ -59,7 +59,17 @@ extension Store {
                     }
                     try watch.willRun(statement)
                     if statement.columnCount > 0 {
-                        let rows = try Row.fetchAll(statement).map { row in Array(row.databaseValues.map(SQLValue.init))
+                        var rows: [[SQLValue]] = []
+                        let cursor = try Row.fetchCursor(statement)
+                        while let row = try cursor.next() {
+                            // Text whole: a GRDB value holds text up to its first NUL character.
+                            rows.append(
+                                try row.databaseValues.enumerated().map { i, value in
+                                    guard case .string = value.storage else { return SQLValue(value) }
+                                    return try row.withUnsafeData(atIndex: i) { data in
+                                        .text(String(decoding: data ?? Data(), as: UTF8.self))
+                                    }
+                                })
                         }
                         results.append(ResultSet(columns: statement.columnNames, rows: rows))
                     } else {

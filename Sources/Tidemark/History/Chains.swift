@@ -62,8 +62,7 @@ struct Chains {
             head = [UInt8](pruned)
         }
         let decoder = try ChangeDecoder(db, store: store, inNameOrder: true)
-        let changes = try db.makeStatement(
-            sql: HistoryQuery.changesOfTransaction(selecting: decoder.selectList))
+        let changes = try RawStatement(db, sql: HistoryQuery.changesOfTransaction(selecting: decoder.selectList))
         let rows = try Row.fetchAll(
             db,
             sql: """
@@ -74,8 +73,12 @@ struct Chains {
         let versions = rows.isEmpty ? [] : try SchemaLineage.fetch(db)
         for row in rows {
             let position: Int = row[7]
-            let list = try Row.fetchAll(changes, arguments: [row[5], row[6]]).compactMap {
-                decoder.decode($0, position: position)
+            var list: [History.Change] = []
+            changes.reset()
+            try changes.bind(row[5] as Int64, at: 1)
+            try changes.bind(row[6] as Int64, at: 2)
+            while try changes.step() {
+                if let change = decoder.decode(changes, position: position) { list.append(change) }
             }
             var hasher = ChainHasher(
                 previous: head, origin: replica, sequence: row[0], timestamp: HLCTimestamp(packed: row[1]),

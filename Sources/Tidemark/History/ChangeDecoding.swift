@@ -48,24 +48,14 @@ struct ChangeDecoder {
     /// The SELECT list for change rows.
     var selectList: String { layout.selectList }
 
-    /// Decodes one row selected with `selectList`, of a transaction written under `position`;
-    /// `folded` is false for one of this replica's transactions the fold has not reached, whose
-    /// changes have no generation yet (0).
-    func decode(_ row: Row, position: Int, folded: Bool = true) -> History.Change? {
-        let mask = ColumnMask(words: (0..<layout.maskWords).map { (row[3 + $0] as Int64?) ?? 0 })
-        return decode(
-            tableID: row[0], opCode: row[1], mask: mask, generation: folded ? row[2] as Int64? : 0, position: position
-        ) {
-            SQLValue(row[layout.valueIndex($0)] as DatabaseValue)
-        }
-    }
-
-    /// Decodes the current row of a raw statement selected with `selectList`, of a folded
-    /// transaction.
-    func decode(_ statement: RawStatement, position: Int) -> History.Change? {
+    /// Decodes the current row of a raw statement selected with `selectList`, of a transaction
+    /// written under `position`; `folded` is false for one of this replica's transactions the fold
+    /// has not reached, whose changes have no generation yet (0). Values are read as stored, text
+    /// with every byte (GRDB's rows cut text at a NUL character).
+    func decode(_ statement: RawStatement, position: Int, folded: Bool = true) -> History.Change? {
         decode(
             tableID: statement.int64(0), opCode: statement.int64(1), mask: layout.mask(statement),
-            generation: statement.isNull(2) ? nil : statement.int64(2), position: position
+            generation: !folded ? 0 : statement.isNull(2) ? nil : statement.int64(2), position: position
         ) {
             statement.value(Int32(layout.valueIndex($0)))
         }

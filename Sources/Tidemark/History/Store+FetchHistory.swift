@@ -55,7 +55,7 @@ struct HistoryReader {
 
         let tokens = try tokensAfter(from: headers[0].localID)
         let decoder = try ChangeDecoder(db, store: store)
-        let changes = try db.makeStatement(sql: HistoryQuery.changesOfTransaction(selecting: decoder.selectList))
+        let changes = try RawStatement(db, sql: HistoryQuery.changesOfTransaction(selecting: decoder.selectList))
         let versions = try SchemaLineage.fetch(db)
         // This replica's transactions past the fold have no generations yet.
         let foldedThrough = try ReplicaState.fetch(db).foldedSequence
@@ -63,9 +63,13 @@ struct HistoryReader {
         for header in headers {
             var list: [History.Change] = []
             let folded = header.origin != store.replica.id || header.sequence <= foldedThrough
-            let rows = try Row.fetchCursor(changes, arguments: [header.firstChange, header.lastChange])
-            while let row = try rows.next() {
-                if let change = decoder.decode(row, position: header.schema, folded: folded), request.matches(change) {
+            changes.reset()
+            try changes.bind(header.firstChange, at: 1)
+            try changes.bind(header.lastChange, at: 2)
+            while try changes.step() {
+                if let change = decoder.decode(changes, position: header.schema, folded: folded),
+                    request.matches(change)
+                {
                     list.append(change)
                 }
             }

@@ -114,11 +114,11 @@ struct ConflictResolver {
                 "NOT (" + table.keyColumns.map { "\($0.quotedDatabaseIdentifier) IS ?" }.joined(separator: " AND ")
                 + ")"
             let keys = table.keyColumns.map(\.quotedDatabaseIdentifier).joined(separator: ", ")
-            if let row = try Row.fetchOne(
+            if let row = try RawStatement.rows(
                 db, sql: "SELECT \(keys) FROM \(quoted) WHERE \(match) AND \(notSelf) LIMIT 1",
-                arguments: StatementArguments(columns.map { candidate[$0] } + key))
-            {
-                return (Array(row.databaseValues.map(SQLValue.init)), columns)
+                arguments: columns.map { candidate[$0] } + key
+            ).first {
+                return (row, columns)
             }
         }
         return nil
@@ -209,15 +209,12 @@ enum ForeignKeys {
             let match = zip(fk.from, to).map { "p.\($1.quotedDatabaseIdentifier) = c.\($0.quotedDatabaseIdentifier)" }
                 .joined(separator: " AND ")
             let columns = table.columns.map { "c.\($0.quotedDatabaseIdentifier)" }.joined(separator: ", ")
-            let rows = try Row.fetchAll(
+            let rows = try RawStatement.rows(
                 db,
                 sql:
                     "SELECT \(columns) FROM \(child) c WHERE \(notNull) AND NOT EXISTS (SELECT 1 FROM \(fk.parent.quotedDatabaseIdentifier) p WHERE \(match))"
             )
-            for row in rows {
-                let values = Array(row.databaseValues.map(SQLValue.init))
-                result.append((table.keyIndexes.map { values[$0] }, values, fk.parent))
-            }
+            for values in rows { result.append((table.keyIndexes.map { values[$0] }, values, fk.parent)) }
         }
         return result
     }

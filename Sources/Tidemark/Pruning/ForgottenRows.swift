@@ -94,13 +94,12 @@ struct ForgottenRows {
             let left =
                 listed[table.id] == nil
                 ? "" : " AND NOT EXISTS (SELECT 1 FROM temp.\(Self.listedTable(table.id)) s WHERE \(match))"
-            let candidates = try Row.fetchAll(
+            let candidates = try RawStatement.rows(
                 db,
                 sql: "SELECT \(keys.joined(separator: ", ")) FROM \(Bookkeeping.rowMetadataTable(table)) m "
                     + "WHERE gen % 2 = 1 AND gen < ?\(left)",
-                arguments: [floor])
-            for row in candidates {
-                let key = keys.indices.map { SQLValue(row[$0] as DatabaseValue) }
+                arguments: [.integer(floor)])
+            for key in candidates {
                 let known = try engine.targets[table.name]!.metadata.fetch(db, key: key)
                 guard try provesSeen(known) || startedSeen(table, key: key, tables: engine.targets) else { continue }
                 try engine.forget(table: table, key: key, known: known, sender: sender)

@@ -37,6 +37,18 @@ final class RawStatement {
     /// `Database.lastInsertedRowID` without its check of the calling queue, once per change).
     var lastInsertedRowID: Int64 { sqlite3_last_insert_rowid(connection) }
 
+    /// Every row `sql` selects with `arguments` bound, each value as stored: text whole, where
+    /// GRDB's rows cut it at its first NUL character (Protocol/bundle.md §4.1 lets text hold one).
+    /// For the statements that read the values of an app's rows outside the per-change loops.
+    static func rows(_ db: Database, sql: String, arguments: [SQLValue] = []) throws -> [[SQLValue]] {
+        let statement = try RawStatement(db, sql: sql)
+        try statement.bind(arguments)
+        let count = sqlite3_column_count(statement.statement)
+        var rows: [[SQLValue]] = []
+        while try statement.step() { rows.append((0..<count).map(statement.value)) }
+        return rows
+    }
+
     /// Ends the previous run. Bindings stay: every user binds every parameter before each run
     /// (clearing them cost as much as binding them again).
     func reset() {
@@ -50,12 +62,17 @@ final class RawStatement {
         case .null: code = sqlite3_bind_null(statement, index)
         case .integer(let v): code = sqlite3_bind_int64(statement, index, v)
         case .real(let v): code = sqlite3_bind_double(statement, index, v)
-        case .text(let text):
-            // As GRDB binds text (length -1): up to the first NUL character, so that every path
-            // of the store, raw or through GRDB, sees the same string. `withCString` lends a
-            // native string's own NUL-terminated storage, where passing the String copies it
-            // into a new array first.
-            code = text.withCString { sqlite3_bind_text(statement, index, $0, -1, tidemark_sqlite_transient()) }
+        case .text(var text):
+            // Every byte, with its length: text may hold NUL characters (Protocol/bundle.md §4.1),
+            // which GRDB's binding would cut at. A native string's storage is lent, not copied.
+            code = text.withUTF8 { utf8 in
+                // "" must bind an empty text, not NULL: a non-null pointer.
+                let base = utf8.baseAddress ?? UnsafePointer(bitPattern: 1)!
+                return base.withMemoryRebound(to: CChar.self, capacity: max(utf8.count, 1)) {
+                    sqlite3_bind_text64(
+                        statement, index, $0, UInt64(utf8.count), tidemark_sqlite_transient(), UInt8(SQLITE_UTF8))
+                }
+            }
         case .blob(let bytes):
             code = bytes.withUnsafeBytes { buffer in
                 // A zero-length blob must stay a blob, not NULL: bind a non-null pointer.
@@ -96,9 +113,8 @@ final class RawStatement {
                 text.makeContiguousUTF8()
                 lengths.append(
                     text.utf8.withContiguousStorageIfAvailable { utf8 in
-                        let count = utf8.firstIndex(of: 0) ?? utf8.count
-                        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[..<count]))
-                        return count
+                        bytes.append(contentsOf: utf8)
+                        return utf8.count
                     }!)
             case .blob(let blob):
                 bytes.append(contentsOf: blob)
@@ -113,7 +129,7 @@ final class RawStatement {
     /// the bytes of every text and blob laid out in one buffer and bound where they lie: SQLite
     /// reads them while the statement runs instead of copying each into memory of its own, a
     /// malloc and a copy for each of the hundreds of values of a multi-row insert. Text is taken
-    /// up to its first NUL, as `bind` takes it. The bindings are cleared before it returns, so no
+    /// whole, as `bind` takes it. The bindings are cleared before it returns, so no
     /// pointer into the buffer outlives the call.
     func execute(binding values: [SQLValue]) throws {
         // Filled as local arrays, taken from the statement and given back: each access to a
@@ -203,9 +219,10 @@ final class RawStatement {
         case SQLITE_INTEGER: return .integer(sqlite3_column_int64(statement, index))
         case SQLITE_FLOAT: return .real(sqlite3_column_double(statement, index))
         case SQLITE_TEXT:
-            // As GRDB reads text: up to the first NUL character (see `bind`).
+            // Every byte (see `bind`): the pointer first, then the size.
             guard let pointer = sqlite3_column_text(statement, index) else { return .text("") }
-            return .text(String(cString: pointer))
+            let count = Int(sqlite3_column_bytes(statement, index))
+            return .text(String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self))
         case SQLITE_BLOB:
             let count = Int(sqlite3_column_bytes(statement, index))
             guard count > 0, let pointer = sqlite3_column_blob(statement, index) else { return .blob([]) }

@@ -10,7 +10,9 @@ extension Catalog {
             "A snapshot whose sender dropped tombstones: floor 6 for notes, 2 for tags (attribute 4)",
             flags: ["Snapshot", "Header"], base)
         var d = base
+        // The header lists the tables as the lineage's last version names them (schema.md §4).
         d.schemaChanges = [Self.addColor]
+        d.tables[0] = World.notesWithColor
         valid(
             "snapshot-lineage-and-floors",
             "A snapshot with two header attributes in ascending order of id: the schema lineage (2), then the floors (4)",

@@ -177,6 +177,12 @@ extension Catalog {
             "header-trailing-bytes", "A zero byte after the header's attribute count", flags: flags,
             error: "bad-header", d)
         d = base
+        d.headerTail = [1, 2] + Wire.varint(16_777_217)
+        invalid(
+            "header-attribute-too-long",
+            "A header attribute whose length is 16 MiB + 1: refused for its length, before its data is read",
+            flags: flags + ["Limits"], error: "limit-exceeded", d)
+        d = base
         d.headerTail = []
         invalid(
             "header-ends-early", "The HEADER payload ends before its attribute count", flags: flags + ["Truncated"],

@@ -21,7 +21,7 @@ extension Catalog {
         var d = alice(
             1...4,
             tables: [
-                Table(name: "notes", keyColumns: ["id"], columns: ["body", "color", "id", "pinned", "title"]),
+                World.notesWithColor,
                 World.tags, World.labels,
             ])
         d.schemaChanges = [Self.addColor, Self.trackLinks]
@@ -41,7 +41,9 @@ extension Catalog {
             flags: ["Schema", "Extensibility"], migrated())
 
         var snapshot = snapshot()
+        // The header lists the tables as the lineage's last version names them (schema.md §4).
         snapshot.schemaChanges = [Self.addColor]
+        snapshot.tables[0] = World.notesWithColor
         valid(
             "schema-lineage-snapshot", "A snapshot whose row states are written under version 1 of its lineage",
             flags: ["Schema", "Snapshot"], snapshot)

@@ -17,6 +17,9 @@ struct World {
     // MARK: - Tables
 
     static let notes = Table(name: "notes", keyColumns: ["id"], columns: ["body", "id", "pinned", "title"])
+    /// `notes` as version 1 of the vectors' lineages names it: with the column `color` added.
+    static let notesWithColor = Table(
+        name: "notes", keyColumns: ["id"], columns: ["body", "color", "id", "pinned", "title"])
     /// A composite key whose key order is not name order.
     static let tags = Table(name: "tags", keyColumns: ["note", "name"], columns: ["color", "name", "note"])
     /// A table with key columns only.

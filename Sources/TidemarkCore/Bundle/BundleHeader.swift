@@ -272,9 +272,10 @@ public struct BundleHeader: Sendable, Hashable {
             guard id > lastID else { throw bad("header attributes not in ascending order of id") }
             lastID = id
             let length = try r.varint()
-            guard length <= UInt64(BundleFormat.maxFrameLength), length <= UInt64(r.bytes.count - r.position) else {
-                throw bad("ends early")
+            guard length <= UInt64(BundleFormat.maxFrameLength) else {
+                throw bad("header attribute longer than 16 MiB", .limitExceeded)
             }
+            guard length <= UInt64(r.bytes.count - r.position) else { throw bad("ends early") }
             let end = r.position + Int(length)
             /// Reads the attribute's data with `decode`, reporting its defects as the header's.
             func data<T>(_ what: String, _ decode: (inout PayloadReader) throws -> T) throws -> T {

@@ -127,24 +127,22 @@ public struct StoreSnapshot: Sendable, Equatable, CustomStringConvertible {
             }
     }
 
-    /// The rows of table `name`. Text is read as its bytes, every one: GRDB reads text up to its
-    /// first NUL character, and two stores that differ past one must not look equal.
+    /// The rows of table `name`. Text is read as its bytes, every one: GRDB's values hold text up to
+    /// its first NUL character, and two stores that differ past one must not look equal.
     private static func table(_ name: String, columns: [String], keyIndexes: [Int], in db: Database) throws -> Table {
-        let quoted = columns.map(\.quotedDatabaseIdentifier)
-        let list = quoted.map {
-            "typeof(\($0)), CASE typeof(\($0)) WHEN 'text' THEN CAST(\($0) AS BLOB) ELSE \($0) END"
-        }
-        .joined(separator: ", ")
-        let order = (keyIndexes.isEmpty ? Array(columns.indices) : keyIndexes).map { quoted[$0] }.joined(
+        let list = columns.map(\.quotedDatabaseIdentifier).joined(separator: ", ")
+        let order = (keyIndexes.isEmpty ? Array(columns.indices) : keyIndexes).map { "\($0 + 1)" }.joined(
             separator: ", ")
-        let rows = try Row.fetchAll(db, sql: "SELECT \(list) FROM \(name.quotedDatabaseIdentifier) ORDER BY \(order)")
-            .map { row in
-                columns.indices.map { i -> SQLValue in
-                    let value = SQLValue(row[2 * i + 1] as DatabaseValue)
-                    guard (row[2 * i] as String) == "text", case .blob(let bytes) = value else { return value }
-                    return .text(String(decoding: bytes, as: UTF8.self))
-                }
-            }
+        var rows: [[SQLValue]] = []
+        let cursor = try Row.fetchCursor(
+            db, sql: "SELECT \(list) FROM \(name.quotedDatabaseIdentifier) ORDER BY \(order)")
+        while let row = try cursor.next() {
+            rows.append(
+                try row.databaseValues.enumerated().map { i, value in
+                    guard case .string = value.storage else { return SQLValue(value) }
+                    return try row.withUnsafeData(atIndex: i) { .text(String(decoding: $0 ?? Data(), as: UTF8.self)) }
+                })
+        }
         return Table(name: name, columns: columns, keyIndexes: keyIndexes, rows: rows)
     }
 

@@ -355,6 +355,23 @@ import TidemarkTestSupport
         #expect(try b.tables() == group["a"].tables())
     }
 
+    /// a retires b and prunes before its own writes were ever in a bundle: the history that held
+    /// them, and the retirement, went without a file. b comes back: a's next push writes its
+    /// snapshot, b catches up from it, learns it was retired and rejoins.
+    @Test func aMemberRetiredBeforeTheRetirersWritesWerePublishedCatchesUpWhenItReturns() throws {
+        let group = try ExchangeGroup(["a", "b"])
+        _ = try group["a"].store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-1', 'never pushed')")
+        _ = try group.pull("b")
+        try group["a"].store.retire(peer: "b")
+        #expect(try group.prune("a").removedTransactions == 2)
+        _ = try group["b"].store.execute(sql: "INSERT INTO items(id, name) VALUES ('b-1', 'back')")
+        _ = try group.round()
+        _ = try group.round()
+        #expect(try group["a"].tables() == group["b"].tables())
+        #expect(try group["b"].tables()["items"]?.rows.count == 2)
+        #expect(try group["a"].store.members().allSatisfy { !$0.retired })
+    }
+
     /// a's store is restored from a copy made after a's own writes, before it pulled the others'.
     /// Its own snapshot, the one the others' prunes relied on, holds what it lacks: its pull catches
     /// up from it (no other file holds the others' pruned transactions), and only then writes a

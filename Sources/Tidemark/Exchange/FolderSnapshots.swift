@@ -35,17 +35,21 @@ struct FolderSnapshots {
 }
 
 extension Store {
-    /// The active members whose watermark does not hold this replica's own transactions up to
-    /// `needed(member)`, the ones no bundle of an exchange folder gives that member (its prunes
-    /// removed them, or they went encrypted before it was trusted): they need a snapshot to catch
-    /// up (a new member, one back from retirement), and the one that held them may since have been
-    /// damaged, lost or rewritten under another schema version (Protocol/pruning.md §3.5).
-    func membersLacking(ownTransactionsThrough needed: (Replica.ID) -> Int64) throws -> [Replica.ID] {
+    /// The members whose watermark does not hold this replica's own transactions up to
+    /// `needed(member, retired)`, the ones no file of an exchange folder gives that member (its
+    /// prunes removed them, they went encrypted before it was trusted, or its history of them was
+    /// pruned before they were ever published): they need a snapshot to catch up (a new member,
+    /// one back from retirement), and the one that held them may since have been damaged, lost or
+    /// rewritten under another schema version (Protocol/pruning.md §3.5). `retired` tells a
+    /// retired member, which needs only what is in no file at all.
+    func membersLacking(
+        ownTransactionsThrough needed: (Replica.ID, _ retired: Bool) -> Int64
+    ) throws -> [(id: Replica.ID, retired: Bool)] {
         try mappingErrors {
             try database.read { db in
                 let retired = Set(try String.fetchAll(db, sql: "SELECT id FROM tidemark_members WHERE retired = 1"))
-                return try Self.peers(db).map(\.id).filter { id in
-                    try !retired.contains(id.description) && Self.knownToken(of: id, db)[replica.id] < needed(id)
+                return try Self.peers(db).map { ($0.id, retired.contains($0.id.description)) }.filter { id, retired in
+                    try Self.knownToken(of: id, db)[replica.id] < needed(id, retired)
                 }
             }
         }

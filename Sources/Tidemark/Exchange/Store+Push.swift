@@ -160,12 +160,17 @@ extension Store {
         let pushed = try pushedThrough(recorded)?[replica.id] ?? 0
         var removed = oldest?.header.since[replica.id] ?? pushed
         // Own history pruned beyond what was ever pushed here (a prune before this folder was
-        // used, with no member to wait for) is in no bundle here, nor in any to come.
+        // used, with no member to wait for, or with the only one retired) is in no file here, nor
+        // in any to come: a retired member that comes back needs it too, where the rest of what a
+        // prune removed is in a snapshot of the folder (pruning.md §3.3).
         let pruned = try prunedToken()[replica.id]
-        if pruned > pushed { removed = max(removed, pruned) }
+        let unpublished = pruned > pushed ? pruned : 0
+        removed = max(removed, unpublished)
         let encrypted = try encryption().isOn
         let readers = encrypted ? try bundleReaders(recorded) : nil
-        let needed = { (member: Replica.ID) in max(removed, readers.map { $0[member] ?? pushed } ?? 0) }
+        let needed = { (member: Replica.ID, retired: Bool) in
+            retired ? unpublished : max(removed, readers.map { $0[member] ?? pushed } ?? 0)
+        }
         guard try !membersLacking(ownTransactionsThrough: needed).isEmpty else { return false }
         // The watermarks known here are those of the last pull: the member may have caught up since.
         var unread = PullFailures()
@@ -173,7 +178,7 @@ extension Store {
         // One of them may show this store to be an older copy of itself: it then publishes nothing.
         try checkNotRestored()
         let lacking = try membersLacking(ownTransactionsThrough: needed)
-        guard let most = lacking.map(needed).max() else { return false }
+        guard let most = lacking.map({ needed($0.id, $0.retired) }).max() else { return false }
         let file = ExchangeFolder.File(replica: replica.id, name: ExchangeFolder.snapshotName)
         guard try exchange.contains(file.name, of: replica.id),
             let header = (try? exchange.signedHeader(of: file, identity: key.envelopeIdentity)) ?? nil,
@@ -181,7 +186,7 @@ extension Store {
         else { return true }
         guard encrypted else { return false }
         guard let readers = try snapshotReaders(recorded) else { return true }
-        return lacking.contains { !readers.contains($0) }
+        return lacking.contains { !readers.contains($0.id) }
     }
 
     /// For every other origin, how far the files of `exchange` provide its transactions without a

@@ -135,6 +135,40 @@ import TidemarkTestSupport
         #expect(try b.tables()["items"]?.rows.map { $0[0] } == [.text("a-1"), .text("a-2"), .text("c-1")])
     }
 
+    /// A named pipe under a file name of the protocol, in a peer's folder or the replica's own,
+    /// is junk like any other file that is not one: opening it for reading would wait for a writer
+    /// that never comes. Each command is bounded by `timeout`, so a hang fails the test.
+    @Test func aNamedPipeInTheFolderIsReportedAndStopsNothing() async throws {
+        let a = try await CLIStore(replica: "a")
+        let b = try await CLIStore(replica: "b")
+        try await CLIStore.trustEachOther([(a, "a"), (b, "b")])
+        let exchange = try TemporaryDirectory("tidemark-cli-exchange")
+        try await a.exec("INSERT INTO items(id) VALUES ('a-1')")
+        #expect(try await a.sync("push", "--to", exchange.path).exitCode == 0)
+        let aFolder = exchange.path + "/" + (try await a.id()).description
+        let bounded = { (store: CLIStore, command: String, flag: String) in
+            try await CommandRunner.run(
+                "/usr/bin/timeout", ["60", SyncProcess.path, command, "--store", store.path, flag, exchange.path],
+                environment: SyncProcess.environment())
+        }
+        for name in ["0000000009.tmb", "watermark.tmw", "snapshot.tms"] {
+            let pipe = aFolder + "/" + name
+            #expect(mkfifo(pipe, 0o644) == 0)
+            let pulled = try await bounded(b, "pull", "--from")
+            #expect(pulled.exitCode == 0, "\(name): \(pulled)")
+            // A peer's snapshot that cannot be read is passed over without a warning.
+            if name != "snapshot.tms" {
+                #expect(
+                    pulled.stderrLines.contains { $0.contains(pipe) && $0.contains("not a regular file") },
+                    "\(name): \(pulled)")
+            }
+            let pushed = try await bounded(a, "push", "--to")
+            #expect(pushed.exitCode == 0, "\(name): \(pushed)")
+            try FileManager.default.removeItem(atPath: pipe)
+        }
+        #expect(try b.tables()["items"]?.rows.map { $0[0] } == [.text("a-1")])
+    }
+
     /// A sync tool's conflict copy in a replica's folder: peers warn once, its owner removes it.
     @Test func aConflictCopyIsReportedOnceAndRemovedByItsOwner() async throws {
         let a = try await CLIStore(replica: "a")

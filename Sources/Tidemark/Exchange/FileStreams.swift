@@ -94,9 +94,10 @@ struct FileSource: ByteSource {
     private let path: String
 
     init(path: String) throws {
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
-            throw ExchangeError.cannotRead(path: path, reason: FileProblem.describe(path: path))
+        // Opening a named pipe for reading waits for a writer, which may never come, and a device
+        // may never end: only a regular file is read.
+        if let kind = FileProblem.irregularKind(path: path) {
+            throw ExchangeError.cannotRead(path: path, reason: kind)
         }
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw ExchangeError.cannotRead(path: path, reason: FileProblem.describe(path: path))
@@ -123,6 +124,21 @@ struct FileSource: ByteSource {
 
 /// Says why a path cannot be used, for error messages.
 enum FileProblem {
+    /// What `path` is, when it is there (after symbolic links) but is not a regular file; nil for a
+    /// regular file or nothing at all.
+    static func irregularKind(path: String) -> String? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        switch info.st_mode & mode_t(S_IFMT) {
+        case mode_t(S_IFREG): return nil
+        case mode_t(S_IFDIR): return "is a folder"
+        case mode_t(S_IFIFO): return "not a regular file (a named pipe)"
+        case mode_t(S_IFSOCK): return "not a regular file (a socket)"
+        case mode_t(S_IFCHR), mode_t(S_IFBLK): return "not a regular file (a device)"
+        default: return "not a regular file"
+        }
+    }
+
     static func describe(path: String) -> String {
         let fm = FileManager.default
         var isDirectory: ObjCBool = false

@@ -276,12 +276,22 @@ public struct BundleHeader: Sendable, Hashable {
                 throw bad("header attribute longer than 16 MiB", .limitExceeded)
             }
             guard length <= UInt64(r.bytes.count - r.position) else { throw bad("ends early") }
-            let end = r.position + Int(length)
-            /// Reads the attribute's data with `decode`, reporting its defects as the header's.
+            let start = r.position
+            let end = start + Int(length)
+            /// Reads the attribute's data, and only that, with `decode`, reporting its defects as
+            /// the header's: a field the data ends inside ends early (R13), whatever bytes follow.
             func data<T>(_ what: String, _ decode: (inout PayloadReader) throws -> T) throws -> T {
+                var attribute = PayloadReader(Array(r.bytes[start..<end]), base: r.base + start)
+                defer { r.position = start + attribute.position }
                 let value: T
-                do { value = try decode(&r) } catch let defect as AttributeDefect { throw bad(defect.why) }
-                guard r.position == end else { throw bad("\(what): bytes left over") }
+                do { value = try decode(&attribute) } catch let defect as AttributeDefect {
+                    r.position = start + attribute.position
+                    throw bad(defect.why)
+                }
+                guard attribute.atEnd else {
+                    r.position = start + attribute.position
+                    throw bad("\(what): bytes left over")
+                }
                 return value
             }
             switch id {

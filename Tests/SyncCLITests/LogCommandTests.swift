@@ -241,19 +241,28 @@ import TidemarkTestSupport
         #expect(try await store.dump() == before)
     }
 
-    /// A well-formed token that claims more of this replica's history than the replica made.
+    /// A well-formed token that claims more of this replica's history than the replica made, or
+    /// that comes from another store (it names a replica this one neither holds history of nor
+    /// trusts): log and export refuse it, and change nothing.
     @Test func aForeignTokenIsRefused() async throws {
         let store = try await CLIStore()
         try await store.exec("INSERT INTO items(id) VALUES ('1')")
+        let other = try await CLIStore(replica: "other")
+        try await other.exec("INSERT INTO items(id) VALUES ('x')")
         let hex = try #require(try await store.status()["id"] as? String)
         let id = try #require(Replica.ID(hex: hex))
         let before = try await store.dump()
-        for claim in [Int64(2), 1_000_000_000] {
-            let foreign = History.Token(sequences: [id: claim]).description
+        var tokens = [Int64(2), 1_000_000_000].map { History.Token(sequences: [id: $0]).description }
+        tokens.append(try await other.sync("token").stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        for foreign in tokens {
             expectFailure(
                 try await store.sync("log", "--since", foreign), "not from this store's history", hint: "sync token")
+            expectFailure(
+                try await store.sync("export", "--since", foreign, "--out", store.directory.file("x.tmb")),
+                "not from this store's history")
         }
         #expect(try await store.dump() == before)
         #expect(try await store.log().map(\.seq) == [1])
+        #expect(!FileManager.default.fileExists(atPath: store.directory.file("x.tmb")))
     }
 }

@@ -135,12 +135,24 @@ import TidemarkTestSupport
         }
     }
 
-    /// A token from another store's history (another replica this store never heard of) asks for
-    /// nothing this store is missing: everything it holds is after it.
-    @Test func aTokenNamingAnUnknownReplicaCoversNothingHere() throws {
+    /// A token from another store's history names only replicas this store never heard of: it is
+    /// refused rather than taken to cover nothing. A token that names one this store knows besides
+    /// (a peer's, which holds a third replica's history this one has not received) covers what it
+    /// says; a trusted peer's is fine, history of it or not.
+    @Test func aTokenNamingOnlyUnknownReplicasIsRefused() throws {
         let fixture = try Self.fiveTransactions()
         let stranger = Replica.ID(bytes: [UInt8](repeating: 0xee, count: 16))!
         let token = History.Token(sequences: [stranger: 40])
-        #expect(try fixture.store.fetchHistory(HistoryRequest(after: token)).map(\.sequence) == [1, 2, 3, 4, 5])
+        #expect(throws: StoreError.foreignToken(token: token.description)) {
+            try fixture.store.fetchHistory(HistoryRequest(after: token))
+        }
+        let mixed = History.Token(sequences: [stranger: 40, fixture.store.replica.id: 3])
+        #expect(try fixture.store.fetchHistory(HistoryRequest(after: mixed)).map(\.sequence) == [4, 5])
+        let directory = try TemporaryDirectory("tidemark-token")
+        let peer = try TestReplica("peer", in: directory)
+        _ = try peer.store.execute(sql: "INSERT INTO items(id) VALUES ('p')")
+        try fixture.store.addPeer(name: "peer", publicKeyBase64: peer.publicKeyBase64)
+        let fromPeer = try peer.store.currentToken()
+        #expect(try fixture.store.fetchHistory(HistoryRequest(after: fromPeer)).map(\.sequence) == [1, 2, 3, 4, 5])
     }
 }

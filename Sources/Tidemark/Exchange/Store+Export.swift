@@ -44,7 +44,8 @@ extension Store {
     /// not grow with the number of changes.
     ///
     /// Throws `historyTokenExpired` if the bundle would need pruned history, `foreignToken`
-    /// if `since` claims transactions of this replica that the store never made, and
+    /// if `since` is not from this store's group (it claims transactions of this replica that the
+    /// store never made, or names only replicas it neither holds history of nor trusts), and
     /// `ExchangeError.rowTooLarge` if a change to write holds more TEXT and BLOB bytes than a
     /// bundle record may carry (then no file is written).
     ///
@@ -61,6 +62,8 @@ extension Store {
         // Our chain hash where the receiver's copy of our history ends.
         let (ownPrevious, digest) = try mappingErrors {
             try database.write { db in
+                // A token this store cannot serve is refused before the fold writes anything.
+                try HistoryQuery.checkUsable(since, own: own, db)
                 // Every own change needs its generation before it can be encoded.
                 try LocalFold(db: db, store: self).run()
                 // A watermark carries the digest of the rows at its token (Protocol/exchange.md §8).

@@ -7,23 +7,27 @@ import TidemarkCore
 /// transaction.
 enum HistoryQuery {
     /// Refuses a token that points into deleted history (`historyTokenExpired`: some origin's
-    /// transactions after it were pruned), or that claims transactions of this replica, `own`, that
-    /// the store never made (`foreignToken`).
+    /// transactions after it were pruned), or that is not from this store's group (`foreignToken`):
+    /// one that claims transactions of this replica, `own`, that it never made, or whose every
+    /// replica is one the store neither holds history of nor trusts — another store's token. A
+    /// token that also names replicas unknown here (a peer's, whose own history this store has not
+    /// received) is fine: it covers nothing of theirs that this store holds.
     static func checkUsable(_ token: History.Token, own: Replica.ID, _ db: Database) throws {
-        var knowsOwn = false
+        var known: Set<Replica.ID> = Set(try Store.peers(db).map(\.id))
         for row in try Row.fetchAll(db, sql: "SELECT replica, max_seq, pruned_through FROM tidemark_replicas") {
             let replica = try row.decode(Replica.ID.self, atIndex: 0)
             let maxSeq: Int64 = row[1]
             let pruned: Int64 = row[2]
-            if replica == own {
-                knowsOwn = true
-                if token[replica] > maxSeq { throw StoreError.foreignToken(token: token.description) }
-            }
+            known.insert(replica)
+            if replica == own, token[replica] > maxSeq { throw StoreError.foreignToken(token: token.description) }
             if token[replica] < pruned {
                 throw StoreError.historyTokenExpired(token: token.description, replica: replica, prunedThrough: pruned)
             }
         }
-        if token[own] > 0 && !knowsOwn { throw StoreError.foreignToken(token: token.description) }
+        let named = token.sequences.filter { $0.value > 0 }.map(\.key)
+        if !named.isEmpty, !named.contains(where: known.contains) {
+            throw StoreError.foreignToken(token: token.description)
+        }
     }
 
     /// The condition on `tidemark_transactions` that selects the transactions `token` does not

@@ -111,7 +111,8 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
             return
                 "history token expired: replica \(r.short)'s transactions up to #\(p) were deleted from this store's history"
         case .foreignToken:
-            return "the token is not from this store's history (it claims transactions this replica never made)"
+            return
+                "the token is not from this store's history: it names transactions this store never heard of (this replica's, or only those of replicas it neither holds history of nor trusts)"
         case .badToken(let e): return e.description
         case .keyFile(let p, let problem): return "key file \(p): \(problem)"
         case .keyFileExposed(let p, let mode):

@@ -319,6 +319,18 @@ import TidemarkTestSupport
         expectFailure(try await a.sync("prune"), "the store was restored from an older copy")
         expectFailure(try await a.sync("prune", "--dry-run"), "the store was restored from an older copy")
         #expect(try FileManager.default.subpathsOfDirectory(atPath: shared.path).sorted() == files, "nothing published")
+        // status says so too, as the second line and in JSON.
+        let status = try await a.sync("status")
+        #expect(status.exitCode == 0, "\(status)")
+        #expect(status.stdoutLines.dropFirst().first?.hasPrefix("restored ") == true, "\(status)")
+        #expect(
+            status.stdoutLines.dropFirst().first?.contains(
+                "the store was restored from an older copy; push, pull, export and prune refuse it: move this store aside"
+            )
+                == true, "\(status)")
+        let restored = try await a.status()["restored_from_older_copy"] as? String
+        #expect(restored?.contains("the store was restored from an older copy") == true)
+        #expect(try await b.status()["restored_from_older_copy"] is NSNull)
     }
 
     /// Files a command was given are named as given: an export's file in a folder that does not

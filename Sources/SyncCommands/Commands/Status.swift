@@ -22,6 +22,10 @@ extension SyncCLI {
                 return
             }
             Output.line("replica  \(status.replica.name) \(status.replica.id)")
+            if let restored = status.restoredFromOlderCopy {
+                Output.line(
+                    "restored \(restored); push, pull, export and prune refuse it: \(CLIWording.restoredAdvice)")
+            }
             Output.line("token    \(status.token)")
             for t in status.tables {
                 var line = "table    \(t.name) key(\(t.keyColumns.joined(separator: ", ")))"
@@ -90,6 +94,7 @@ extension SyncCLI {
                 ],
                 "schema": SchemaWording.json(status), "encryption": .bool(encrypted), "members": .array(list),
                 "digest": DigestWording.json(digest), "tombstones": .integer(status.tombstones),
+                "restored_from_older_copy": .string(status.restoredFromOlderCopy.map { "\($0)" }),
             ]
             return document
         }

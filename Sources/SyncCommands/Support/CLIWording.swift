@@ -11,6 +11,10 @@ enum CLIWording {
         }
     }
 
+    /// What to do with a store restored from an older copy of itself.
+    static let restoredAdvice =
+        "move this store aside and create a new replica with `sync init`, then pull (see README, 'Restoring a store')"
+
     /// The `hint:` line for `error`, when there is something specific to do.
     static func hint(for error: any Error) -> String? {
         switch error {
@@ -53,10 +57,7 @@ enum CLIWording {
         case .unknownPeer: return "`sync peers list` shows the peers this store knows"
         case .unknownOrigin:
             return "add that replica's key with `sync peers add NAME KEY` (ask its owner for `sync identity`)"
-        case .restoredFromOlderCopy:
-            return
-                "continuing would reuse sequence numbers; move this store aside and create a new replica with `sync init`, "
-                + "then pull (see README, 'Restoring a store')"
+        case .restoredFromOlderCopy: return "continuing would reuse sequence numbers; \(restoredAdvice)"
         case .invalidPeer(let reason) where reason.hasPrefix("that is a name and a public key"):
             return "sync peers add NAME KEY, with KEY the second word of what `sync identity` prints on the peer"
         case .invalidPeer(let reason) where reason.contains("public key"):

@@ -26,15 +26,17 @@ extension Store {
     /// (Protocol/exchange.md §4.4): its next transactions would reuse sequence numbers peers hold
     /// with other content.
     func checkNotRestored() throws {
-        let noted = try mappingErrors {
-            try database.read { db in
-                String.fromDatabaseValue(try Bookkeeping.meta(db, Bookkeeping.Meta.restoredFromOlderCopy))
-            }
-        }
-        guard let noted else { return }
+        if let refusal = try mappingErrors({ try database.read(Self.restoredFromOlderCopy) }) { throw refusal }
+    }
+
+    /// Why this store publishes nothing, when a pull found it to be an older copy of itself
+    /// (`noteRestored`); nil otherwise.
+    static func restoredFromOlderCopy(_ db: Database) throws -> ExchangeError? {
+        guard let noted = String.fromDatabaseValue(try Bookkeeping.meta(db, Bookkeeping.Meta.restoredFromOlderCopy))
+        else { return nil }
         let parts = noted.split(separator: ",", maxSplits: 2).map(String.init)
-        guard parts.count == 3, let have = Int64(parts[0]), let has = Int64(parts[1]) else { return }
-        throw ExchangeError.restoredFromOlderCopy(path: parts[2], have: have, bundleHas: has)
+        guard parts.count == 3, let have = Int64(parts[0]), let has = Int64(parts[1]) else { return nil }
+        return ExchangeError.restoredFromOlderCopy(path: parts[2], have: have, bundleHas: has)
     }
 }
 

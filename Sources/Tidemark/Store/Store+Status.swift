@@ -31,6 +31,10 @@ extension Store {
         /// Deleted rows whose identity and generation are still kept, until every member has applied
         /// their delete (Protocol/pruning.md §6).
         public var tombstones = 0
+        /// Why the store publishes nothing, when a pull found it to be an older copy of itself
+        /// (`ExchangeError.restoredFromOlderCopy`, Protocol/exchange.md §4.4): push, pull, export
+        /// and prune refuse it with this error. Nil otherwise.
+        public var restoredFromOlderCopy: ExchangeError?
     }
 
     /// Reads the store's status, writing nothing. Does not seal foreign writes; they show as
@@ -59,7 +63,8 @@ extension Store {
                     newest: (counts[2] as Int64?).map(HLCTimestamp.init(packed:)),
                     lineage: try SchemaLineage.fetch(db), waiting: try HeldBundles.waits(db),
                     tombstones: try Tombstones.count(db, tables: replicatedTables)
-                        + LocalFold(db: db, store: self).tombstonesAdded())
+                        + LocalFold(db: db, store: self).tombstonesAdded(),
+                    restoredFromOlderCopy: try Self.restoredFromOlderCopy(db))
             }
         }
     }

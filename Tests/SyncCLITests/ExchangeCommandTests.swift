@@ -104,6 +104,49 @@ import TidemarkTestSupport
         try a.expectSameTables(as: c)
     }
 
+    /// Files given in another order than they need are applied all the same, and a damaged one
+    /// does not stop the others: the command fails at the end, naming what it did not apply.
+    @Test func importAppliesFilesInTheOrderTheyNeedAndNamesThoseItCouldNot() async throws {
+        let a = try await CLIStore(replica: "a")
+        try await a.exec("INSERT INTO items(id) VALUES ('a-1')")
+        let first = a.directory.file("first.tmb")
+        #expect(try await a.sync("export", "--since", History.Token.zero.description, "--out", first).exitCode == 0)
+        let token = try await a.token()
+        try await a.exec("INSERT INTO items(id) VALUES ('a-2')")
+        let second = a.directory.file("second.tmb")
+        #expect(try await a.sync("export", "--since", token, "--out", second).exitCode == 0)
+        let damaged = a.directory.file("damaged.tmb")
+        try Data("not a bundle".utf8).write(to: URL(fileURLWithPath: damaged))
+
+        let b = try await CLIStore(replica: "b")
+        try await b.trust(a, as: "a")
+        let reversed = try await b.sync("import", second, first)
+        #expect(reversed.exitCode == 0 && reversed.stderr.isEmpty, "\(reversed)")
+        #expect(
+            reversed.stdoutLines == [
+                "\(first): applied 1 transactions, 1 changes from a",
+                "\(second): applied 1 transactions, 1 changes from a",
+            ])
+        try a.expectSameTables(as: b)
+
+        let c = try await CLIStore(replica: "c")
+        try await c.trust(a, as: "a")
+        let mixed = try await c.sync("import", damaged, second, first)
+        #expect(mixed.exitCode != 0, "\(mixed)")
+        #expect(mixed.stdoutLines.count == 2, "\(mixed)")
+        #expect(mixed.errorLines == ["error: \(damaged): not a Tidemark bundle (bad magic) at byte 0"], "\(mixed)")
+        try a.expectSameTables(as: c)
+
+        let d = try await CLIStore(replica: "d")
+        try await d.trust(a, as: "a")
+        let stuck = try await d.sync("import", damaged, second)
+        #expect(
+            stuck.errorLines == [
+                "error: \(damaged): not a Tidemark bundle (bad magic) at byte 0 (and 1 more not applied: \(second))"
+            ], "\(stuck)")
+        #expect(stuck.stdout.isEmpty && stuck.hintLines.count == 1, "\(stuck)")
+    }
+
     /// `--peer` exports what the peer is not known to hold: after `a`'s bundle, `b` knows `a` holds
     /// all of it, so `b`'s export for `a` is empty.
     @Test func exportForAPeerLeavesOutWhatThePeerIsKnownToHold() async throws {

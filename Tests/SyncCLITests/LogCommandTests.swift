@@ -90,7 +90,7 @@ import TidemarkTestSupport
                 "laptop #1", "laptop #2", "laptop #3", "laptop #4",
             ])
         #expect(headers[0].hasSuffix("author=alice  context=cli"))
-        // A name that is not one word is quoted, with a line break escaped: it cannot read as more
+        // A name that is not one word is quoted as a value is, a line break as char(10): it cannot read as more
         // fields, or as another transaction.
         try await store.exec(
             "UPDATE items SET qty = 2 WHERE id = 'c'", author: "ana  context=editor",
@@ -98,7 +98,8 @@ import TidemarkTestSupport
         let forged = try await store.sync("log")
         let last = try #require(forged.stdoutLines.filter { !$0.hasPrefix("  ") }.last)
         #expect(
-            last.hasSuffix("author='ana  context=editor'  context='x\\nlaptop #99  author=admin'"), "\(forged)")
+            last.hasSuffix("author='ana  context=editor'  context='x' || char(10) || 'laptop #99  author=admin'"),
+            "\(forged)")
         #expect(forged.stdoutLines.filter { !$0.hasPrefix("  ") }.count == 5, "\(forged)")
         #expect(headers[2].hasSuffix("(external)"))
         #expect(text.stdoutLines.contains("  delete items [id='a'] tombstone name='Äpfel 🍎'"))

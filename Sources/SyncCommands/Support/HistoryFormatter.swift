@@ -45,25 +45,13 @@ enum HistoryFormatter {
     }
 
     /// An author or context name as a line shows it: as it is when it is one word, else quoted as
-    /// values are (`'…'`, a quote doubled), with line breaks and other control characters escaped,
-    /// so that no name can read as more fields or as another line.
+    /// values are (`'…'`, a quote doubled, line breaks and other control characters as SQLite's
+    /// `char(…)`), so that no name can read as more fields or as another line.
     static func label(_ text: String) -> String {
         let special = CharacterSet.whitespacesAndNewlines.union(.controlCharacters).union(
             CharacterSet(charactersIn: "'\"="))
         if !text.isEmpty && !text.unicodeScalars.contains(where: special.contains) { return text }
-        var quoted = "'"
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "'": quoted += "''"
-            case "\n": quoted += "\\n"
-            case "\r": quoted += "\\r"
-            case "\t": quoted += "\\t"
-            case _ where CharacterSet.controlCharacters.contains(scalar):
-                quoted += "\\u{\(String(scalar.value, radix: 16))}"
-            default: quoted.unicodeScalars.append(scalar)
-            }
-        }
-        return quoted + "'"
+        return SQLValue.text(text).description
     }
 
     /// The JSON object documented for `log --json`.

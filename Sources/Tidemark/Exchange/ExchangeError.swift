@@ -142,9 +142,8 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
         case .rowTooLarge:
             return
                 "keep the TEXT and BLOB values of one row within 64 MiB in total (store large content outside the tracked "
-                + "tables, e.g. in a file whose path or hash the row keeps, or split it across rows), then update or delete this "
-                + "row; a change already in history that is this large cannot travel in a bundle: peers that lack it can catch "
-                + "up from a snapshot once that history is deleted"
+                + "tables, e.g. in a file whose path or hash the row keeps, or split it across rows); a change this large that "
+                + "is already in history cannot travel in a bundle, even after the row is updated or deleted (README, 'Limits')"
         case .badEnvelope(_, .notARecipient):
             return
                 "it was encrypted before the sender trusted this replica, or by a sender that no longer does; ask its sender to push again"

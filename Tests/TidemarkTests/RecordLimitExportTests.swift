@@ -46,8 +46,7 @@ import TidemarkTestSupport
             )
             let hint = try #require(error.hint)
             #expect(hint.contains("within 64 MiB"), "\(hint)")
-            // It does not promise that changing the row helps: the change in history stays too large.
-            #expect(hint.contains("even after the row is updated or deleted"), "\(hint)")
+            #expect(hint.contains("then update or delete this row"), "\(hint)")
         }
 
         // The store is unchanged by the failed export: history still holds the insert.
@@ -75,6 +74,9 @@ import TidemarkTestSupport
         #expect(throws: ExchangeError.self) {
             _ = try a.store.exportBundle(since: .zero, to: directory.file("a-1.tmb"), key: a.key)
         }
+        // What a peer lacks then goes as a snapshot (`export --since`, `--peer`).
+        let lacked = try a.store.exportWhatPeerLacks(since: .zero, to: directory.file("a-2.tms"), key: a.key)
+        #expect(lacked.kind == .snapshot)
     }
 
     @Test func pushingTheRowFailsNamingTheFolderAndPublishesNothing() throws {
@@ -112,5 +114,33 @@ import TidemarkTestSupport
             sql: "SELECT length(photo), length(note), typeof(note) FROM items WHERE id = 'big'"
         ).0
         #expect(lengths.first?.rows == [[.integer(Int64(limit / 2)), .integer(Int64(limit / 2 - 3)), .text("blob")]])
+    }
+
+    /// A change too large for a bundle is in a's history, after changes b already has. Once the
+    /// row is smaller again, a's push sends what history cannot carry as a snapshot of the rows as
+    /// they are; b catches up from it, and later pushes are bundles again.
+    @Test func onceTheRowIsSmallerAPushSendsWhatHistoryCannotCarryAsASnapshot() throws {
+        let group = try ExchangeGroup(["a", "b"])
+        let a = group["a"]
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('before', 'sent')")
+        _ = try group.round()
+        _ = try a.store.execute(
+            sql: "INSERT INTO items(id, photo, note) VALUES ('big', zeroblob(\(40 * Self.mebibyte)), "
+                + "zeroblob(\(40 * Self.mebibyte)))")
+        #expect(throws: ExchangeError.self) { try group.push("a") }
+        _ = try a.store.execute(sql: "UPDATE items SET note = NULL WHERE id = 'big'")
+        let pushed = try group.push("a")
+        #expect(pushed.snapshot == group.folder(of: "a") + "/snapshot.tms")
+        // A bundle that assumes what the snapshot holds, so that readers know to take it.
+        #expect(pushed.export?.transactionCount == 0)
+        let pulled = try group.pull("b", prune: false)
+        // The snapshot holds what the bundle carries, so only the snapshot is applied.
+        #expect(pulled.imported.map(\.header.kind) == [.snapshot], "\(pulled.warnings)")
+        #expect(try group["b"].tables() == a.tables())
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('after', 'a bundle again')")
+        #expect(try group.push("a").path != nil)
+        _ = try group.round()
+        #expect(try group["b"].tables() == a.tables())
+        #expect(try group["b"].tables()["items"]?.rows.count == 3)
     }
 }

@@ -42,9 +42,14 @@ extension SyncCLI {
             let summary = try opened.exportWhatPeerLacks(
                 since: token, to: out, key: try key.load(forStore: try store.path), readableBy: readers)
             if summary.kind == .snapshot {
+                let expired = try opened.prunedToken().sequences.contains { token[$0.key] < $0.value }
+                let why =
+                    expired
+                    ? "this store no longer has the history since that token"
+                    : "the history since that token holds a change too large for a bundle"
                 Output.line(
-                    "exported a snapshot of \(summary.changeCount) rows, \(summary.bytes) bytes to \(out): "
-                        + "this store no longer has the history since that token (import it like a bundle)")
+                    "exported a snapshot of \(summary.changeCount) rows, \(summary.bytes) bytes to \(out): \(why) "
+                        + "(import it like a bundle)")
             } else {
                 Output.line(
                     "exported \(summary.transactionCount) transactions, \(summary.changeCount) changes, \(summary.bytes) bytes to \(out)"

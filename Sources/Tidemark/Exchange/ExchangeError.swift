@@ -142,8 +142,9 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
         case .rowTooLarge:
             return
                 "keep the TEXT and BLOB values of one row within 64 MiB in total (store large content outside the tracked "
-                + "tables, e.g. in a file whose path or hash the row keeps, or split it across rows); a change this large that "
-                + "is already in history cannot travel in a bundle, even after the row is updated or deleted (README, 'Limits')"
+                + "tables, e.g. in a file whose path or hash the row keeps, or split it across rows), then update or delete this "
+                + "row: a change this large in history never travels in a bundle, but once the row is smaller a push (or export) "
+                + "sends the rows as they are in a snapshot instead"
         case .badEnvelope(_, .notARecipient):
             return
                 "it was encrypted before the sender trusted this replica, or by a sender that no longer does; ask its sender to push again"

@@ -26,14 +26,17 @@ extension Store {
     /// Writes what a peer holding `since` lacks: the change bundle `exportBundle` writes when this
     /// store still has the history after `since`, or else a snapshot (`exportSnapshot`), which
     /// brings the peer to this store's state without that history — a peer back from a long
-    /// absence, or one whose token points into history this store itself only knows from a
-    /// snapshot. `ExportSummary.kind` says which was written.
+    /// absence, one whose token points into history this store itself only knows from a
+    /// snapshot, or one that lacks a change too large for a bundle (the row has been made smaller
+    /// since, or the snapshot fails the same way). `ExportSummary.kind` says which was written.
     public func exportWhatPeerLacks(
         since: History.Token, to path: String, key: KeyFile, readableBy peer: Replica.ID? = nil
     ) throws -> ExportSummary {
         do {
             return try exportBundle(since: since, to: path, key: key, readableBy: peer)
         } catch StoreError.historyTokenExpired {
+            return try exportSnapshot(to: path, key: key, readableBy: peer)
+        } catch ExchangeError.rowTooLarge {
             return try exportSnapshot(to: path, key: key, readableBy: peer)
         }
     }

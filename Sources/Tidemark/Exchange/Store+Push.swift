@@ -64,7 +64,25 @@ extension Store {
         }
         let temporary = exchange.transport.temporaryFile(for: mine)
         defer { try? FileManager.default.removeItem(atPath: temporary) }
-        let summary = try exportBundle(since: since, to: temporary, key: key)
+        var summary: ExportSummary
+        do {
+            summary = try exportBundle(since: since, to: temporary, key: key)
+        } catch let error as ExchangeError {
+            guard case .rowTooLarge = error else { throw error }
+            // History holds a change too large for any bundle record (Protocol/bundle.md §4.1):
+            // what it led to reaches readers as the rows are now, in this replica's snapshot (a
+            // later change that made the row smaller fits), and the bundle assumes what the
+            // snapshot holds, as after pruned history (pruning.md §4.2): a reader that lacks it
+            // finds the bundle waiting and catches up from the snapshot first (§5.4). A row still
+            // too large fails here again.
+            let through = try currentToken()
+            guard let written = try publishSnapshot(through: exchange.transport, recorded: recorded, key: key)
+            else { throw error }
+            snapshot = written
+            since[replica.id] = max(since[replica.id], through[replica.id])
+            carried[replica.id] = max(carried[replica.id], through[replica.id])
+            summary = try exportBundle(since: since, to: temporary, key: key)
+        }
         let first = max(existing.last?.number ?? 0, try lastPushedNumber(recorded)) + 1
         let size = Self.fileSize(temporary)
         let name = try exchange.transport.publish(temporary, in: mine) { ExchangeFolder.bundleName(first + $0) }

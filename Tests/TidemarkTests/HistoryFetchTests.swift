@@ -133,6 +133,14 @@ import TidemarkTestSupport
         #expect(throws: StoreError.foreignToken(token: foreign.description)) {
             try fixture.store.fetchHistory(HistoryRequest(after: foreign))
         }
+        // Also beside a replica the store knows.
+        let directory = try TemporaryDirectory("tidemark-token")
+        let peer = try TestReplica("peer", in: directory)
+        try fixture.store.addPeer(name: "peer", publicKeyBase64: peer.publicKeyBase64)
+        let mixed = History.Token(sequences: [fixture.store.replica.id: 1, peer.id: 1])
+        #expect(throws: StoreError.foreignToken(token: mixed.description)) {
+            try fixture.store.fetchHistory(HistoryRequest(after: mixed))
+        }
     }
 
     /// A token from another store's history names only replicas this store never heard of: it is

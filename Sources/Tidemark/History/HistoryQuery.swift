@@ -24,6 +24,8 @@ enum HistoryQuery {
                 throw StoreError.historyTokenExpired(token: token.description, replica: replica, prunedThrough: pruned)
             }
         }
+        // This replica's transactions, when the store holds none of them.
+        if token[own] > 0 && !known.contains(own) { throw StoreError.foreignToken(token: token.description) }
         let named = token.sequences.filter { $0.value > 0 }.map(\.key)
         if !named.isEmpty, !named.contains(where: known.contains) {
             throw StoreError.foreignToken(token: token.description)

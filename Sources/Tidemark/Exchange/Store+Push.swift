@@ -64,25 +64,9 @@ extension Store {
         }
         let temporary = exchange.transport.temporaryFile(for: mine)
         defer { try? FileManager.default.removeItem(atPath: temporary) }
-        var summary: ExportSummary
-        do {
-            summary = try exportBundle(since: since, to: temporary, key: key)
-        } catch let error as ExchangeError {
-            guard case .rowTooLarge = error else { throw error }
-            // History holds a change too large for any bundle record (Protocol/bundle.md §4.1):
-            // what it led to reaches readers as the rows are now, in this replica's snapshot (a
-            // later change that made the row smaller fits), and the bundle assumes what the
-            // snapshot holds, as after pruned history (pruning.md §4.2): a reader that lacks it
-            // finds the bundle waiting and catches up from the snapshot first (§5.4). A row still
-            // too large fails here again.
-            let through = try currentToken()
-            guard let written = try publishSnapshot(through: exchange.transport, recorded: recorded, key: key)
-            else { throw error }
-            snapshot = written
-            since[replica.id] = max(since[replica.id], through[replica.id])
-            carried[replica.id] = max(carried[replica.id], through[replica.id])
-            summary = try exportBundle(since: since, to: temporary, key: key)
-        }
+        let (summary, written) = try exportForPush(
+            since: &since, carried: &carried, to: temporary, in: exchange, recorded: recorded, key: key)
+        snapshot = written ?? snapshot
         let first = max(existing.last?.number ?? 0, try lastPushedNumber(recorded)) + 1
         let size = Self.fileSize(temporary)
         let name = try exchange.transport.publish(temporary, in: mine) { ExchangeFolder.bundleName(first + $0) }
@@ -96,6 +80,30 @@ extension Store {
         export.path = exchange.transport.address(of: name, in: mine)
         return PushSummary(
             path: export.path, export: export, removed: tidy.removed, warnings: tidy.kept, snapshot: snapshot)
+    }
+
+    /// Exports a push's bundle, since `since`, to `temporary`. When history holds a change too
+    /// large for any bundle record (Protocol/bundle.md §4.1), what it led to reaches readers as the
+    /// rows are now, in this replica's snapshot, written first (a later change that made the row
+    /// smaller fits), and the bundle assumes what the snapshot holds of this replica's
+    /// transactions, as after pruned history (pruning.md §4.2): a reader that lacks them finds the
+    /// bundle waiting and catches up from the snapshot first (§5.4). Returns the export and that
+    /// snapshot's address. A row still too large fails here again.
+    private func exportForPush(
+        since: inout History.Token, carried: inout History.Token, to temporary: String, in exchange: ExchangeFolder,
+        recorded: String, key: KeyFile
+    ) throws -> (ExportSummary, String?) {
+        do {
+            return (try exportBundle(since: since, to: temporary, key: key), nil)
+        } catch let error as ExchangeError {
+            guard case .rowTooLarge = error else { throw error }
+            let through = try currentToken()
+            guard let written = try publishSnapshot(through: exchange.transport, recorded: recorded, key: key)
+            else { throw error }
+            since[replica.id] = max(since[replica.id], through[replica.id])
+            carried[replica.id] = max(carried[replica.id], through[replica.id])
+            return (try exportBundle(since: since, to: temporary, key: key), written)
+        }
     }
 
     /// Where a push to `exchange` starts (Protocol/exchange.md §3.1): `since`, the token the new

@@ -87,8 +87,9 @@ struct HistoryReader {
         return result
     }
 
-    /// Refuses a table that history cannot hold: one the store has never tracked, or that no
-    /// migration ever made. A table tracked once and untracked since keeps its history.
+    /// Refuses a table whose changes history cannot hold: one the store has but never tracked
+    /// (`neverTracked`), or a name no table has (`unknownTable`). A table tracked once and
+    /// untracked since keeps its history.
     static func checkHistoryHeld(of tables: Set<String>, _ db: Database) throws {
         let registered = Set(try TrackedTable.fetchAll(db, includingUntracked: true).map(\.name))
         for table in tables.sorted() where !registered.contains(table) {

@@ -63,26 +63,31 @@ extension SQLValue: CustomStringConvertible {
         }
     }
 
+    /// Text as `description` writes it: runs of characters quoted, and runs of characters that
+    /// would break a line or not show as one `char(…)` each, joined with `||`.
     static func render(text: String) -> String {
         var parts: [String] = []
         var quoted = ""
         var codes: [UInt32] = []
+        /// Ends the run going on (only one of the two is).
+        func endRun() {
+            if !quoted.isEmpty { parts.append("'\(quoted)'") }
+            if !codes.isEmpty { parts.append("char(\(codes.map(String.init).joined(separator: ", ")))") }
+            (quoted, codes) = ("", [])
+        }
         for scalar in text.unicodeScalars {
             if scalar.value < 0x20 || scalar.value == 0x7F || scalar.value == 0x85 || scalar == "\u{2028}"
                 || scalar == "\u{2029}"
             {
-                if !quoted.isEmpty { parts.append("'\(quoted)'") }
-                quoted = ""
+                if !quoted.isEmpty { endRun() }
                 codes.append(scalar.value)
-                continue
+            } else {
+                if !codes.isEmpty { endRun() }
+                quoted += scalar == "'" ? "''" : String(scalar)
             }
-            if !codes.isEmpty { parts.append("char(\(codes.map(String.init).joined(separator: ", ")))") }
-            codes = []
-            quoted += scalar == "'" ? "''" : String(scalar)
         }
-        if !codes.isEmpty { parts.append("char(\(codes.map(String.init).joined(separator: ", ")))") }
-        if !quoted.isEmpty || parts.isEmpty { parts.append("'\(quoted)'") }
-        return parts.joined(separator: " || ")
+        endRun()
+        return parts.isEmpty ? "''" : parts.joined(separator: " || ")
     }
 
     static func render(real v: Double) -> String {

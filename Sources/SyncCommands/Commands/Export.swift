@@ -42,11 +42,10 @@ extension SyncCLI {
             let summary = try opened.exportWhatPeerLacks(
                 since: token, to: out, key: try key.load(forStore: try store.path), readableBy: readers)
             if summary.kind == .snapshot {
-                let expired = try opened.prunedToken().sequences.contains { token[$0.key] < $0.value }
                 let why =
-                    expired
-                    ? "this store no longer has the history since that token"
-                    : "the history since that token holds a change too large for a bundle"
+                    summary.snapshotReason == .changeTooLarge
+                    ? "the history since that token holds a change too large for a bundle"
+                    : "this store no longer has the history since that token"
                 Output.line(
                     "exported a snapshot of \(summary.changeCount) rows, \(summary.bytes) bytes to \(out): \(why) "
                         + "(import it like a bundle)")

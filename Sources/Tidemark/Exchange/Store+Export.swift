@@ -21,6 +21,16 @@ extension Store {
         /// What the file is: a change bundle, or a snapshot (then `changeCount` counts row
         /// states and `transactionCount` is 0).
         public var kind: BundleFormat.Kind = .changes
+        /// Why `exportWhatPeerLacks` wrote a snapshot rather than a change bundle; nil otherwise.
+        public var snapshotReason: SnapshotReason?
+    }
+
+    /// Why what a peer lacks went as a snapshot (`exportWhatPeerLacks`).
+    public enum SnapshotReason: Sendable, Hashable {
+        /// This store no longer has the history after the peer's token (`historyTokenExpired`).
+        case historyPruned
+        /// That history holds a change too large for a bundle record (`ExchangeError.rowTooLarge`).
+        case changeTooLarge
     }
 
     /// Writes what a peer holding `since` lacks: the change bundle `exportBundle` writes when this
@@ -35,9 +45,13 @@ extension Store {
         do {
             return try exportBundle(since: since, to: path, key: key, readableBy: peer)
         } catch StoreError.historyTokenExpired {
-            return try exportSnapshot(to: path, key: key, readableBy: peer)
+            var summary = try exportSnapshot(to: path, key: key, readableBy: peer)
+            summary.snapshotReason = .historyPruned
+            return summary
         } catch ExchangeError.rowTooLarge {
-            return try exportSnapshot(to: path, key: key, readableBy: peer)
+            var summary = try exportSnapshot(to: path, key: key, readableBy: peer)
+            summary.snapshotReason = .changeTooLarge
+            return summary
         }
     }
 

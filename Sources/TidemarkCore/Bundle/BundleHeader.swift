@@ -282,16 +282,13 @@ public struct BundleHeader: Sendable, Hashable {
             /// the header's: a field the data ends inside ends early (R13), whatever bytes follow.
             func data<T>(_ what: String, _ decode: (inout PayloadReader) throws -> T) throws -> T {
                 var attribute = PayloadReader(Array(r.bytes[start..<end]), base: r.base + start)
-                defer { r.position = start + attribute.position }
                 let value: T
                 do { value = try decode(&attribute) } catch let defect as AttributeDefect {
                     r.position = start + attribute.position
                     throw bad(defect.why)
                 }
-                guard attribute.atEnd else {
-                    r.position = start + attribute.position
-                    throw bad("\(what): bytes left over")
-                }
+                r.position = start + attribute.position
+                guard attribute.atEnd else { throw bad("\(what): bytes left over") }
                 return value
             }
             switch id {

@@ -29,6 +29,17 @@ import TidemarkTestSupport
         #expect(try items(b.path)["items"]?.rows.contains { $0.contains(.text("x\u{0}y")) } == true)
     }
 
+    @Test func executeReturnsTextWithANULWholeAndEveryStorageClassAsStored() throws {
+        let directory = try TemporaryDirectory("tidemark-nul")
+        let a = try TestReplica("a", in: directory)
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('n', 'x' || char(0) || 'y')")
+        let (results, commit) = try a.store.execute(
+            sql: "SELECT name, 7, 2.5, x'00ff', NULL, '' FROM items WHERE id = 'n'")
+        #expect(commit == nil)
+        #expect(
+            results.first?.rows == [[.text("x\u{0}y"), .integer(7), .real(2.5), .blob([0, 255]), .null, .text("")]])
+    }
+
     @Test func textWithANULReplicatesWholeAsAKeyAndAValueBothWays() throws {
         let directory = try TemporaryDirectory("tidemark-nul")
         let a = try TestReplica("a", in: directory)

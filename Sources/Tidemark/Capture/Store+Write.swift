@@ -60,16 +60,12 @@ extension Store {
                     try watch.willRun(statement)
                     if statement.columnCount > 0 {
                         var rows: [[SQLValue]] = []
+                        // Values read as `RawStatement` reads them: text whole, where a GRDB
+                        // value holds it up to its first NUL character.
                         let cursor = try Row.fetchCursor(statement)
-                        while let row = try cursor.next() {
-                            // Text whole: a GRDB value holds text up to its first NUL character.
-                            rows.append(
-                                try row.databaseValues.enumerated().map { i, value in
-                                    guard case .string = value.storage else { return SQLValue(value) }
-                                    return try row.withUnsafeData(atIndex: i) { data in
-                                        .text(String(decoding: data ?? Data(), as: UTF8.self))
-                                    }
-                                })
+                        let columns = Int32(statement.columnCount)
+                        while try cursor.next() != nil {
+                            rows.append((0..<columns).map { RawStatement.value(of: statement.sqliteStatement, at: $0) })
                         }
                         results.append(ResultSet(columns: statement.columnNames, rows: rows))
                     } else {

@@ -214,7 +214,11 @@ final class RawStatement {
     }
 
     /// Column `index` with its storage class.
-    func value(_ index: Int32) -> SQLValue {
+    func value(_ index: Int32) -> SQLValue { Self.value(of: statement, at: index) }
+
+    /// Column `index` of the current row of a prepared `statement` (one of GRDB's included), with
+    /// its storage class: text whole, where GRDB's values cut it at its first NUL character.
+    static func value(of statement: OpaquePointer, at index: Int32) -> SQLValue {
         switch sqlite3_column_type(statement, index) {
         case SQLITE_INTEGER: return .integer(sqlite3_column_int64(statement, index))
         case SQLITE_FLOAT: return .real(sqlite3_column_double(statement, index))

@@ -286,6 +286,30 @@ import TidemarkTestSupport
         #expect(group.bundles.isEmpty, "\(group.bundles)")
     }
 
+    /// A peer's snapshot cut short in its header (a sync tool's interrupted copy) is junk: a new
+    /// replica that could catch up only from it is told so, once while the file is unchanged, and
+    /// catches up from it once it is whole again.
+    @Test func aPeersSnapshotCutShortInItsHeaderIsReportedOnceAndUsedOnceWhole() throws {
+        let group = try Self.prunedGroup()
+        let snapshot = try #require(group.snapshots.first)
+        let bytes = try #require(FileManager.default.contents(atPath: snapshot))
+        try bytes.prefix(40).write(to: URL(fileURLWithPath: snapshot))
+        let d = try group.add("d")
+        let first = try group.pull("d", prune: false)
+        #expect(first.imported.isEmpty)
+        #expect(first.warnings.count == 1, "\(first.warnings)")
+        #expect(first.warnings.first?.contains("/snapshot.tms: ") == true, "\(first.warnings)")
+        #expect(first.warnings.first?.hasSuffix("(said once while the file is unchanged)") == true)
+        let again = try group.pull("d", prune: false)
+        #expect(again.warnings.isEmpty && again.imported.isEmpty, "\(again.warnings)")
+        try bytes.write(to: URL(fileURLWithPath: snapshot))
+        let whole = try group.pull("d")
+        #expect(whole.warnings.isEmpty, "\(whole.warnings)")
+        #expect(whole.imported.map(\.header.kind) == [.snapshot])
+        #expect(try d.store.currentToken() == (try group["a"].store.currentToken()))
+        try group.expectConverged()
+    }
+
     /// b and c pruned without writing a snapshot (a's holds what they removed), and publish on
     /// from there: their bundles continue a's snapshot, so each of them still provides its own
     /// transactions. A push relays none of them, and a new replica catches up from a's snapshot

@@ -111,7 +111,8 @@ extension Store {
                 pending, from: sources, imported: &imported, failures: &failures, held: held, key: key)
             guard
                 let snapshot = try snapshotToCatchUp(
-                    in: exchange, recorded: sources.recorded, excluding: usedSnapshots, blocked: blocked, key: key)
+                    in: exchange, recorded: sources.recorded, excluding: usedSnapshots, blocked: blocked,
+                    failures: &failures, key: key)
             else { return pending }
             usedSnapshots.insert(snapshot)
             let address = exchange.address(of: snapshot)
@@ -315,7 +316,7 @@ extension Store {
     /// (`holdsUnpublished`).
     private func snapshotToCatchUp(
         in exchange: ExchangeFolder, recorded: String, excluding used: Set<ExchangeFolder.File>,
-        blocked: [Replica.ID: History.Token], key: KeyFile
+        blocked: [Replica.ID: History.Token], failures: inout PullFailures, key: KeyFile
     ) throws -> ExchangeFolder.File? {
         let token = try currentToken()
         var best: (ExchangeFolder.File, History.Token)?
@@ -347,9 +348,19 @@ extension Store {
             {
                 continue
             }
-            guard let (_, header, _) = try? exchange.header(of: file, identity: key.envelopeIdentity),
-                header.kind == .snapshot
-            else { continue }
+            let header: BundleHeader
+            do {
+                header = try exchange.header(of: file, identity: key.envelopeIdentity).header
+            } catch let error as ExchangeError where error.isDamage && replica != self.replica.id {
+                // A peer's damaged snapshot is junk, said once while unchanged (exchange.md §6.5).
+                failures.record(error, reading: address, as: address)
+                continue
+            } catch {
+                // One this replica may not open (encrypted before it joined), or its own, which its
+                // push checks: another's to replace, or its own to write again.
+                continue
+            }
+            guard header.kind == .snapshot else { continue }
             if let validator = entry.validator {
                 try rememberRemote(recorded, address, validator: validator, through: header.through)
             }

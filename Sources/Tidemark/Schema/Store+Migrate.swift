@@ -87,9 +87,24 @@ extension Store {
     ///
     /// Peers that have not migrated hold bundles written under the new version, and apply them
     /// once they migrate too; this replica applies their bundles meanwhile.
+    ///
+    /// Foreign keys, when the connection enforces them, are not enforced while the migration runs
+    /// and are checked before it commits, as in SQLite's procedure for changing a table: a row
+    /// left referring to one that is not there fails it with `StoreError.migrationFailed`.
     @discardableResult
     public func migrate(_ migration: Migration) throws -> MigrationSummary {
-        try mappingErrors { try database.writeWithoutTransaction { db in try perform(migration, db) } }
+        try mappingErrors {
+            try database.writeWithoutTransaction { db in
+                // As SQLite's procedure for changing a table, and GRDB's migrator, do: foreign keys
+                // are not enforced while the migration runs (a parent table rebuilt would cascade
+                // its DROP into every child row, a write no replica records), and are checked
+                // before it commits. Inside a transaction the pragma cannot change.
+                let enforced = try Bool.fetchOne(db, sql: "PRAGMA foreign_keys") ?? false
+                if enforced { try db.execute(sql: "PRAGMA foreign_keys = OFF") }
+                defer { if enforced { try? db.execute(sql: "PRAGMA foreign_keys = ON") } }
+                return try perform(migration, checkingForeignKeys: enforced, db)
+            }
+        }
     }
 
     /// Runs a migration on the app's writer, inside the transaction `db` is in — a GRDB
@@ -126,13 +141,16 @@ extension Store {
         else {
             throw StoreError.notAttached(path: path)
         }
-        return try mappingErrors { try perform(migration, db) }
+        return try mappingErrors { try perform(migration, checkingForeignKeys: false, db) }
     }
 
     /// Runs `migration` in a savepoint of the transaction `db` is in, or in an immediate
     /// transaction of its own, and keeps the store's registrations as the database has them
-    /// whether it commits or rolls back.
-    private func perform(_ migration: Migration, _ db: Database) throws -> MigrationSummary {
+    /// whether it commits or rolls back. With `checkingForeignKeys`, its own transaction commits
+    /// only when no row breaks a foreign key.
+    private func perform(_ migration: Migration, checkingForeignKeys: Bool, _ db: Database) throws
+        -> MigrationSummary
+    {
         var summary: MigrationSummary!
         let run = {
             try db.inSavepoint {
@@ -157,6 +175,7 @@ extension Store {
             } else {
                 try db.inTransaction(.immediate) {
                     try run()
+                    if checkingForeignKeys { try Self.checkForeignKeys(db) }
                     return .commit
                 }
             }
@@ -167,5 +186,17 @@ extension Store {
         }
         try registrations.refresh(db)
         return summary
+    }
+
+    /// Throws `StoreError.migrationFailed` for the first row that breaks a foreign key, naming it
+    /// (step 10 of SQLite's procedure for changing a table, as GRDB's migrator runs it).
+    private static func checkForeignKeys(_ db: Database) throws {
+        guard let violation = try db.foreignKeyViolations().next() else { return }
+        let row = violation.originRowID.map { "row \($0)" } ?? "a row"
+        throw StoreError.migrationFailed(
+            statement: "PRAGMA foreign_key_check",
+            message:
+                "\(row) of '\(violation.originTable)' refers to a row of '\(violation.destinationTable)' that is not there"
+        )
     }
 }

@@ -106,7 +106,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .nothingToTrack(let p): return "\(p) has no tables to track"
         case .sqlFailed(let m, _): return "SQL failed, nothing was applied: \(m)"
         case .transactionControlNotAllowed(let s):
-            return "'\(s)' is not allowed: exec runs all its SQL as one transaction"
+            return "'\(s)' is not allowed: the SQL runs as one transaction, which Tidemark begins and commits"
         case .historyTokenExpired(_, let r, let p):
             return
                 "history token expired: replica \(r.short)'s transactions up to #\(p) were deleted from this store's history"

@@ -123,6 +123,63 @@ import TidemarkTestSupport
         #expect(try e.store.execute(sql: "SELECT note FROM items").0[0].rows == [[.text("n")]])
     }
 
+    /// A store made from the app's newer schema, which lacks a column a version dropped, takes
+    /// that version on and applies changes written before it: what they wrote to the dropped
+    /// column stays in history, to relay, and reaches no row.
+    @Test func aStoreCreatedWithoutADroppedColumnTakesTheDropOnAndAppliesChangesFromBeforeIt() async throws {
+        // The widest table: history has no place yet for a slot past its columns.
+        let group = try ExchangeGroup(
+            ["a"], schema: "CREATE TABLE items(id TEXT PRIMARY KEY, name TEXT, qty INTEGER, note TEXT);", preserve: [])
+        let a = group["a"]
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name, qty) VALUES ('i1', 'one', 1)")
+        let version = try #require(
+            try a.store.migrate(Store.Migration(sql: "ALTER TABLE items DROP COLUMN name")).version)
+        _ = try a.store.execute(sql: "INSERT INTO items(id, qty) VALUES ('i2', 2)")
+        try group.push("a")
+        let e = try group.add("e", schema: "CREATE TABLE items(id TEXT PRIMARY KEY, qty INTEGER, note TEXT);")
+        let pulled = try group.pull("e", prune: false)
+        #expect(pulled.warnings.isEmpty && pulled.waiting.isEmpty, "\(pulled.warnings)")
+        #expect(pulled.imported.first?.adoptedVersions == [version])
+        #expect(
+            try e.store.execute(sql: "SELECT id, qty FROM items ORDER BY id").0[0].rows == [
+                [.text("i1"), .integer(1)], [.text("i2"), .integer(2)],
+            ])
+        #expect(try e.store.fetchHistory().flatMap(\.changes).count == 2)
+        #expect(try group.tableDifferences().isEmpty)
+    }
+
+    /// A column dropped and added again under its name: a store that made neither migration has
+    /// a column of that name, which holds the values from before the drop, not the new column's.
+    /// It holds the bundles and names the migrations to make; once made, they apply.
+    @Test func aColumnDroppedAndAddedAgainIsNotTakenForTheOneBeforeTheDrop() async throws {
+        let group = try ExchangeGroup(["a", "b"], schema: Self.v1, preserve: [])
+        let (a, b) = (group["a"], group["b"])
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('i1', 'before the drop')")
+        try group.round(prune: false)
+        let drop = Store.Migration(sql: "ALTER TABLE items DROP COLUMN name")
+        let add = Store.Migration(sql: "ALTER TABLE items ADD COLUMN name TEXT")
+        try a.store.migrate(drop)
+        let version = try #require(try a.store.migrate(add).version)
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('i2', 'after')")
+        try group.push("a")
+        let pulled = try group.pull("b", prune: false)
+        #expect(pulled.warnings.isEmpty, "\(pulled.warnings)")
+        #expect(pulled.waiting.map(\.version) == [version] && pulled.waiting.map(\.missingBefore) == [1])
+        #expect(
+            try b.store.execute(sql: "SELECT id, name FROM items").0[0].rows == [
+                [.text("i1"), .text("before the drop")]
+            ])
+        try b.store.migrate(drop)
+        try b.store.migrate(add)
+        let applied = try group.pull("b", prune: false)
+        #expect(applied.waiting.isEmpty && applied.warnings.isEmpty, "\(applied.warnings)")
+        #expect(try group.tableDifferences().isEmpty)
+        #expect(
+            try b.store.execute(sql: "SELECT id, name FROM items ORDER BY id").0[0].rows == [
+                [.text("i1"), .null], [.text("i2"), .text("after")],
+            ])
+    }
+
     /// The store file and its write-ahead log, as bytes.
     static func files(of path: String) throws -> [String: Data] {
         var files: [String: Data] = [:]

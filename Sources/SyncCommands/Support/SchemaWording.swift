@@ -15,7 +15,9 @@ enum SchemaWording {
         "for schema \(wait.version) (\(clipped(wait.version.change))): \(wait.bundleCount) bundle\(wait.bundleCount == 1 ? "" : "s") held; "
             + (wait.isMade
                 ? "this store has made that version: the next pull applies them"
-                : "make that migration (sync migrate), then pull")
+                : wait.missingBefore == 0
+                    ? "make that migration (sync migrate), then pull"
+                    : "make the \(wait.missingBefore) migration\(wait.missingBefore == 1 ? "" : "s") before it and then that one (sync migrate), then pull")
     }
 
     /// A file held for a version this store has not made, as `import` and `init --from` report it.
@@ -43,7 +45,10 @@ enum SchemaWording {
     /// schema), the lineage, and what held bundles wait for.
     static func json(_ status: Store.Status) -> JSON {
         let waiting = status.waiting.map { wait in
-            ["version": json(wait.version), "bundles": .integer(wait.bundleCount), "made": .bool(wait.isMade)] as JSON
+            [
+                "version": json(wait.version), "bundles": .integer(wait.bundleCount), "made": .bool(wait.isMade),
+                "missing_before": .integer(wait.missingBefore),
+            ] as JSON
         }
         return [
             "version": status.lineage.last.map(json) ?? .null, "position": .integer(status.lineage.count),

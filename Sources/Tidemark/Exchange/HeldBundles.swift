@@ -12,6 +12,9 @@ extension Store {
         public var bundleCount: Int
         /// Whether the store has made the version since: the next pull applies the bundles.
         public var isMade: Bool = false
+        /// How many versions before it the store has not made either: the migrations to make
+        /// first, oldest first.
+        public var missingBefore: Int = 0
     }
 
     /// The schema versions held bundles wait for, oldest first.
@@ -80,7 +83,8 @@ enum HeldBundles {
             waits.append(
                 Store.SchemaWait(
                     version: Schema.Version(position: row[0], id: [UInt8](row[1] as Data), change: change),
-                    bundleCount: row[3], isMade: row[0] <= position))
+                    bundleCount: row[3], isMade: row[0] <= position,
+                    missingBefore: max(0, (row[0] as Int) - 1 - position)))
         }
         return waits
     }

@@ -53,14 +53,15 @@ enum SchemaLineage {
 
     /// Takes `versions` on without a migration, for a store whose tables already have what they
     /// change: records the registrations `SchemaNaming.adopting` made (dropped columns and
-    /// untracked tables the versions name, so history written before them can be relayed), then
-    /// the versions. Returns the versions as recorded.
+    /// untracked tables the versions name, so history written before them can be relayed, with a
+    /// place in history for their values), then the versions. Returns the versions as recorded.
     static func adopt(_ db: Database, _ versions: [Schema.Version], registrations: [TrackedTable], store: Store) throws
         -> [Schema.Version]
     {
         let known = Dictionary(uniqueKeysWithValues: store.registrations.all.map { ($0.id, $0) })
         for registration in registrations where registration != known[registration.id] {
             if known[registration.id] == nil { try registration.insert(db) } else { try registration.update(db) }
+            try Bookkeeping.ensureChangeColumns(db, for: registration)
         }
         let adopted = try versions.map { try append(db, $0.change) }
         try store.registrations.reload(db)

@@ -71,6 +71,19 @@ struct SchemaNaming {
     /// schema): `registrations` with the dropped columns and untracked tables the versions name
     /// added. Nil when the tables do not fit the versions.
     static func adopting(_ versions: [Schema.Version], by registrations: [TrackedTable]) -> [TrackedTable]? {
+        // A column dropped and later added again under its name cannot be told from the one the
+        // table had before the drop, in a store that made neither migration: its values would
+        // pass for the new column's. Such a store makes the migrations itself.
+        var dropped: Set<String> = []
+        for version in versions {
+            for operation in version.change.operations {
+                switch operation {
+                case .dropColumn(_, let column): dropped.insert(column)
+                case .addColumn(_, let column) where dropped.contains(column): return nil
+                default: continue
+                }
+            }
+        }
         var registrations = registrations
         var state = current(registrations)
         for version in versions.reversed() {

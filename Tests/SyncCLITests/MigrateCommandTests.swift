@@ -114,13 +114,19 @@ import TidemarkTestSupport
         }
     }
 
-    /// A migration that changes nothing says so; one that changes only what is not tracked says that.
+    /// A migration that changes nothing says so; one that changes only what is not tracked says
+    /// that; one that only writes rows says they are not history.
     @Test func aMigrationSaysWhetherItChangedTheSchema() async throws {
         let store = try await CLIStore()
         let file = store.directory.file("m.sql")
         for (sql, said) in [
             ("-- nothing yet", "nothing changed"),
             ("CREATE INDEX items_by_name ON items(name);", "schema changed; tracking unchanged"),
+            (
+                "INSERT INTO items(id, name) VALUES ('m', 'by the migration');",
+                "schema unchanged; the migration wrote rows, which are not history: other replicas have them only by "
+                    + "making the same migration (`sync exec` writes rows that replicate)"
+            ),
         ] {
             try sql.write(toFile: file, atomically: true, encoding: .utf8)
             let result = try await store.sync("migrate", file)

@@ -75,5 +75,15 @@ import TidemarkTestSupport
         #expect(
             "\(error.map { "\($0)" } ?? "")".contains("it has \(widest + 1) columns; at most \(widest) can be tracked"),
             "\(String(describing: error))")
+
+        // A migration that would pass the limit is refused with it, and a hint that fits.
+        let before = try a.everything()
+        #expect {
+            try a.store.migrate(Store.Migration(sql: "ALTER TABLE wide ADD COLUMN extra TEXT"))
+        } throws: { error in
+            guard case StoreError.tooManyColumnSlots("wide", widest + 1, widest) = error else { return false }
+            return (error as? StoreError)?.hint?.contains("untrack the table and track it again") == true
+        }
+        #expect(try a.everything() == before)
     }
 }

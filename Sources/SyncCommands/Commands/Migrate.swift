@@ -81,7 +81,12 @@ extension SyncCLI {
             lines += summary.preserveChanged.map { "preserving changed for \($0)" }
             if version, let made = summary.version { lines.append("schema is now \(made)") }
             guard lines.isEmpty else { return lines }
-            return [summary.changedSchema ? "schema changed; tracking unchanged" : "nothing changed"]
+            if summary.changedSchema { return ["schema changed; tracking unchanged"] }
+            guard summary.wroteRows else { return ["nothing changed"] }
+            return [
+                "schema unchanged; the migration wrote rows, which are not history: other replicas have them only by "
+                    + "making the same migration (`sync exec` writes rows that replicate)"
+            ]
         }
     }
 }

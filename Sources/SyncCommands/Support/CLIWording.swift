@@ -44,6 +44,10 @@ enum CLIWording {
             return "put the schema change in a file and run `sync migrate --store STORE FILE.sql`"
         case .neverTracked(let t):
             return "`sync migrate --store STORE --track \(t)` tracks it: its writes are recorded from then on"
+        case .tooManyColumnSlots(let t, _, _):
+            return
+                "keep the table's columns under the limit; if dropped columns hold the slots, `sync migrate --store STORE --untrack \(t)` "
+                + "and then `--track \(t)` in a later migration give it a slot per column it has"
         case .bookkeepingChanged:
             return
                 "tidemark_ names are Tidemark's, and no trigger or view may name them: without the capture triggers a table's writes are not recorded; change tracked tables with `sync migrate`"

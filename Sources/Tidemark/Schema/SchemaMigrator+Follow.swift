@@ -73,11 +73,7 @@ extension SchemaMigrator {
         table.retired += gone.map { TrackedTable.Retired(slot: $0, name: names[$0]!, droppedAt: position) }
         let limit = Bookkeeping.maxTrackedColumns(db, keyCount: table.keyIndexes.count)
         if table.slotCount > limit {
-            throw StoreError.unsupportedMigration(
-                table: old.name,
-                change:
-                    "it would have \(table.slotCount) column slots (dropped columns keep theirs); at most \(limit) can be tracked"
-            )
+            throw StoreError.tooManyColumnSlots(table: old.name, slots: table.slotCount, limit: limit)
         }
         return table
     }

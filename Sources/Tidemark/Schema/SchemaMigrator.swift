@@ -34,6 +34,7 @@ struct SchemaMigrator {
         let position = try SchemaLineage.position(db) + 1
         var summary = Store.MigrationSummary()
         summary.changedSchema = changedSchema
+        summary.wroteRows = wroteRows
         var operations: [Schema.Operation] = []
         var after: [TrackedTable] = []
         let preserve = try preservedByTable(

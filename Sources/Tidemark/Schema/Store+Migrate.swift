@@ -70,6 +70,9 @@ extension Store {
         /// Whether the migration's SQL or code changed the schema at all (false for one that only
         /// wrote rows, or held nothing but comments).
         public var changedSchema = false
+        /// Whether the migration's SQL or code wrote rows. They are not history: other replicas
+        /// have them only by making the same migration.
+        public var wroteRows = false
     }
 
     /// Runs a migration and adapts tracking in the same SQLite transaction: a failure, or a change

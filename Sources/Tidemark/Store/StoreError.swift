@@ -74,6 +74,9 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case migrationFailed(statement: String, message: String)
     /// A migration changed a tracked table in a way tracking cannot follow; nothing was changed.
     case unsupportedMigration(table: String, change: String)
+    /// A migration would leave a tracked table with more column slots (its columns, and those
+    /// dropped since it was tracked) than history has room for; nothing was changed.
+    case tooManyColumnSlots(table: String, slots: Int, limit: Int)
     /// A migration asked to untrack a table that is not tracked.
     case notTracked(String)
     /// History was asked for the changes of a table the store has, but has never tracked: it holds
@@ -130,6 +133,10 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
             return "migration failed, nothing was changed: \(m) (in: \(statement))"
         case .unsupportedMigration(let t, let change):
             return "migration refused, nothing was changed: tracked table '\(t)': \(change)"
+        case .tooManyColumnSlots(let t, let slots, let limit):
+            return
+                "migration refused, nothing was changed: tracked table '\(t)' would have \(slots) column slots "
+                + "(dropped columns keep theirs); at most \(limit) can be tracked"
         case .schemaChangeNeedsMigration(let statement):
             return "'\(statement)' changes the schema of a tracked table; nothing was changed"
         case .bookkeepingChanged(let statement, let object):
@@ -169,6 +176,10 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unsupportedMigration:
             return
                 "keep each table's key; rename a table or column in a migration of its own; untrack a table to drop it"
+        case .tooManyColumnSlots:
+            return
+                "history keeps a value column per slot, within SQLite's column limit: keep the table's columns under the limit; "
+                + "if dropped columns hold the slots, untrack the table and track it again in a later migration, which gives it a slot per column it has"
         case .schemaChangeNeedsMigration:
             return "run it as a migration (Store.migrate), which adapts tracking in the same transaction"
         case .neverTracked(let t):

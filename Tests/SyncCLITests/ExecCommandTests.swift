@@ -97,6 +97,12 @@ import TidemarkTestSupport
             expectFailure(try await store.sync("exec", sql), "is not allowed", hint: "BEGIN/COMMIT")
         }
         #expect(try await store.dump() == before)
+        // What SQLite refuses inside a transaction is said as SQLite says it, not as another
+        // process's lock.
+        let checkpoint = try await store.sync("exec", "PRAGMA wal_checkpoint(TRUNCATE)")
+        expectFailure(checkpoint, "SQL failed, nothing was applied: database table is locked")
+        #expect(!checkpoint.stderr.contains("another"), "\(checkpoint)")
+        expectFailure(try await store.sync("exec", "VACUUM"), "cannot VACUUM from within a transaction")
     }
 
     @Test func theStoreCanComeFromTheEnvironment() async throws {

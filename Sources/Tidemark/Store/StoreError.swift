@@ -212,7 +212,9 @@ extension StoreError {
         let message = error.message ?? "\(error.resultCode)"
         switch error.resultCode {
         case .SQLITE_NOTADB: return .notADatabase(path: path)
-        case .SQLITE_BUSY, .SQLITE_LOCKED: return .storeLocked(path: path)
+        // Another connection's lock is SQLITE_BUSY; SQLITE_LOCKED is a conflict within this one
+        // (a checkpoint asked for inside a transaction, say), which SQLite's message says.
+        case .SQLITE_BUSY: return .storeLocked(path: path)
         case .SQLITE_READONLY:
             let (reason, fix) = StoreFileDiagnosis.whyNotWritable(path)
             return .storeReadOnly(path: path, reason: reason, fix: fix)

@@ -8,6 +8,8 @@ import Foundation
 struct PullFailures {
     private(set) var messages: [String: String] = [:]
     private(set) var junk: Set<String> = []
+    /// What to do about failures that another pull alone cannot clear (a schema fork), by address.
+    private(set) var advice: [String: String] = [:]
 
     /// Why the file at `address` could not be used; setting it (or nil, once it was used) makes
     /// it a failure that is not junk.
@@ -16,6 +18,7 @@ struct PullFailures {
         set {
             messages[address] = newValue
             junk.remove(address)
+            advice[address] = nil
         }
     }
 
@@ -23,6 +26,7 @@ struct PullFailures {
     mutating func record(_ error: ExchangeError, reading local: String, as address: String) {
         self[address] = error.naming(local, as: address).description
         if error.isDamage { junk.insert(address) }
+        if case .schemaFork = error { advice[address] = error.hint }
     }
 
     /// Records that the file at `address` is junk, for `message`.

@@ -163,7 +163,8 @@ extension Store {
                 for address in failures.messages.keys.sorted() {
                     let message = failures.messages[address]!
                     guard failures.junk.contains(address) else {
-                        warnings.append("skipped \(message) (will retry on the next pull)")
+                        let advice = failures.advice[address].map { "; \($0)" } ?? " (will retry on the next pull)"
+                        warnings.append("skipped \(message)\(advice)")
                         continue
                     }
                     guard let (file, fingerprint) = sources.listed[address], let fingerprint else {

@@ -68,10 +68,19 @@ struct WebDAVCommandTests {
         expectFailure(
             try await sync(a, ["push", "--to", withPassword]),
             "cannot use \(server.url) as an exchange folder: it holds a login or password")
-        expectFailure(
-            try await sync(a, ["push", "--to", "http://tidemark.invalid/dav/"]),
-            "http:// sends the password and the files in clear; use https://, or allow it for this host with --insecure-http"
-        )
+        // A name that starts like a loopback address is a name like any other.
+        for host in ["tidemark.invalid", "127.0.0.1.tidemark.invalid", "127.tidemark.invalid", "127.0.0.256"] {
+            expectFailure(
+                try await sync(a, ["push", "--to", "http://\(host)/dav/"]),
+                "http:// sends the password and the files in clear; use https://, or allow it for this host with --insecure-http"
+            )
+        }
+        for port in ["0", "65536", "99999"] {
+            expectFailure(
+                try await sync(a, ["pull", "--from", "http://127.0.0.1:\(port)/dav/"]),
+                "cannot use http://127.0.0.1:\(port)/dav/ as an exchange folder: port \(port) is not between 1 and 65535"
+            )
+        }
 
         for result in outputs {
             #expect(!result.stdout.contains(server.password) && !result.stderr.contains(server.password), "\(result)")

@@ -75,14 +75,27 @@ final class WebDAVTransport: ExchangeTransport {
         guard components.query == nil, components.fragment == nil else {
             throw ExchangeError.badLocation(url, reason: "a collection's URL has no query or fragment")
         }
+        if let port = components.port, !(1...65535).contains(port) {
+            throw ExchangeError.badLocation(url, reason: "port \(port) is not between 1 and 65535")
+        }
         components.scheme = scheme
         if !components.path.hasSuffix("/") { components.path += "/" }
         guard let normalized = components.url else { throw ExchangeError.badLocation(url, reason: "not a valid URL") }
         return normalized
     }
 
+    /// Whether `host` names this machine: `localhost`, `::1`, or a dotted IPv4 address in
+    /// 127.0.0.0/8. Judged on the address as written, not on a name's first characters: a name
+    /// such as `127.0.0.1.example.net` resolves wherever its owner wants.
     static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host.hasPrefix("127.") || host == "::1" || host == "[::1]"
+        let host = host.lowercased()
+        if host == "localhost" || host == "::1" || host == "[::1]" { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127"
+            && parts.allSatisfy { part in
+                (1...3).contains(part.utf8.count) && part.utf8.allSatisfy { (48...57).contains($0) }
+                    && Int(part)! <= 255
+            }
     }
 
     /// The URL of `name` in `folder` ("" for the collection itself); a folder's ends with a slash.

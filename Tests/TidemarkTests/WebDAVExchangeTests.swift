@@ -201,6 +201,13 @@ struct WebDAVExchangeTests {
         _ = try group.b.store.pull(from: group.url, key: group.b.key, settings: group.settings)
         let requests = try group.proxy.forwarded()
         #expect(!requests.contains { $0.method == "GET" }, "\(requests)")
+        // Nor does a pull of a, whose own snapshot is on the server: its header is read once.
+        #expect(FileManager.default.fileExists(atPath: group.server.root + "/\(group.a.id)/snapshot.tms"))
+        _ = try group.a.store.pull(from: group.url, key: group.a.key, settings: group.settings)
+        try group.proxy.clearLog()
+        let own = try group.a.store.pull(from: group.url, key: group.a.key, settings: group.settings)
+        let ownRequests = try group.proxy.forwarded()
+        #expect(own.bytesDownloaded == 0, "\(ownRequests)")
         try group.converge()
     }
 

@@ -35,3 +35,23 @@ enum RemoteFiles {
         }
     }
 }
+
+extension Store {
+    /// The `through` token of a file of a server's exchange folder, as read when it had `validator`.
+    func remoteThrough(_ recorded: String, _ address: String, validator: String) throws -> History.Token? {
+        try mappingErrors {
+            try database.read { db in
+                try RemoteFiles.through(db, location: recorded, file: address, validator: validator)
+            }
+        }
+    }
+
+    /// Remembers `through` as the token of the file at `address`, read when it had `validator`.
+    func rememberRemote(_ recorded: String, _ address: String, validator: String, through: History.Token) throws {
+        try mappingErrors {
+            try database.write { db in
+                try RemoteFiles.remember(db, location: recorded, file: address, validator: validator, through: through)
+            }
+        }
+    }
+}

@@ -51,6 +51,11 @@ extension Store {
         try clearWaitingOnHeld(pending, from: sources, failures: &failures, key: key)
         var listed = Set(sources.order)
         listed.formUnion(try readWatermarks(in: exchange, recorded: recorded, failures: &failures, key: key))
+        // Snapshots' tokens too, this replica's own included: read once while unchanged.
+        listed.formUnion(
+            try (exchange.replicaFolders(except: replica.id) + [replica.id]).map {
+                exchange.address(of: ExchangeFolder.File(replica: $0, name: ExchangeFolder.snapshotName))
+            })
         // A peer's file showed this store to be an older copy: nothing more is published from it,
         // its watermark included.
         try checkNotRestored()
@@ -378,22 +383,4 @@ extension Store {
         }
         return best?.0
     }
-
-    /// The `through` token of a file of a server's exchange folder, as read when it had `validator`.
-    func remoteThrough(_ recorded: String, _ address: String, validator: String) throws -> History.Token? {
-        try mappingErrors {
-            try database.read { db in
-                try RemoteFiles.through(db, location: recorded, file: address, validator: validator)
-            }
-        }
-    }
-
-    func rememberRemote(_ recorded: String, _ address: String, validator: String, through: History.Token) throws {
-        try mappingErrors {
-            try database.write { db in
-                try RemoteFiles.remember(db, location: recorded, file: address, validator: validator, through: through)
-            }
-        }
-    }
-
 }

@@ -11,6 +11,8 @@ method is `method` ("*" for any) and whose path contains `path`:
   {"action": "drop-request"}               read part of the request body, then close the connection
   {"action": "drop-response", "after": N}  forward, send the head and N body bytes, then close
   {"action": "delay", "seconds": S}        wait S seconds, then forward
+  {"action": "trickle", "seconds": S, "after": N}  forward, send the head, then N body bytes (all
+                                           by default) one every S seconds, then close
   {"action": "refuse"}                     close the connection at once, without reading
 GET /__log returns what was forwarded: method, path, Range header, status, body bytes sent.
 DELETE /__log clears it.
@@ -107,16 +109,24 @@ class Proxy(http.server.BaseHTTPRequestHandler):
         sent = data
         if action == "drop-response":
             sent = data[: rule.get("after", 0)]
+        if action == "trickle":
+            sent = data[: rule.get("after", len(data))]
         try:
-            self.wfile.write(sent)
-            self.wfile.flush()
+            if action == "trickle":
+                for i in range(len(sent)):
+                    self.wfile.write(sent[i : i + 1])
+                    self.wfile.flush()
+                    time.sleep(rule["seconds"])
+            else:
+                self.wfile.write(sent)
+                self.wfile.flush()
         except OSError:
             pass
         with lock:
             log.append({"method": self.command, "path": self.path, "range": self.headers.get("Range"),
                         "status": response.status, "bytes": len(sent)})
         upstream.close()
-        if action == "drop-response":
+        if action in ("drop-response", "trickle"):
             self.close_connection = True
 
     do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = do_OPTIONS = forward

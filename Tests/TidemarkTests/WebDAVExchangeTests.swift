@@ -269,6 +269,24 @@ struct WebDAVExchangeTests {
             try group.failure {
                 _ = try group.b.store.pull(from: group.url, key: group.b.key, settings: group.settings)
             } == .timedOut)
+        // One that sends its answer a byte at a time, each in time for the read timeout: the
+        // transfer's pace ends it, not the server (which would close after 30 bytes, 15 s).
+        try group.proxy.inject([.init("trickle", method: "PROPFIND", times: 5, after: 30, seconds: 0.5)])
+        var started = ContinuousClock.now
+        #expect(
+            try group.failure {
+                _ = try group.b.store.pull(from: group.url, key: group.b.key, settings: group.settings)
+            } == .timedOut)
+        #expect(ContinuousClock.now - started < .seconds(10))
+        // A bundle's download the same: reported, and the pull goes on.
+        try group.proxy.inject([])
+        _ = try group.a.store.push(to: group.url, key: group.a.key, settings: group.settings)
+        try group.proxy.inject([.init("trickle", method: "GET", times: 5, after: 30, seconds: 0.5)])
+        started = ContinuousClock.now
+        let trickled = try group.b.store.pull(from: group.url, key: group.b.key, settings: group.settings)
+        #expect(trickled.imported.isEmpty)
+        #expect(trickled.warnings.contains { $0.contains("the server did not answer in time") }, "\(trickled.warnings)")
+        #expect(ContinuousClock.now - started < .seconds(10))
         for (status, fault) in [
             (401, RemoteFault.unauthorized(sentCredentials: true)), (403, .forbidden), (501, .notWebDAV),
         ] {

@@ -85,7 +85,7 @@ final class WebDAVClient {
         try retrying(url, status: \.status) {
             var request = try self.makeRequest(method, url, headers: headers)
             if let body { request.body = .bytes(Array(body.utf8)) }
-            let delegate = CollectingDelegate()
+            let delegate = CollectingDelegate(window: self.settings.timeout)
             return try self.run(request, delegate: delegate, url: url)
         }
     }
@@ -111,7 +111,7 @@ final class WebDAVClient {
                 let first = (try? handle.read(upToCount: 256 << 10)) ?? Data()
                 return send(first)
             }
-            let result = try self.run(request, delegate: CollectingDelegate(), url: url)
+            let result = try self.run(request, delegate: CollectingDelegate(window: self.settings.timeout), url: url)
             if (200..<300).contains(result.status) { self.bytesUploaded += size }
             return result
         }
@@ -132,7 +132,7 @@ final class WebDAVClient {
                 if let ifRange { headers.append(("If-Range", ifRange)) }
             }
             let request = try self.makeRequest(.GET, url, headers: headers)
-            let delegate = try FileAppendingDelegate(path: path, offset: offset)
+            let delegate = try FileAppendingDelegate(path: path, offset: offset, window: self.settings.timeout)
             defer { delegate.closeFile() }
             do {
                 let result = try self.run(request, delegate: delegate, url: url)
@@ -222,6 +222,7 @@ final class WebDAVClient {
             default: break
             }
         }
+        if error is TransferTooSlow { return .timedOut }
         if let error = error as? NIOSSLError { return tlsFault(error, url: url) }
         if let error = error as? NIOSSLExtraError { return .untrustedCertificate("\(error)") }
         if let error = error as? IOError {
@@ -278,6 +279,9 @@ private final class CollectingDelegate: HTTPClientResponseDelegate, @unchecked S
     typealias Response = WebDAVClient.Response
     private var head: HTTPResponseHead?
     private var body = Data()
+    private var floor: ProgressFloor
+
+    init(window: TimeInterval) { floor = ProgressFloor(window: window) }
 
     func didReceiveHead(task: HTTPClient.Task<Response>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
         self.head = head
@@ -285,6 +289,7 @@ private final class CollectingDelegate: HTTPClientResponseDelegate, @unchecked S
     }
 
     func didReceiveBodyPart(task: HTTPClient.Task<Response>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
+        guard floor.admits(buffer.readableBytes) else { return task.eventLoop.makeFailedFuture(TransferTooSlow()) }
         // A listing is small; an error page is capped rather than kept whole.
         if body.count < 64 << 20 { body.append(contentsOf: buffer.readableBytesView) }
         return task.eventLoop.makeSucceededVoidFuture()
@@ -307,8 +312,10 @@ private final class FileAppendingDelegate: HTTPClientResponseDelegate, @unchecke
     /// Bytes of body received by this request.
     private(set) var received: Int64 = 0
     private var writing = false
+    private var floor: ProgressFloor
 
-    init(path: String, offset: Int64) throws {
+    init(path: String, offset: Int64, window: TimeInterval) throws {
+        floor = ProgressFloor(window: window)
         if !FileManager.default.fileExists(atPath: path) {
             _ = FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
         }
@@ -344,6 +351,7 @@ private final class FileAppendingDelegate: HTTPClientResponseDelegate, @unchecke
     }
 
     func didReceiveBodyPart(task: HTTPClient.Task<Response>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
+        guard floor.admits(buffer.readableBytes) else { return task.eventLoop.makeFailedFuture(TransferTooSlow()) }
         guard writing else { return task.eventLoop.makeSucceededVoidFuture() }
         do {
             try handle.write(contentsOf: Data(buffer.readableBytesView))
@@ -356,4 +364,32 @@ private final class FileAppendingDelegate: HTTPClientResponseDelegate, @unchecke
     }
 
     func didFinishRequest(task: HTTPClient.Task<Response>) throws -> Response { (status, length, total) }
+}
+
+/// A response's body arriving slower than `ProgressFloor` allows.
+private struct TransferTooSlow: Error {}
+
+/// Fails a response whose body trickles: fewer than 1 KiB in a window of the read timeout, counted
+/// from its first bytes. The client's read timeout starts again at every byte, so a server that
+/// sends one now and then would otherwise hold a request, and the command, for as long as it likes.
+private struct ProgressFloor {
+    let window: Duration
+    static let minimum = 1024
+    private var start: ContinuousClock.Instant?
+    private var bytes = 0
+
+    init(window: TimeInterval) { self.window = .milliseconds(Int64(window * 1000)) }
+
+    /// Counts `count` bytes that arrived; false once a window ended with fewer than the minimum.
+    mutating func admits(_ count: Int) -> Bool {
+        let now = ContinuousClock.now
+        bytes += count
+        guard let start else {
+            self.start = now
+            return true
+        }
+        guard now - start >= window else { return true }
+        defer { (self.start, bytes) = (now, 0) }
+        return bytes >= Self.minimum
+    }
 }

@@ -50,11 +50,11 @@ struct Netrc {
     static func parse(_ text: String, path: String) throws -> [String: Credentials] {
         var entries: [String: Credentials] = [:]
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
-        var tokens: [Substring] = []
+        var tokens: [String] = []
         var index = 0
         // A macdef's body runs to the next empty line and holds no tokens of the file.
         while index < lines.count {
-            let words = lines[index].split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" })
+            let words = Self.tokens(of: lines[index])
             index += 1
             if words.first == "macdef" {
                 while index < lines.count, !lines[index].trimmingCharacters(in: .whitespaces).isEmpty { index += 1 }
@@ -80,7 +80,7 @@ struct Netrc {
                     throw ExchangeError.credentials(path: path, reason: "'\(token)' has no value")
                 }
                 position += 1
-                return String(tokens[position])
+                return tokens[position]
             }
             switch token {
             case "machine":
@@ -98,5 +98,39 @@ struct Netrc {
         }
         finish()
         return entries
+    }
+
+    /// The tokens of a line: words between blanks, or a string in double quotes, in which `\"`,
+    /// `\\`, `\n`, `\r` and `\t` stand for what they do in C, as curl reads them: a password may
+    /// then hold a blank or a quote.
+    static func tokens(of line: Substring) -> [String] {
+        var tokens: [String] = []
+        var current = ""
+        var (inToken, quoted, escaped) = (false, false, false)
+        for character in line {
+            if quoted {
+                if escaped {
+                    let escapes: [Character: Character] = ["n": "\n", "r": "\r", "t": "\t"]
+                    current.append(escapes[character] ?? character)
+                    escaped = false
+                } else if character == "\\" {
+                    escaped = true
+                } else if character == "\"" {
+                    quoted = false
+                } else {
+                    current.append(character)
+                }
+            } else if character == " " || character == "\t" || character == "\r" {
+                if inToken { tokens.append(current) }
+                (current, inToken) = ("", false)
+            } else if character == "\"" && !inToken {
+                (quoted, inToken) = (true, true)
+            } else {
+                current.append(character)
+                inToken = true
+            }
+        }
+        if inToken { tokens.append(current) }
+        return tokens
     }
 }

@@ -216,7 +216,10 @@ extension ExchangeError {
             return "check the URL: it must name an existing WebDAV collection (a folder on the server)"
         case .untrustedCertificate:
             return
-                "if you trust this server, give the certificate of the authority that signed its certificate (--ca-file)"
+                "if you trust this server, give the certificate of the authority that signed its certificate (ExchangeSettings.caFile)"
+        case .certificateForAnotherHost:
+            return
+                "use the host name the certificate was issued for in the URL, or have the server present one for \(host)"
         case .redirected: return "use the URL the server redirects to"
         case .tlsFailed(let reason) where reason.contains("plain http://"):
             return "use the server's http:// URL, or the port where it serves https://"

@@ -27,6 +27,8 @@ public enum RemoteFault: Sendable, Equatable, CustomStringConvertible {
     /// The server's certificate is not trusted: `reason` says why (expired, not yet valid, signed
     /// by an unknown authority, issued for another name).
     case untrustedCertificate(String)
+    /// The server's certificate, signed by a trusted authority, names other hosts than this one.
+    case certificateForAnotherHost(String)
     /// The TLS handshake failed for another reason.
     case tlsFailed(String)
     /// The server's answer could not be understood.
@@ -49,6 +51,7 @@ public enum RemoteFault: Sendable, Equatable, CustomStringConvertible {
             return "the server redirects (\(status))" + (to.map { " to \($0)" } ?? "")
         case .unexpectedStatus(let status): return "unexpected answer (\(status))"
         case .untrustedCertificate(let reason): return "untrusted certificate: \(reason)"
+        case .certificateForAnotherHost(let host): return "the server's certificate is not for \(host)"
         case .tlsFailed(let reason): return "TLS failed: \(reason)"
         case .badResponse(let reason): return "unreadable answer: \(reason)"
         }

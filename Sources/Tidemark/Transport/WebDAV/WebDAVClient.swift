@@ -224,7 +224,10 @@ final class WebDAVClient {
         }
         if error is TransferTooSlow { return .timedOut }
         if let error = error as? NIOSSLError { return tlsFault(error, url: url) }
-        if let error = error as? NIOSSLExtraError { return .untrustedCertificate("\(error)") }
+        if let error = error as? NIOSSLExtraError {
+            if error == .failedToValidateHostname { return .certificateForAnotherHost(url.host ?? "this host") }
+            return .untrustedCertificate("\(error)")
+        }
         if let error = error as? IOError {
             return .unreachable(String(cString: strerror(error.errnoCode)).lowercased())
         }

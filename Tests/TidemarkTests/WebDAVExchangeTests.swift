@@ -297,6 +297,15 @@ struct WebDAVExchangeTests {
                 }
                     == fault)
         }
+        // A listing that is not XML: said so, with where, not Foundation's error text.
+        try group.proxy.inject([.init("status", method: "PROPFIND", times: 5, status: 207)])
+        let unreadable = try group.failure {
+            _ = try group.a.store.push(to: group.url, key: group.a.key, settings: group.settings)
+        }
+        #expect(
+            unreadable?.description.hasPrefix("unreadable answer: the listing is not valid XML (line 1, column ")
+                == true,
+            "\(String(describing: unreadable))")
         // https:// to a port that serves plain HTTP: said so, without the TLS library's own text.
         try group.proxy.inject([])
         let plain = "https://" + group.url.dropFirst("http://".count)

@@ -27,8 +27,10 @@ struct Multistatus {
         parser.shouldProcessNamespaces = true
         parser.delegate = delegate
         guard parser.parse() else {
+            // Where, rather than Foundation's error text, which says little ("Code=1 (null)").
             throw ExchangeError.remoteFailed(
-                url: url, .badResponse("the listing is not valid XML (\(parser.parserError.map { "\($0)" } ?? "?"))"))
+                url: url,
+                .badResponse("the listing is not valid XML (line \(parser.lineNumber), column \(parser.columnNumber))"))
         }
         resources = delegate.resources
     }

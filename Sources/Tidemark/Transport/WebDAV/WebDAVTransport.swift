@@ -160,9 +160,10 @@ final class WebDAVTransport: ExchangeTransport {
         }
         guard response.status == 207 else { throw client.fault(response, base) }
         let resources = try Multistatus(response.body, url: location).resources
-        guard let own = resources.first, own.isCollection else {
-            throw ExchangeError.remoteFailed(url: location, .notACollection)
+        guard let own = resources.first else {
+            throw ExchangeError.remoteFailed(url: location, .badResponse("the listing names nothing, not even the URL"))
         }
+        guard own.isCollection else { throw ExchangeError.remoteFailed(url: location, .notACollection) }
     }
 
     func folders() throws -> [String] {

@@ -73,7 +73,8 @@ struct SchemaNaming {
     static func adopting(_ versions: [Schema.Version], by registrations: [TrackedTable]) -> [TrackedTable]? {
         // A column dropped and later added again under its name cannot be told from the one the
         // table had before the drop, in a store that made neither migration: its values would
-        // pass for the new column's. Such a store makes the migrations itself.
+        // pass for the new column's. Such a store makes the migrations itself. (Names are
+        // compared in any table, which holds more than needed, never less.)
         var dropped: Set<String> = []
         for version in versions {
             for operation in version.change.operations {

@@ -42,16 +42,17 @@ extension Store {
     public func exportWhatPeerLacks(
         since: History.Token, to path: String, key: KeyFile, readableBy peer: Replica.ID? = nil
     ) throws -> ExportSummary {
+        func snapshot(_ reason: SnapshotReason) throws -> ExportSummary {
+            var summary = try exportSnapshot(to: path, key: key, readableBy: peer)
+            summary.snapshotReason = reason
+            return summary
+        }
         do {
             return try exportBundle(since: since, to: path, key: key, readableBy: peer)
         } catch StoreError.historyTokenExpired {
-            var summary = try exportSnapshot(to: path, key: key, readableBy: peer)
-            summary.snapshotReason = .historyPruned
-            return summary
+            return try snapshot(.historyPruned)
         } catch ExchangeError.rowTooLarge {
-            var summary = try exportSnapshot(to: path, key: key, readableBy: peer)
-            summary.snapshotReason = .changeTooLarge
-            return summary
+            return try snapshot(.changeTooLarge)
         }
     }
 

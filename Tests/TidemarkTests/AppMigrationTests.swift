@@ -251,4 +251,54 @@ import TidemarkTestSupport
         }
         #expect(f.peer.store.trackedTable(named: "notes")?.columns == ["id", "title", "tag"])
     }
+
+    /// A plain `DatabaseMigrator` migration, without `Store.migrate(_:in:)`, adds a column while
+    /// the store is open, as the documented launch order has it: the change is adopted as it
+    /// commits, so the app's next writes to the column reach history and the peer.
+    @Test func aColumnAPlainMigrationAddsWhileTheStoreIsOpenIsCapturedAtOnce() throws {
+        let f = try Fixture()
+        try f.pool.write { db in try db.execute(sql: "INSERT INTO notes(id, title) VALUES ('n1', 'a')") }
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in try db.execute(sql: AppWriterTests.schema) }
+        migrator.registerMigration("v2") { db in try db.alter(table: "notes") { t in t.add(column: "color", .text) } }
+        try migrator.migrate(f.pool)
+        #expect(f.app.trackedTable(named: "notes")?.columns == ["id", "title", "tag", "color"])
+        #expect(f.app.adoptedSchemaChange?.addedColumns == ["notes": ["color"]])
+        try f.pool.write { db in try db.execute(sql: "UPDATE notes SET color = 'red' WHERE id = 'n1'") }
+        try f.pool.write { db in
+            try db.execute(sql: "INSERT INTO notes(id, title, color) VALUES ('n2', 'b', 'blue')")
+        }
+        let colors = try f.app.fetchHistory().flatMap(\.changes).flatMap(\.values).filter { $0.name == "color" }
+        #expect(colors.map(\.value) == [.text("red"), .text("blue")])
+
+        _ = try f.peer.store.migrate(Store.Migration(sql: "ALTER TABLE notes ADD COLUMN color TEXT"))
+        _ = try f.app.push(to: f.folder, key: f.appKey)
+        _ = try f.peer.store.pull(from: f.folder, key: f.peer.key)
+        let peerQueue = try DatabaseQueue(path: f.peer.path)
+        defer { try? peerQueue.close() }
+        let peerColors = try peerQueue.read { db in
+            try String?.fetchAll(db, sql: "SELECT color FROM notes ORDER BY id")
+        }
+        #expect(peerColors == ["red", "blue"])
+    }
+
+    /// The app rebuilds a tracked table with the same columns (create, copy, drop, rename), which
+    /// drops the capture triggers with the old table: they are put back as the rebuild commits.
+    @Test func aTableThePlainMigrationRebuildsKeepsItsWritesCaptured() throws {
+        let f = try Fixture()
+        try f.pool.write { db in try db.execute(sql: "INSERT INTO notes(id, title) VALUES ('n1', 'a')") }
+        try f.pool.write { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE notes_new(id TEXT PRIMARY KEY, title TEXT CHECK (length(title) < 100), tag TEXT UNIQUE);
+                    INSERT INTO notes_new SELECT * FROM notes;
+                    DROP TABLE notes;
+                    ALTER TABLE notes_new RENAME TO notes;
+                    """)
+        }
+        try f.pool.write { db in try db.execute(sql: "UPDATE notes SET title = 'after' WHERE id = 'n1'") }
+        let change = try #require(try f.app.fetchHistory().last?.changes.first)
+        #expect(change.values.map(\.name) == ["title"])
+        #expect(change.values.first?.value == .text("after"))
+    }
 }

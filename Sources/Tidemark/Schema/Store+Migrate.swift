@@ -131,8 +131,8 @@ extension Store {
     ///
     /// It does what `migrate(_:)` does, in a savepoint: when it throws, what it did is undone and
     /// the caller's transaction goes on (a GRDB migration that rethrows rolls back whole). Outside a
-    /// transaction it runs in one of its own. A schema change the app makes on its writer *without*
-    /// this call is adopted when the store is next opened, like another client's; this call also
+    /// transaction it runs in one of its own. A schema change the app commits on its writer
+    /// *without* this call is adopted as soon as it commits (`adoptedSchemaChange`); this call also
     /// supports what adoption cannot (dropped columns, tables to track or untrack).
     ///
     /// Throws `StoreError.notAttached` when the store was opened by path or `db` is another
@@ -151,7 +151,7 @@ extension Store {
     /// transaction of its own, and keeps the store's registrations as the database has them
     /// whether it commits or rolls back. With `checkingForeignKeys`, its own transaction commits
     /// only when no row breaks a foreign key.
-    private func perform(_ migration: Migration, checkingForeignKeys: Bool, _ db: Database) throws
+    func perform(_ migration: Migration, checkingForeignKeys: Bool, _ db: Database) throws
         -> MigrationSummary
     {
         var summary: MigrationSummary!

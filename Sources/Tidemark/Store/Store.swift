@@ -64,6 +64,9 @@ public final class Store: Sendable {
     let options: Options
     /// Marks and seals the writes of an attached app writer; nil when the store owns its connection.
     let authorship: WriterAuthorship?
+    /// Adopts the schema changes the app commits on an attached writer; nil when the store owns its
+    /// connection.
+    let schemaChanges: WriterSchemaChanges?
 
     init(
         path: String, database: any DatabaseWriter, authorship: WriterAuthorship? = nil, replica: Replica,
@@ -76,6 +79,7 @@ public final class Store: Sendable {
         self.registrations = TrackedTable.Registrations(registrations)
         self.options = options
         self.authorship = authorship
+        schemaChanges = authorship == nil ? nil : WriterSchemaChanges()
     }
 
     /// Opens an initialized store with a connection of its own.
@@ -150,6 +154,7 @@ public final class Store: Sendable {
                 try store.adoptSchemaChange(refusedAs: changed)
             }
             try store.restoreCaptureTriggers()
+            try store.schemaChanges?.start(for: store, on: database)
             return store
         } catch let error as StoreError {
             throw error
@@ -159,7 +164,9 @@ public final class Store: Sendable {
     }
 
     /// What `open` adopted as a migration: a schema change another client made to tracked tables
-    /// (columns added by `ALTER TABLE` in the `sqlite3` shell, say). Nil when there was none.
+    /// (columns added by `ALTER TABLE` in the `sqlite3` shell, say). On an attached writer, also
+    /// the last such change the app committed without `migrate(_:in:)`, adopted once it committed.
+    /// Nil when there was none.
     public var adoptedSchemaChange: MigrationSummary? { adoption.withLock { $0 } }
 
     /// Adopts, as a migration, a schema change another client made behind Tidemark's back, when it
@@ -173,6 +180,24 @@ public final class Store: Sendable {
                 throw StoreError.trackedTableChanged(table, now: change)
             }
             throw refusal
+        }
+    }
+
+    /// After a commit on the attached writer that changed the schema (`WriterSchemaChanges`):
+    /// adopts what the app changed in tracked tables without `migrate(_:in:)`, as `open` would,
+    /// and puts back capture triggers it removed (a table rebuilt with the same columns), so that
+    /// its next writes are captured. Throws `StoreError` for a change that `open` refuses.
+    func followSchemaChange(_ db: Database) throws {
+        let tables = try TrackedTable.fetchAll(db)
+        if try tables.allSatisfy({ try $0.hasRegisteredShape(in: db) }) {
+            guard try !CaptureTriggers.repairs(tables, in: db).isEmpty else { return }
+            try db.inTransaction(.immediate) {
+                try repairCaptureTriggersIfSchemaChanged(db)
+                return .commit
+            }
+        } else {
+            let summary = try perform(Migration(), checkingForeignKeys: false, db)
+            adoption.withLock { $0 = summary }
         }
     }
 

@@ -100,6 +100,32 @@ import TidemarkTestSupport
         #expect(try await f.pool.read { db in try String.fetchAll(db, sql: "SELECT id FROM notes") } == ["s1"])
     }
 
+    /// The app's own trigger on a tracked table writes a table of its own (a count the UI shows):
+    /// the pull that inserts rows runs that trigger, and observation of the count sees it.
+    @Test func appObservationSeesATableTheAppsTriggerWritesDuringAPull() async throws {
+        let f = try Fixture()
+        try await f.pool.write { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE "note count"(n INTEGER NOT NULL);
+                    INSERT INTO "note count" VALUES (0);
+                    CREATE TRIGGER count_notes AFTER INSERT ON notes BEGIN UPDATE "note count" SET n = n + 1; END;
+                    """)
+        }
+        let observed = Observed<Int>()
+        observed.cancellable = ValueObservation.tracking { db in
+            try Int.fetchOne(db, sql: #"SELECT n FROM "note count""#) ?? -1
+        }.start(
+            in: f.pool, scheduling: .async(onQueue: DispatchQueue(label: "test.observation")),
+            onError: { Issue.record($0) }, onChange: { observed.append($0) })
+        #expect(await observed.wait { $0 == 0 })
+        _ = try f.peer.store.execute(sql: "INSERT INTO notes(id, title) VALUES ('p1', 'from peer')")
+        try f.peerSyncs()
+        let pulled = try f.appPulls()
+        #expect(pulled.changedTables == ["notes", "note count"])
+        #expect(await observed.wait { $0 == 1 }, "observed \(observed.all)")
+    }
+
     @Test func appObservationSeesAConflictResolutionDeleteARow() async throws {
         let f = try Fixture()
         // The peer claims tag 'x' first; the app claims it later and loses when it pulls.

@@ -25,8 +25,9 @@ extension Store {
         /// The bundle's header.
         public var header: BundleHeader
         /// The user tables whose rows the import inserted, updated or deleted — by merge, conflict
-        /// resolution, or a foreign-key action of those (tables that reference a changed table are
-        /// counted whether or not an action removed a row of theirs). Empty when nothing changed.
+        /// resolution, a foreign-key action of those, or the app's own triggers on a changed table
+        /// (tables that reference a changed table, or that such a trigger names, are counted whether
+        /// or not a row of theirs changed). Empty when nothing changed.
         public var changedTables: Set<String> = []
         /// When the bundle needs a schema version this store has not made: that version. The
         /// bundle was verified and is held in the store, unapplied, until the store makes the same

@@ -268,8 +268,27 @@ import TidemarkTestSupport
         let again = try Store.initialize(in: queue, setup: Store.Setup(replicaName: "app"))
         #expect(!again.created)
         #expect(again.store.replica == f.app.replica)
-        #expect(throws: StoreError.self) {
-            try Store.initialize(in: try DatabaseQueue(), setup: Store.Setup(replicaName: "m"))
+    }
+
+    /// An in-memory database, unnamed or named (GRDB's shared `file:NAME?mode=memory&cache=shared`),
+    /// has no place beside it for the key file: the store asks for `Setup.keyPath` and writes no
+    /// key into the current directory; with one, it is created.
+    @Test func anInMemoryDatabaseNeedsAKeyPath() throws {
+        let directory = try TemporaryDirectory("tidemark-memory")
+        for queue in [try DatabaseQueue(), try DatabaseQueue(named: "tidemark-\(UUID().uuidString)")] {
+            try queue.write { db in try db.execute(sql: AppWriterTests.schema) }
+            let stray = queue.path + ".key"
+            defer { try? FileManager.default.removeItem(atPath: stray) }
+            #expect {
+                try Store.initialize(in: queue, setup: Store.Setup(replicaName: "m"))
+            } throws: { error in
+                guard case StoreError.keyFile(_, let problem) = error else { return false }
+                return problem.contains("Setup.keyPath")
+            }
+            #expect(!FileManager.default.fileExists(atPath: stray), "a key file was written to \(stray)")
+            var setup = Store.Setup(replicaName: "m")
+            setup.keyPath = directory.file("m-\(UUID().uuidString).key")
+            #expect(try Store.initialize(in: queue, setup: setup).created)
         }
     }
 }

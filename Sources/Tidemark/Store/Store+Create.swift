@@ -65,7 +65,8 @@ extension Store {
     /// Creates a store in the app's own database, or adopts the tables already there, and attaches
     /// to it: every read and write of the store goes through `writer`. Rows already in the tables
     /// are recorded as one first transaction (context name `adopt`). The key file defaults to
-    /// `PATH.key` beside the database file; an in-memory database needs `setup.keyPath`.
+    /// `PATH.key` beside the database file; an in-memory database, or one opened by a URI
+    /// filename, needs `setup.keyPath`.
     ///
     /// Run it after the app's own migrations have created its tables. It changes nothing when the
     /// store is already initialized as `setup` asks; on any error the database is left as it was.
@@ -104,7 +105,10 @@ extension Store {
         guard let keyPath = setup.keyPath ?? (Store.isFileBacked(path) ? KeyFile.defaultPath(forStore: path) : nil)
         else {
             throw StoreError.keyFile(
-                path: path, problem: "an in-memory database has no place for a key file beside it; set Setup.keyPath")
+                path: path,
+                problem:
+                    "an in-memory database, or one opened by a URI filename, has no place for a key file beside it; set Setup.keyPath"
+            )
         }
         var createdKey = false
         do {
@@ -163,9 +167,11 @@ extension Store {
         try CaptureTriggers.install(table, in: db)
     }
 
-    /// Whether `path` names a file (not an in-memory or temporary database).
+    /// Whether `path` names a file a key file can be put beside: not an in-memory or temporary
+    /// database, nor a URI filename (`file:…`), which GRDB's named in-memory databases are
+    /// (`file:NAME?mode=memory&cache=shared`) and whose text is no path.
     static func isFileBacked(_ path: String) -> Bool {
-        !path.isEmpty && path != ":memory:" && !path.hasPrefix("file::memory:")
+        !path.isEmpty && path != ":memory:" && !path.hasPrefix("file:")
     }
 
     /// Runs a schema script statement by statement, skipping its own transaction control (so a

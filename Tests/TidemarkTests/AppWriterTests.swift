@@ -188,6 +188,34 @@ import TidemarkTestSupport
         #expect(received.map(\.contextName) == expected.map(\.1))
     }
 
+    /// Clearing the transaction's authorship gives it the default one, or none, whether it is
+    /// cleared before or after the transaction's writes.
+    @Test func aClearedTransactionAuthorIsTheDefaultBeforeOrAfterTheWrites() async throws {
+        let f = try Fixture()
+        try f.app.setDefaultTransactionAuthor("app", contextName: "ui")
+        try await f.pool.write { db in
+            try f.app.setTransactionAuthor("ana", in: db)
+            try f.app.setTransactionAuthor(nil, in: db)
+            try db.execute(sql: "INSERT INTO notes(id, title) VALUES ('n1', 'cleared before')")
+        }
+        try await f.pool.write { db in
+            try f.app.setTransactionAuthor("ana", in: db)
+            try db.execute(sql: "INSERT INTO notes(id, title) VALUES ('n2', 'cleared after')")
+            try f.app.setTransactionAuthor(nil, in: db)
+            try db.execute(sql: "INSERT INTO notes(id, title) VALUES ('n3', 'and after that')")
+        }
+        try f.app.setDefaultTransactionAuthor(nil)
+        try await f.pool.write { db in
+            try f.app.setTransactionAuthor("bo", contextName: "editor", in: db)
+            try db.execute(sql: "INSERT INTO notes(id, title) VALUES ('n4', 'no default')")
+            try f.app.setTransactionAuthor(nil, in: db)
+        }
+        let history = try f.app.fetchHistory().filter { $0.contextName != "adopt" }
+        #expect(history.map(\.author) == ["app", "app", nil])
+        #expect(history.map(\.contextName) == ["ui", "ui", nil])
+        #expect(history.map(\.changes.count) == [1, 2, 1])
+    }
+
     @Test func authorsAreRefusedOutsideTheAttachedWriter() async throws {
         let f = try Fixture()
         #expect(throws: StoreError.authorOutsideTransaction) {

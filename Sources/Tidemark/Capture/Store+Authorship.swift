@@ -6,7 +6,8 @@ extension Store {
     /// app's own `write { db in … }` on the writer the store is attached to, before or after the
     /// transaction's writes: its changes become one history transaction with that authorship
     /// (changes made before the call take it too when a default authorship was set; otherwise
-    /// they form an unattributed transaction of their own). Nil for both clears it.
+    /// they form an unattributed transaction of their own). Nil for both clears it, before or after
+    /// the writes: the whole transaction takes the default authorship, or none.
     ///
     /// Throws `StoreError.notAttached` when the store was opened by path or `db` is another
     /// connection, and `StoreError.authorOutsideTransaction` outside a transaction.

@@ -71,7 +71,21 @@ final class WriterAuthorship: TransactionObserver, @unchecked Sendable {
                 sql: "INSERT OR REPLACE INTO temp.tidemark_author(scope, author, context, pid) VALUES (?, ?, ?, ?)",
                 arguments: [scope, authorship.author, authorship.contextName, authorship.processID])
         }
-        if scope == 1 {
+        guard scope == 1 else { return }
+        if authorship.author == nil && authorship.contextName == nil {
+            // Cleared: the changes this transaction already made take the default authorship, as
+            // its later ones do, or, without one, no mark at all, as when nothing was set.
+            try db.execute(
+                sql: """
+                    UPDATE main.tidemark_authorship SET (author, context, pid) =
+                      (SELECT author, context, pid FROM temp.tidemark_author WHERE scope = 0)
+                    WHERE first_change = (SELECT first FROM temp.tidemark_open)
+                      AND EXISTS (SELECT 1 FROM temp.tidemark_author WHERE scope = 0);
+                    DELETE FROM main.tidemark_authorship WHERE first_change = (SELECT first FROM temp.tidemark_open)
+                      AND NOT EXISTS (SELECT 1 FROM temp.tidemark_author);
+                    DELETE FROM temp.tidemark_open WHERE NOT EXISTS (SELECT 1 FROM temp.tidemark_author);
+                    """)
+        } else {
             // Changes this transaction already made under the default authorship take the new one.
             try db.execute(
                 sql:

@@ -19,7 +19,9 @@ struct Note: Codable, FetchableRecord, PersistableRecord {
     var title: String
 }
 
-let dbPool = try DatabasePool(path: directory + "/notes.sqlite")
+var config = Configuration()
+config.busyMode = .timeout(5)  // wait while a `sync` command writes the same file
+let dbPool = try DatabasePool(path: directory + "/notes.sqlite", configuration: config)
 var migrator = DatabaseMigrator()
 migrator.registerMigration("v1") { db in
     try db.create(table: "note") { t in

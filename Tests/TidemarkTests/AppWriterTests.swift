@@ -216,6 +216,43 @@ import TidemarkTestSupport
         #expect(history.map(\.changes.count) == [1, 2, 1])
     }
 
+    /// The app writes again from a callback GRDB runs once its transaction commits (an
+    /// `afterNextTransaction` closure, a `DatabaseRegionObservation`'s `onChange`): that write
+    /// is captured with the default authorship, and the next transaction keeps its own author.
+    @Test func aWriteMadeAfterACommitLeavesTheNextTransactionItsAuthor() throws {
+        let f = try Fixture()
+        try f.app.setDefaultTransactionAuthor("app", contextName: "ui")
+        let derived = Observed<Int>()
+        let observation = DatabaseRegionObservation(tracking: Table("notes")).start(
+            in: f.pool, onError: { Issue.record($0) },
+            onChange: { db in
+                guard derived.all.isEmpty else { return }
+                derived.append(1)
+                try? db.execute(sql: "INSERT INTO notes(id, title) VALUES ('d1', 'written in onChange')")
+            })
+        defer { observation.cancel() }
+        try f.pool.write { db in
+            try db.execute(sql: "INSERT INTO notes(id, title) VALUES ('n1', 'first')")
+            db.afterNextTransaction { db in
+                try? db.execute(sql: "INSERT INTO notes(id, title) VALUES ('n2', 'after commit')")
+            }
+        }
+        try f.pool.write { db in
+            try f.app.setTransactionAuthor("bo", contextName: "editor", in: db)
+            try db.execute(sql: "INSERT INTO notes(id, title) VALUES ('n3', 'by bo')")
+        }
+        let history = try f.app.fetchHistory().filter { $0.contextName != "adopt" }
+        func authorship(of id: String) -> [String?] {
+            history.filter { $0.changes.contains { $0.key.first?.value == .text(id) } }.flatMap {
+                [$0.author, $0.contextName]
+            }
+        }
+        #expect(authorship(of: "n1") == ["app", "ui"])
+        #expect(authorship(of: "n2") == ["app", "ui"])
+        #expect(authorship(of: "d1") == ["app", "ui"])
+        #expect(authorship(of: "n3") == ["bo", "editor"], "\(history.map { ($0.author, $0.changes.map(\.key)) })")
+    }
+
     @Test func authorsAreRefusedOutsideTheAttachedWriter() async throws {
         let f = try Fixture()
         #expect(throws: StoreError.authorOutsideTransaction) {

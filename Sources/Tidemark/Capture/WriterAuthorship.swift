@@ -15,12 +15,15 @@ import TidemarkCore
 ///
 /// Per connection: `temp.tidemark_author` holds the default authorship (scope 0) and the current
 /// transaction's (scope 1); `temp.tidemark_open` the first change id of the transaction's mark.
-// @unchecked: `isSealing` is read and written only in the writer's dispatch queue, where GRDB calls
-// every transaction observer; the other stored properties are immutable.
+// @unchecked: the mutable flags are read and written only in the writer's dispatch queue, where
+// GRDB calls every transaction observer; the other stored properties are immutable.
 final class WriterAuthorship: TransactionObserver, @unchecked Sendable {
     private let replica: Replica.ID
     private let clock: any WallClock
     private var isSealing = false
+    /// Set when the app committed a write while a seal was in progress.
+    private var sealsAgain = false
+    private var isEndingMark = false
 
     private init(replica: Replica.ID, clock: any WallClock) {
         self.replica = replica
@@ -124,10 +127,15 @@ final class WriterAuthorship: TransactionObserver, @unchecked Sendable {
 
     /// Ends the committed transaction's mark and seals what is pending. A failure (another process
     /// holding the write lock, say) only delays the seal: the marks keep the authorship until then.
+    ///
+    /// GRDB tells the observers of the seal's own commit too, and the app may write from there (an
+    /// `afterNextTransaction` closure, a `DatabaseRegionObservation`'s `onChange`): each such write
+    /// is a transaction of its own, whose mark ends as it commits, and which the seal in progress
+    /// seals once it is done.
     func databaseDidCommit(_ db: Database) {
-        guard !isSealing else { return }
-        isSealing = true
-        defer { isSealing = false }
+        // The statements that end a mark commit too, on their own.
+        guard !isEndingMark else { return }
+        isEndingMark = true
         do {
             // Runs after every commit on the writer: prepared once, and a write only when a mark is open.
             let marked = try Bool.fetchOne(
@@ -139,13 +147,30 @@ final class WriterAuthorship: TransactionObserver, @unchecked Sendable {
                 try Self.endMark(in: db)
                 try db.cachedStatement(sql: "DELETE FROM temp.tidemark_author WHERE scope = 1").execute()
             }
-            guard try Sealer.hasPending(db) else { return }
-            try db.inTransaction(.immediate) {
-                _ = try Sealer.sealPending(db, replica: replica, clock: clock)
-                return .commit
-            }
         } catch {
-            // Left pending; the next seal by any process records them with their marks.
+            // The next commit ends it.
+        }
+        isEndingMark = false
+        guard !isSealing else {
+            sealsAgain = true
+            return
+        }
+        isSealing = true
+        defer { isSealing = false }
+        // Bounded: an app that writes from every commit's callback is sealed by its next commit.
+        for _ in 0..<8 {
+            sealsAgain = false
+            do {
+                guard try Sealer.hasPending(db) else { return }
+                try db.inTransaction(.immediate) {
+                    _ = try Sealer.sealPending(db, replica: replica, clock: clock)
+                    return .commit
+                }
+            } catch {
+                // Left pending; the next seal by any process records them with their marks.
+                return
+            }
+            guard sealsAgain else { return }
         }
     }
 }

@@ -335,6 +335,44 @@ import TidemarkTestSupport
         #expect(again.store.replica == f.app.replica)
     }
 
+    /// An app and its extension launch together and both initialize the store on the same file,
+    /// each through its own writer: both get the one store, with one key. The extension finds no
+    /// store and waits for the write lock another client holds; the app looks once the lock is
+    /// free, and one of them makes the store while the other has already looked.
+    @Test func twoWritersInitializingAtOnceBothGetTheStore() throws {
+        let directory = try TemporaryDirectory("tidemark-race")
+        let path = directory.file("app.sqlite")
+        var config = Configuration()
+        config.busyMode = .timeout(10)
+        let appWriter = try DatabasePool(path: path, configuration: config)
+        let extensionWriter = try DatabasePool(path: path, configuration: config)
+        try appWriter.write { db in try db.execute(sql: AppWriterTests.schema) }
+        var holding = Configuration()
+        holding.allowsUnsafeTransactions = true
+        let holder = try DatabaseQueue(path: path, configuration: holding)
+        try holder.writeWithoutTransaction { db in try db.execute(sql: "BEGIN IMMEDIATE") }
+        let results = Observed<String>()
+        let setup = Store.Setup(replicaName: "app")
+        let initialize = { @Sendable (writer: any DatabaseWriter) in
+            do {
+                results.append(try Store.initialize(in: writer, setup: setup).store.replica.id.description)
+            } catch {
+                results.append("\(error)")
+            }
+        }
+        let done = DispatchGroup()
+        DispatchQueue.global().async(group: done) { initialize(extensionWriter) }
+        // The extension has made the key file, and waits for the lock.
+        for _ in 0..<500 where !FileManager.default.fileExists(atPath: path + ".key") { usleep(10_000) }
+        usleep(50_000)
+        try holder.writeWithoutTransaction { db in try db.execute(sql: "COMMIT") }
+        initialize(appWriter)
+        done.wait()
+        let key = try KeyFile.load(path + ".key")
+        #expect(results.all.count == 2)
+        #expect(results.all.allSatisfy { $0 == Replica.ID(publicKey: key.publicKey).description }, "\(results.all)")
+    }
+
     /// An in-memory database, unnamed or named (GRDB's shared `file:NAME?mode=memory&cache=shared`),
     /// has no place beside it for the key file: the store asks for `Setup.keyPath` and writes no
     /// key into the current directory; with one, it is created.

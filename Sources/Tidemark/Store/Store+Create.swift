@@ -113,19 +113,29 @@ extension Store {
         var createdKey = false
         do {
             let key: KeyFile
-            if FileManager.default.fileExists(atPath: keyPath) {
-                key = try KeyFile.load(keyPath)
-            } else {
+            do {
                 key = try KeyFile.create(keyPath)
                 createdKey = true
+            } catch StoreError.keyFile(_, KeyFile.keyFileExists) {
+                key = try KeyFile.load(keyPath)
             }
-            try database.writeWithoutTransaction { db in
+            // Another process (an app and its extension, launched together) may have initialized
+            // the store since it was looked at: then this one opens it as it is.
+            let created = try database.writeWithoutTransaction { db -> Bool in
+                var created = false
                 try db.inTransaction(.immediate) {
+                    guard try !Bookkeeping.isInitialized(db) else { return .rollback }
                     try createBookkeeping(db, setup: setup, key: key, path: path, options: options)
+                    created = true
                     return .commit
                 }
+                return created
             }
-            return (try Store.load(path: path, database: database, attached: attached, options: options), true)
+            // From here the key is the store's (or the key file was there for another one): kept.
+            createdKey = false
+            let store = try Store.load(path: path, database: database, attached: attached, options: options)
+            if !created { try store.checkUnchanged(by: setup) }
+            return (store, created)
         } catch {
             if createdKey { try? FileManager.default.removeItem(atPath: keyPath) }
             throw error

@@ -125,21 +125,33 @@ public struct KeyFile: Sendable {
         return key
     }
 
-    /// Creates a new key at `path`, which must not exist, with mode 0600.
+    /// Creates a new key at `path`, which must not exist, with mode 0600. The file appears whole or
+    /// not at all: it is written under a temporary name beside `path` and linked into place, so a
+    /// process that creates the same key file at the same moment gets `StoreError.keyFile` with
+    /// `keyFileExists`, and one that loads it never reads half of it.
     public static func create(_ path: String) throws -> KeyFile {
         let key = Curve25519.Signing.PrivateKey()
         let der = pkcs8Prefix + Array(key.rawRepresentation)
         let pem = "-----BEGIN PRIVATE KEY-----\n\(Data(der).base64EncodedString())\n-----END PRIVATE KEY-----\n"
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
-        guard fd >= 0 else {
-            throw StoreError.keyFile(path: path, problem: "cannot be created (\(String(cString: strerror(errno))))")
+        let failure = { (what: String) in
+            StoreError.keyFile(path: path, problem: "\(what) (\(String(cString: strerror(errno))))")
         }
-        defer { close(fd) }
+        if FileManager.default.fileExists(atPath: path) { throw StoreError.keyFile(path: path, problem: keyFileExists) }
+        let temporary = "\(path).\(UUID().uuidString).tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        guard fd >= 0 else { throw failure("cannot be created") }
+        defer { unlink(temporary) }
         let bytes = Array(pem.utf8)
-        guard write(fd, bytes, bytes.count) == bytes.count, fsync(fd) == 0 else {
-            unlink(path)
-            throw StoreError.keyFile(path: path, problem: "could not be written (\(String(cString: strerror(errno))))")
+        let written = write(fd, bytes, bytes.count) == bytes.count && fsync(fd) == 0
+        close(fd)
+        guard written else { throw failure("could not be written") }
+        guard link(temporary, path) == 0 else {
+            if errno == EEXIST { throw StoreError.keyFile(path: path, problem: keyFileExists) }
+            throw failure("cannot be created")
         }
         return KeyFile(path: path, privateKey: key)
     }
+
+    /// The problem `create` reports when the key file is already there.
+    static let keyFileExists = "already exists: a store's key is never replaced"
 }

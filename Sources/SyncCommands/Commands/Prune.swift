@@ -27,7 +27,7 @@ extension SyncCLI {
             let lag = try maxLag.map(Durations.parse)
             let report = try opened.prune(
                 dryRun: dryRun, maxLag: lag, key: try? key.load(forStore: try store.path), settings: exchange.settings)
-            for warning in report.warnings { Output.error("warning: \(warning)") }
+            for warning in report.warnings { Output.error("warning: \(CLIWording.words(warning))") }
             let verb = dryRun ? "would remove" : "removed"
             for name in report.retired {
                 Output.line("\(dryRun ? "would retire" : "retired") \(name) (no watermark within \(maxLag!))")

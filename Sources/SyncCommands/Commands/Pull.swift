@@ -23,7 +23,7 @@ extension SyncCLI {
             let opened = try store.open()
             let summary = try opened.pull(
                 from: from, key: try key.load(forStore: try store.path), prune: !noPrune, settings: exchange.settings)
-            for warning in summary.warnings { Output.error("warning: \(warning)") }
+            for warning in summary.warnings { Output.error("warning: \(CLIWording.words(warning))") }
             for removed in summary.removed { Output.line("removed \(removed)") }
             for snapshot in summary.imported where snapshot.header.kind == .snapshot {
                 Output.line("caught up from \(snapshot.sender)'s snapshot: \(snapshot.snapshotRows) rows")
@@ -38,7 +38,7 @@ extension SyncCLI {
                 )
             }
             for snapshot in summary.prune?.snapshots ?? [] { Output.line("wrote snapshot \(snapshot)") }
-            for warning in summary.prune?.warnings ?? [] { Output.error("warning: \(warning)") }
+            for warning in summary.prune?.warnings ?? [] { Output.error("warning: \(CLIWording.words(warning))") }
         }
     }
 }

@@ -20,7 +20,7 @@ extension SyncCLI {
             let opened = try store.open()
             let summary = try opened.push(
                 to: to, key: try key.load(forStore: try store.path), settings: exchange.settings)
-            for warning in summary.warnings { Output.error("warning: \(warning)") }
+            for warning in summary.warnings { Output.error("warning: \(CLIWording.words(warning))") }
             for removed in summary.removed { Output.line("removed \(removed)") }
             if let snapshot = summary.snapshot { Output.line("wrote snapshot \(snapshot)") }
             if let path = summary.path, let export = summary.export {

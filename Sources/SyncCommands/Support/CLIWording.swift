@@ -7,9 +7,24 @@ enum CLIWording {
     static func message(for error: any Error) -> String {
         switch error {
         case StoreError.invalidPreserve(let argument, let reason): return "invalid --preserve '\(argument)': \(reason)"
-        default: return "\(error)"
+        case StoreError.unsupportedMigration(let table, _):
+            return "\(error)".replacingOccurrences(of: "(Migration.untrack)", with: "(--untrack \(table))")
+        default: return words("\(error)")
         }
     }
+
+    /// `text`, a library error's or warning's, with the settings it names said as `sync` flags.
+    static func words(_ text: String) -> String {
+        librarySettings.reduce(text) { $0.replacingOccurrences(of: $1.library, with: $1.cli) }
+    }
+
+    /// How library errors name a setting or a value, and how a `sync` user gives it.
+    private static let librarySettings = [
+        (library: "ExchangeSettings.allowInsecureHTTP", cli: "--insecure-http"),
+        (library: "ExchangeSettings.caFile", cli: "--ca-file"),
+        (library: "as a replica's identity line has them", cli: "as `sync identity` prints them"),
+        (library: "(Store.migrate)", cli: "(sync migrate)"),
+    ]
 
     /// What to do with a store restored from an older copy of itself.
     static let restoredAdvice =
@@ -51,7 +66,7 @@ enum CLIWording {
         case .bookkeepingChanged:
             return
                 "tidemark_ names are Tidemark's, and no trigger or view may name them: without the capture triggers a table's writes are not recorded; change tracked tables with `sync migrate`"
-        default: return error.hint
+        default: return error.hint.map(words)
         }
     }
 
@@ -76,8 +91,8 @@ enum CLIWording {
         case .remoteFailed(_, .untrustedCertificate):
             return
                 "if you trust this server, pass the certificate of the authority that signed its certificate with --ca-file FILE"
-        case .badLocation(_, let reason) where reason.contains("--insecure-http"): return nil
-        default: return error.hint
+        case .badLocation(_, let reason) where reason.contains("allowInsecureHTTP"): return nil
+        default: return error.hint.map(words)
         }
     }
 }

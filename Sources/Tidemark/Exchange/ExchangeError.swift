@@ -133,7 +133,7 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
         case .badBundle:
             return "the file is damaged, incomplete or not from Tidemark; ask its sender to export it again"
         case .schemaMismatch(_, _, let detail) where detail.contains("a migration this store has not made"):
-            return "make that migration here too (sync migrate), then pull or import the file again"
+            return "make that migration here too (Store.migrate), then pull or import the file again"
         case .schemaMismatch: return "both replicas must track the same tables with the same columns"
         case .schemaFork:
             return

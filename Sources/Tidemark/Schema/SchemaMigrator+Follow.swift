@@ -27,7 +27,7 @@ extension SchemaMigrator {
             throw StoreError.unsupportedMigration(
                 table: old.name,
                 change:
-                    "it was dropped\(lifted ? " or renamed" : ""); untrack a table to drop it (--untrack \(old.name))")
+                    "it was dropped\(lifted ? " or renamed" : ""); untrack a table to drop it (Migration.untrack)")
         }
         let renamedKeys = old.keyIndexes.map { names[old.slots[$0]]! }
         if renamedKeys != old.keyColumns {

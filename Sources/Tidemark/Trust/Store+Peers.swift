@@ -28,7 +28,7 @@ extension Store {
             let words = publicKeyBase64.split(whereSeparator: \.isWhitespace)
             if words.count == 2, Data(base64Encoded: String(words[1]))?.count == 32 {
                 throw ExchangeError.invalidPeer(
-                    "that is a name and a public key, as `sync identity` prints them: give the public key alone"
+                    "that is a name and a public key, as a replica's identity line has them: give the public key alone"
                 )
             }
             if let data = Data(base64Encoded: publicKeyBase64), data.count == KeyFile.pkcs8Prefix.count + 32 {

@@ -40,7 +40,7 @@ final class WebDAVTransport: ExchangeTransport {
             throw ExchangeError.badLocation(
                 location,
                 reason:
-                    "http:// sends the password and the files in clear; use https://, or allow it for this host with --insecure-http"
+                    "http:// sends the password and the files in clear; use https://, or allow it for this host with ExchangeSettings.allowInsecureHTTP"
             )
         }
         let credentials = try Netrc.credentials(for: host, explicit: settings.netrcPath)

@@ -54,7 +54,8 @@ final class WebDAVClient {
             else {
                 let why =
                     FileManager.default.fileExists(atPath: caFile) ? "not a PEM file of certificates" : "no such file"
-                throw ExchangeError.cannotRead(path: caFile, reason: "\(why) (the certificate authorities, ExchangeSettings.caFile)")
+                throw ExchangeError.cannotRead(
+                    path: caFile, reason: "\(why) (the certificate authorities, ExchangeSettings.caFile)")
             }
             tls.additionalTrustRoots = [.certificates(certificates)]
         }

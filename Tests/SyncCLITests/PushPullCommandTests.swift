@@ -200,6 +200,67 @@ import TidemarkTestSupport
         #expect(!FileManager.default.fileExists(atPath: copy))
     }
 
+    /// Someone replaces a replica's own folder in the exchange with a symbolic link to the folder
+    /// that holds its store: the push refuses, and deletes nothing there. A peer's folder that is a
+    /// link is no replica's folder: a pull reads nothing through it and says nothing of its files.
+    @Test func aReplicaFolderThatIsASymbolicLinkIsNeitherTidiedNorRead() async throws {
+        let a = try await CLIStore(replica: "a")
+        let b = try await CLIStore(replica: "b")
+        try await CLIStore.trustEachOther([(a, "a"), (b, "b")])
+        let exchange = try TemporaryDirectory("tidemark-cli-exchange")
+        try await a.exec("INSERT INTO items(id) VALUES ('a-1')")
+        _ = try await a.sync("push", "--to", exchange.path)
+        let aFolder = exchange.path + "/" + (try await a.id()).description
+        try FileManager.default.removeItem(atPath: aFolder)
+        try FileManager.default.createSymbolicLink(atPath: aFolder, withDestinationPath: a.directory.path)
+        try "my notes".write(toFile: a.directory.file("notes.txt"), atomically: false, encoding: .utf8)
+        let before = try FileManager.default.contentsOfDirectory(atPath: a.directory.path).sorted()
+
+        try await a.exec("INSERT INTO items(id) VALUES ('a-2')")
+        let pushed = try await a.sync("push", "--to", exchange.path)
+        #expect(pushed.exitCode == 1, "\(pushed)")
+        #expect(
+            pushed.stderrLines.first
+                == "error: cannot write \(aFolder): it is a symbolic link, not a replica's folder; "
+                + "remove the link (a push makes the folder again)", "\(pushed)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: a.directory.path).sorted() == before)
+        #expect(try await a.sync("status").exitCode == 0)
+
+        let pulled = try await b.sync("pull", "--from", exchange.path, "--no-prune")
+        #expect(pulled.exitCode == 0 && pulled.stderr.isEmpty, "\(pulled)")
+        #expect(pulled.stdoutLines.first == "pulled 0 bundles: 0 transactions, 0 changes", "\(pulled)")
+    }
+
+    /// A file that is no exchange file's copy, left in a replica's own folder, is someone's: its
+    /// owner keeps it and says so once, and peers say once that it is left alone.
+    @Test func aFileOfAnotherKindInAReplicasFolderIsKept() async throws {
+        let a = try await CLIStore(replica: "a")
+        let b = try await CLIStore(replica: "b")
+        try await CLIStore.trustEachOther([(a, "a"), (b, "b")])
+        let exchange = try TemporaryDirectory("tidemark-cli-exchange")
+        try await a.exec("INSERT INTO items(id) VALUES ('a-1')")
+        _ = try await a.sync("push", "--to", exchange.path)
+        let notes = exchange.path + "/" + (try await a.id()).description + "/notes.txt"
+        try "my notes".write(toFile: notes, atomically: false, encoding: .utf8)
+
+        let pulled = try await b.sync("pull", "--from", exchange.path, "--no-prune")
+        #expect(
+            pulled.stderrLines == [
+                "warning: skipped \(notes): not a Tidemark exchange file; left alone (said once while the file is unchanged)"
+            ], "\(pulled)")
+        try await a.exec("INSERT INTO items(id) VALUES ('a-2')")
+        let pushed = try await a.sync("push", "--to", exchange.path)
+        #expect(pushed.exitCode == 0, "\(pushed)")
+        #expect(
+            pushed.stderrLines == [
+                "warning: \(notes): kept: not an exchange file, and Tidemark removes only what it wrote"
+            ], "\(pushed)")
+        try await a.exec("INSERT INTO items(id) VALUES ('a-3')")
+        let again = try await a.sync("push", "--to", exchange.path)
+        #expect(again.exitCode == 0 && again.stderr.isEmpty, "\(again)")
+        #expect(try String(contentsOfFile: notes, encoding: .utf8) == "my notes")
+    }
+
     @Test func aPullLeavesAWatermarkThatInspectDecodes() async throws {
         let a = try await CLIStore(replica: "a")
         let b = try await CLIStore(replica: "b")

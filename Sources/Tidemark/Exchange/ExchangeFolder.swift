@@ -62,6 +62,15 @@ struct ExchangeFolder {
 
     static func bundleName(_ number: Int) -> String { String(format: "%010d.%@", number, bundleExtension) }
 
+    /// Whether `name` ends as an exchange file's name does (`.tmb`, `.tms`, `.tmw`): one of a
+    /// replica's files, or a copy a sync tool made of one (`0000000003 (1).tmb`,
+    /// `watermark.sync-conflict-….tmw`). A file of any other name is nothing Tidemark wrote, and
+    /// is left alone (Protocol/exchange.md §6.5).
+    static func hasExchangeExtension(_ name: String) -> Bool {
+        let lowered = name.lowercased()
+        return [".\(bundleExtension)", ".tms", ".tmw"].contains { lowered.hasSuffix($0) }
+    }
+
     /// Whether `replica`'s folder holds a file named `name`.
     func contains(_ name: String, of replica: Replica.ID) throws -> Bool { try entry(name, of: replica) != nil }
 

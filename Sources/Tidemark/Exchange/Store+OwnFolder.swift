@@ -19,10 +19,11 @@ extension Store {
     }
 
     /// Tidies this replica's own folder of `exchange`, which only this replica writes: removes
-    /// abandoned temporaries, and files that are junk once it has checked that it does not need
-    /// them — a copy a sync tool made of one of its files (a conflict copy, `0000000003 (1).tmb`,
-    /// `watermark.sync-conflict-….tmw`), or anything else that is not one of its exchange files. A
-    /// file signed by this replica that holds transactions its store lacks is kept. With
+    /// abandoned temporaries, and files named as exchange files are that are junk once it has
+    /// checked that it does not need them — a copy a sync tool made of one of its files (a conflict
+    /// copy, `0000000003 (1).tmb`, `watermark.sync-conflict-….tmw`), or one that is not a sound
+    /// file. A file signed by this replica that holds transactions its store lacks is kept, and so
+    /// is a file of any other name: nothing Tidemark wrote. With
     /// `checkPublished`, its numbered bundles and snapshot are checked too, each once per size:
     /// one that a sync tool put back damaged (cut short, altered) is removed, and what it held
     /// goes out again in the next push. A file that cannot be read now is left for next time.
@@ -64,6 +65,14 @@ extension Store {
             published ? entry.size.map(CheckedFiles.Fingerprint.written(size:)) : CheckedFiles.Fingerprint.listed(entry)
         if let fingerprint, try checkedVerdict(recorded, mine, entry.name, fingerprint) != nil { return }
         let address = exchange.address(of: file)
+        guard ExchangeFolder.hasExchangeExtension(entry.name) else {
+            // Nothing Tidemark or a sync tool copying its files wrote: someone's own file, kept.
+            guard let fingerprint else { return }
+            let warning = "\(address): kept: not an exchange file, and Tidemark removes only what it wrote"
+            try remember(recorded, mine, entry.name, fingerprint, warning)
+            tidy.kept.append(warning)
+            return
+        }
         let verified: VerifiedBundle
         do {
             let local = try exchange.localPath(of: file)

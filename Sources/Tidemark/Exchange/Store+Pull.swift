@@ -86,9 +86,10 @@ extension Store {
             for (file, abandoned) in try exchange.strayFiles(of: replica) {
                 let address = exchange.address(of: file)
                 if !file.name.hasPrefix(ExchangeFolder.temporaryPrefix) {
-                    failures.recordJunk(
-                        "\(address): not a Tidemark exchange file; its replica removes it unless it needs it",
-                        at: address)
+                    let owner =
+                        ExchangeFolder.hasExchangeExtension(file.name)
+                        ? "its replica removes it unless it needs it" : "left alone"
+                    failures.recordJunk("\(address): not a Tidemark exchange file; \(owner)", at: address)
                 } else if abandoned {
                     failures.recordJunk(
                         "\(address): left by an interrupted write of its sender, which removes it on its next push or pull",

@@ -33,8 +33,27 @@ final class FolderTransport: ExchangeTransport {
 
     func address(of name: String, in folder: String) -> String { path(folder) + "/" + name }
 
+    /// Whether `path` is a symbolic link (not followed).
+    private static func isLink(_ path: String) -> Bool {
+        var status = stat()
+        return lstat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFLNK
+    }
+
+    /// Throws when `folder`, a replica's folder, is a symbolic link: files are listed, written and
+    /// removed only in a folder of the exchange itself, never through a link to another place (the
+    /// folder that holds the store, say), which anyone who can write the exchange could make.
+    private func checkNotLink(_ folder: String, writing: Bool) throws {
+        let directory = path(folder)
+        guard !folder.isEmpty, Self.isLink(directory) else { return }
+        let reason = "it is a symbolic link, not a replica's folder; remove the link (a push makes the folder again)"
+        throw writing
+            ? ExchangeError.cannotWrite(path: directory, reason: reason)
+            : ExchangeError.cannotRead(path: directory, reason: reason)
+    }
+
     /// Throws `readFailed` when the exchange folder or one of its folders cannot be listed:
-    /// skipping it would silently miss bundles.
+    /// skipping it would silently miss bundles. A symbolic link is no replica's folder: no replica
+    /// makes one, and its files are elsewhere.
     func folders() throws -> [String] {
         let names: [String]
         do { names = try FileManager.default.contentsOfDirectory(atPath: root) } catch {
@@ -43,7 +62,8 @@ final class FolderTransport: ExchangeTransport {
         return try names.sorted().filter { name in
             let folder = path(name)
             var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue
+            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue,
+                !Self.isLink(folder)
             else { return false }
             if access(folder, R_OK | X_OK) != 0 {
                 throw ExchangeError.readFailed(path: folder, FileFault(errno: errno))
@@ -53,6 +73,7 @@ final class FolderTransport: ExchangeTransport {
     }
 
     func files(in folder: String) throws -> [ExchangeEntry] {
+        try checkNotLink(folder, writing: false)
         let directory = path(folder)
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         return names.sorted().map { name in
@@ -71,6 +92,7 @@ final class FolderTransport: ExchangeTransport {
     }
 
     func createFolder(_ folder: String) throws {
+        try checkNotLink(folder, writing: true)
         let directory = path(folder)
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -85,6 +107,7 @@ final class FolderTransport: ExchangeTransport {
 
     func publish(_ temporary: String, in folder: String, as name: (Int) -> String) throws -> String {
         defer { unlink(temporary) }
+        try checkNotLink(folder, writing: true)
         var attempt = 0
         while true {
             let final = address(of: name(attempt), in: folder)
@@ -99,6 +122,10 @@ final class FolderTransport: ExchangeTransport {
     }
 
     func replace(_ name: String, in folder: String, with temporary: String) throws {
+        do { try checkNotLink(folder, writing: true) } catch {
+            unlink(temporary)
+            throw error
+        }
         let final = address(of: name, in: folder)
         guard rename(temporary, final) == 0 else {
             let code = errno
@@ -108,6 +135,7 @@ final class FolderTransport: ExchangeTransport {
     }
 
     func remove(_ name: String, in folder: String) throws {
+        try checkNotLink(folder, writing: true)
         let final = address(of: name, in: folder)
         if unlink(final) != 0, errno != ENOENT {
             throw ExchangeError.cannotWrite(path: final, reason: String(cString: strerror(errno)))

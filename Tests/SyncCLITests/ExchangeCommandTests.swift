@@ -164,6 +164,31 @@ import TidemarkTestSupport
         #expect(try await a.sync("import", ba).stdoutLines == ["\(ba): already applied, nothing changed"])
     }
 
+    /// `--out` naming the store itself, or any file that is not a bundle, is refused with nothing
+    /// written; an earlier export under the same name is replaced.
+    @Test func exportNeverWritesOverAFileThatIsNotABundle() async throws {
+        let a = try await CLIStore(replica: "a")
+        let b = try await CLIStore(replica: "b")
+        try await a.trust(b, as: "b")
+        try await a.exec("INSERT INTO items(id) VALUES ('a-1')")
+        let before = try await a.dump()
+        let notes = a.directory.file("notes.txt")
+        try "my notes".write(toFile: notes, atomically: false, encoding: .utf8)
+        for target in [a.path, notes, a.path + ".key"] {
+            expectFailure(
+                try await a.sync("export", "--peer", "b", "--out", target),
+                "cannot write \(target): a file that is not a bundle is there, and an export replaces only an earlier one: "
+                    + "remove it or choose another name")
+        }
+        #expect(try await a.dump() == before)
+        #expect(try String(contentsOfFile: notes, encoding: .utf8) == "my notes")
+        let out = a.directory.file("ab.tmb")
+        for _ in 0..<2 {
+            let exported = try await a.sync("export", "--peer", "b", "--out", out)
+            #expect(exported.exitCode == 0, "\(exported)")
+        }
+    }
+
     @Test func exportNeedsExactlyOneOfSinceOrPeer() async throws {
         let a = try await CLIStore(replica: "a")
         let out = a.directory.file("x.tmb")

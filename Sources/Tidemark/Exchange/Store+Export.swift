@@ -65,7 +65,8 @@ extension Store {
     /// if `since` is not from this store's group (it claims transactions of this replica that the
     /// store never made, or names only replicas it neither holds history of nor trusts), and
     /// `ExchangeError.rowTooLarge` if a change to write holds more TEXT and BLOB bytes than a
-    /// bundle record may carry (then no file is written).
+    /// bundle record may carry (then no file is written), and `ExchangeError.cannotWrite` if a file
+    /// at `path` is not a bundle: an export replaces only an earlier export.
     ///
     /// When the group encrypts (`setEncryption(_:)`), the file is encrypted for this replica and
     /// `peer`, or, without one, for every trusted peer (Protocol/encryption.md §4).
@@ -74,6 +75,7 @@ extension Store {
         readableBy peer: Replica.ID? = nil
     ) throws -> ExportSummary {
         guard key.publicKey == publicKey else { throw ExchangeError.wrongKey(path: key.path) }
+        try Self.checkReplaceable(path)
         try checkNotRestored()
         try sealForeignWrites()
         let own = replica.id
@@ -131,6 +133,22 @@ extension Store {
         } catch ExchangeError.cannotWrite(let written, let reason) where written == temporary {
             throw ExchangeError.cannotWrite(path: path, reason: reason)
         }
+    }
+
+    /// Refuses to write a bundle over a file at `path` that is not one (plain or encrypted): an
+    /// export replaces an earlier export, never a store, a key or a document given by mistake.
+    static func checkReplaceable(_ path: String) throws {
+        guard (try? FileManager.default.attributesOfItem(atPath: path))?[.type] as? FileAttributeType == .typeRegular,
+            let handle = FileHandle(forReadingAtPath: path)
+        else { return }
+        defer { try? handle.close() }
+        let head = [UInt8]((try? handle.read(upToCount: 21)) ?? Data())
+        let encrypted = Array("age-encryption.org/v1".utf8)
+        guard !head.isEmpty, !head.starts(with: BundleFormat.magic), !head.starts(with: encrypted) else { return }
+        throw ExchangeError.cannotWrite(
+            path: path,
+            reason: "a file that is not a bundle is there, and an export replaces only an earlier one: "
+                + "remove it or choose another name")
     }
 }
 

@@ -39,7 +39,8 @@ extension Store {
     /// back from retirement, or new — catch up without the deleted history.
     ///
     /// Throws `ExchangeError.rowTooLarge` if a row holds more TEXT and BLOB bytes than a bundle
-    /// record may carry; then no file is written.
+    /// record may carry; then no file is written. Throws `ExchangeError.cannotWrite` if a file at
+    /// `path` is not a bundle: an export replaces only an earlier export.
     ///
     /// When the group encrypts, the file is encrypted for this replica and `peer`, or, without
     /// one, for every trusted peer (Protocol/encryption.md §4).
@@ -47,6 +48,7 @@ extension Store {
         -> ExportSummary
     {
         guard key.publicKey == publicKey else { throw ExchangeError.wrongKey(path: key.path) }
+        try Self.checkReplaceable(path)
         try checkNotRestored()
         let temporary = FilePaths.folder(of: path) + "/.tmp-\(UUID().uuidString)"
         let sink = try Self.sink(temporary, for: path)

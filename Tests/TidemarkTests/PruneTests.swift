@@ -348,6 +348,21 @@ import TidemarkTestSupport
         #expect(try group.prune("a", maxLag: 1_000).retired.isEmpty)
     }
 
+    /// A member that never signed a watermark lags from when this replica began trusting it: one
+    /// trusted for less than `maxLag` is not retired, one trusted for longer is.
+    @Test func maxLagCountsAMemberWithoutAWatermarkFromWhenItWasTrusted() throws {
+        let start: Int64 = 1_900_000_000_000
+        let group = try ExchangeGroup(["a", "b"]) { _ in Store.Options(clock: FixedWallClock(milliseconds: start)) }
+        try Self.writeItems(group["a"], count: 1)
+        try group.push("a")
+        #expect(try group.member("b", seenBy: "a")?.signedAt == nil)
+        _ = try group.reopen("a", options: Store.Options(clock: FixedWallClock(milliseconds: start + 500_000)))
+        #expect(try group.prune("a", dryRun: true, maxLag: 1_000).retired.isEmpty)
+        #expect(try group.prune("a", maxLag: 1_000).retired.isEmpty)
+        _ = try group.reopen("a", options: Store.Options(clock: FixedWallClock(milliseconds: start + 2_000_000)))
+        #expect(try group.prune("a", maxLag: 1_000).retired == ["b"])
+    }
+
     /// Tokens into pruned history fail fetches and exports with `historyTokenExpired`; push and
     /// pull never do for an active member.
     @Test func anExpiredTokenFailsFetchAndExportButNotPushOrPull() throws {

@@ -187,7 +187,14 @@ extension Store {
         var retired: [String] = []
         let now = HLCTimestamp(milliseconds: options.clock.nowMilliseconds(), counter: 0)
         for member in try members() where !member.isSelf && !member.retired {
-            let last = member.signedAt?.milliseconds ?? 0
+            // A member that never signed a watermark lags from when this replica began trusting it.
+            let trusted = try mappingErrors {
+                try database.read { db in
+                    try Int64.fetchOne(
+                        db, sql: "SELECT added_at FROM tidemark_peers WHERE name = ?", arguments: [member.name])
+                }
+            }
+            let last = member.signedAt?.milliseconds ?? trusted ?? 0
             if Double(now.milliseconds - last) / 1000 > maxLag {
                 if !dryRun { try retire(peer: member.name) }
                 retired.append(member.name)

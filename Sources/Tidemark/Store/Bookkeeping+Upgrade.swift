@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 
 // MARK: - Stores made by earlier builds
@@ -54,6 +55,12 @@ extension Bookkeeping {
         if try !db.columns(in: "tidemark_held").contains(where: { $0.name == "encrypted" }) {
             try db.execute(sql: "ALTER TABLE tidemark_held ADD COLUMN encrypted INTEGER NOT NULL DEFAULT 0")
         }
+        if try !db.columns(in: "tidemark_peers").contains(where: { $0.name == "added_at" }) {
+            // Peers trusted before count as trusted from now on: none is retired for lag at once.
+            try db.execute(sql: "ALTER TABLE tidemark_peers ADD COLUMN added_at INTEGER")
+            try db.execute(
+                sql: "UPDATE tidemark_peers SET added_at = ?", arguments: [Int64(Date().timeIntervalSince1970 * 1000)])
+        }
         if try !db.tableExists(settingsTable) {
             // Registered like the membership table of a new store; table ids stay local to a store.
             try createSettings(db)
@@ -75,6 +82,7 @@ extension Bookkeeping {
             || !db.columns(in: "tidemark_watermarks").contains { $0.name == "digest" }
             || !db.tableExists("tidemark_epochs")
             || !db.columns(in: "tidemark_epochs").contains { $0.name == "dropped" }
+            || !db.columns(in: "tidemark_peers").contains { $0.name == "added_at" }
     }
 
     /// The row-metadata tables of an earlier layout (`createRowMetadata` makes today's): with a pair

@@ -151,7 +151,8 @@ enum Bookkeeping {
                 );
                 CREATE TABLE tidemark_peers(
                     public_key BLOB PRIMARY KEY NOT NULL,
-                    name TEXT NOT NULL UNIQUE
+                    name TEXT NOT NULL UNIQUE,
+                    added_at INTEGER                  -- wall clock (ms) when this replica began trusting it
                 ) WITHOUT ROWID;
                 """)
         try createAuthorship(db)

@@ -66,7 +66,8 @@ extension Store {
                     throw ExchangeError.invalidPeer("a different key is already trusted as '\(name)'; remove it first")
                 }
                 try db.execute(
-                    sql: "INSERT INTO tidemark_peers(public_key, name) VALUES (?, ?)", arguments: [Data(key), name])
+                    sql: "INSERT INTO tidemark_peers(public_key, name, added_at) VALUES (?, ?, ?)",
+                    arguments: [Data(key), name, options.clock.nowMilliseconds()])
             }
         }
     }

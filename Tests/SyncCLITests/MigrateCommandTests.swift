@@ -114,6 +114,25 @@ import TidemarkTestSupport
         }
     }
 
+    /// A migration that changes tracking and writes rows (a backfill of the column it adds) says
+    /// both: what it wrote is not history.
+    @Test func aMigrationThatChangesTrackingAndWritesRowsSaysTheRowsAreNotHistory() async throws {
+        let store = try await CLIStore()
+        try await store.exec("INSERT INTO items(id, name) VALUES ('1', 'one')")
+        let file = store.directory.file("m.sql")
+        try "ALTER TABLE items ADD COLUMN w TEXT; UPDATE items SET w = 'backfilled';".write(
+            toFile: file, atomically: true, encoding: .utf8)
+        let result = try await store.sync("migrate", file)
+        #expect(result.exitCode == 0, "\(result)")
+        #expect(result.stdoutLines.first == "added items: w", "\(result)")
+        #expect(result.stdoutLines.dropFirst().first?.hasPrefix("schema is now v1 ") == true, "\(result)")
+        #expect(
+            result.stdoutLines.last
+                == "the migration wrote rows: what it wrote to tables tracked before it is not history, and other "
+                + "replicas have it only by making the same migration", "\(result)")
+        #expect(result.stdoutLines.count == 3, "\(result)")
+    }
+
     /// A migration that changes nothing says so; one that changes only what is not tracked says
     /// that; one that only writes rows says they are not history.
     @Test func aMigrationSaysWhetherItChangedTheSchema() async throws {

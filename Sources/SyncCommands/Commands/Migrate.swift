@@ -80,8 +80,14 @@ extension SyncCLI {
             lines += summary.untrackedTables.map { "no longer tracking \($0)" }
             lines += summary.preserveChanged.map { "preserving changed for \($0)" }
             if version, let made = summary.version { lines.append("schema is now \(made)") }
-            guard lines.isEmpty else { return lines }
-            if summary.changedSchema { return ["schema changed; tracking unchanged"] }
+            if lines.isEmpty && summary.changedSchema { lines.append("schema changed; tracking unchanged") }
+            guard lines.isEmpty else {
+                guard summary.wroteRows else { return lines }
+                return lines + [
+                    "the migration wrote rows: what it wrote to tables tracked before it is not history, and other "
+                        + "replicas have it only by making the same migration"
+                ]
+            }
             guard summary.wroteRows else { return ["nothing changed"] }
             return [
                 "schema unchanged; the migration wrote rows, which are not history: other replicas have them only by "

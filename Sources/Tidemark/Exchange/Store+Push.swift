@@ -40,32 +40,52 @@ extension Store {
         let existing = try exchange.bundles(of: replica.id)
         try checkUnrecordedOwnBundles(existing, in: exchange, recorded: recorded, key: key)
         let current = try currentToken()
-        var (since, carried, provided) = try pushStart(
-            in: exchange, recorded: recorded, existing: existing, current: current, key: key,
-            republish: tidy.removedBundle)
-        // Also when there is nothing new to push: transactions this replica holds only as row state
-        // reach readers through its snapshot or not at all (Protocol/pruning.md §4.2); and a member
-        // that lacks what this replica pruned catches up from a snapshot (pruning.md §3.5).
+        var since = History.Token.zero
+        var carried = History.Token.zero
         var snapshot: String?
-        if try tidy.removedSnapshot
-            || snapshotFallsShort(of: since, carried: carried, provided: provided, in: exchange, key: key)
-            || ownSnapshotLacksWhatAMemberNeeds(in: exchange, recorded: recorded, existing: existing, key: key)
-        {
-            snapshot = try publishSnapshot(through: exchange.transport, recorded: recorded, key: key)
-            // What the snapshot holds is provided from now on.
-            if snapshot != nil {
-                (since, carried, provided) = try pushStart(
-                    in: exchange, recorded: recorded, existing: existing, current: current, key: key,
-                    republish: tidy.removedBundle)
+        /// Where the bundle starts, and the snapshot written first when one is needed.
+        func plan() throws {
+            var provided: [Replica.ID: Int64]
+            (since, carried, provided) = try pushStart(
+                in: exchange, recorded: recorded, existing: existing, current: current, key: key,
+                republish: tidy.removedBundle)
+            // Also when there is nothing new to push: transactions this replica holds only as row
+            // state reach readers through its snapshot or not at all (Protocol/pruning.md §4.2); and
+            // a member that lacks what this replica pruned catches up from a snapshot (§3.5).
+            if try tidy.removedSnapshot && snapshot == nil
+                || snapshotFallsShort(of: since, carried: carried, provided: provided, in: exchange, key: key)
+                || ownSnapshotLacksWhatAMemberNeeds(in: exchange, recorded: recorded, existing: existing, key: key)
+            {
+                let written = try publishSnapshot(through: exchange.transport, recorded: recorded, key: key)
+                snapshot = written ?? snapshot
+                // What the snapshot holds is provided from now on.
+                if written != nil {
+                    (since, carried, provided) = try pushStart(
+                        in: exchange, recorded: recorded, existing: existing, current: current, key: key,
+                        republish: tidy.removedBundle)
+                }
             }
         }
+        try plan()
         if since.covers(current) {
             return PushSummary(path: nil, export: nil, removed: tidy.removed, warnings: tidy.kept, snapshot: snapshot)
         }
         let temporary = exchange.transport.temporaryFile(for: mine)
         defer { try? FileManager.default.removeItem(atPath: temporary) }
-        let (summary, written) = try exportForPush(
-            since: &since, carried: &carried, to: temporary, in: exchange, recorded: recorded, key: key)
+        var exported: (ExportSummary, String?)
+        var attempts = 1
+        while true {
+            do {
+                exported = try exportForPush(
+                    since: &since, carried: &carried, to: temporary, in: exchange, recorded: recorded, key: key)
+                break
+            } catch StoreError.historyTokenExpired where attempts < 3 {
+                // A prune in another process deleted history since this push planned: plan again.
+                attempts += 1
+                try plan()
+            }
+        }
+        let (summary, written) = exported
         snapshot = written ?? snapshot
         let first = max(existing.last?.number ?? 0, try lastPushedNumber(recorded)) + 1
         let size = Self.fileSize(temporary)

@@ -712,6 +712,40 @@ import TidemarkTestSupport
         #expect { try Store.open(a.path) } throws: { error in "\(error)".contains("primary key changed") }
     }
 
+    /// Another client adds a column and writes to it before any Tidemark command adopts the
+    /// change (a backfill, a row inserted with it): adoption records those values, all but the
+    /// default the column's addition gives every replica, so that a peer that makes the same
+    /// change ends with the same rows.
+    @Test func valuesWrittenToAColumnAnotherClientAddedReachPeersOnceAdopted() async throws {
+        let group = try Self.group(["a", "b"])
+        let (a, b) = (group["a"], group["b"])
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('i1', 'one'), ('i2', 'two')")
+        try group.round()
+        let other = try DatabaseQueue(path: a.path)
+        try await other.write { db in try db.execute(sql: "ALTER TABLE items ADD COLUMN color TEXT DEFAULT 'none'") }
+        try await other.write { db in try db.execute(sql: "UPDATE items SET color = 'red' WHERE id = 'i1'") }
+        try await other.write { db in
+            try db.execute(sql: "INSERT INTO items(id, name, color) VALUES ('i3', 'three', 'blue')")
+        }
+        try other.close()
+        let reopened = try Store.open(a.path)
+        #expect(reopened.adoptedSchemaChange?.addedColumns == ["items": ["color"]])
+        let adopted = try #require(try reopened.fetchHistory().last)
+        #expect(adopted.contextName == "adopt")
+        #expect(adopted.changes.map { $0.key.first?.value } == [.text("i1"), .text("i3")])
+        _ = try group.reopen("a", options: Store.Options())
+        _ = try b.store.migrate(Store.Migration(sql: "ALTER TABLE items ADD COLUMN color TEXT DEFAULT 'none'"))
+        try group.round()
+        try group.round()
+        let rows = { (replica: TestReplica) in
+            try DatabaseQueue(path: replica.path).read { db in
+                try Row.fetchAll(db, sql: "SELECT id, name, color FROM items ORDER BY id")
+            }
+        }
+        #expect(try rows(a) == rows(b))
+        #expect(try rows(b).map { $0["color"] as String? } == ["red", "none", "blue"])
+    }
+
     /// A table rebuilt with the same columns (created anew, filled, renamed into place) loses its
     /// triggers with the table it replaces: the migration installs them again, and writes after it
     /// are captured and reach peers. SQLite matches table names whatever their case, so a table

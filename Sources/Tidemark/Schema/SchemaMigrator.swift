@@ -65,7 +65,14 @@ struct SchemaMigrator {
             summary: &summary, operations: &operations)
         if !operations.isEmpty { summary.version = try SchemaLineage.append(db, Schema.Change(operations)) }
         try store.registrations.reload(db)
-        try adoptRows(of: newlyTracked)
+        // A change another client made (no SQL here) came with writes to the columns it added.
+        let added =
+            migration.changesSchema
+            ? []
+            : after.compactMap { table in
+                summary.addedColumns[table.name].map { (table, $0) }
+            }
+        try adoptRows(of: newlyTracked, values: added)
         return summary
     }
 
@@ -100,11 +107,14 @@ struct SchemaMigrator {
         return tracked
     }
 
-    /// Records the rows the newly tracked `tables` already hold as inserts, in one transaction of
-    /// their own, so that peers receive them.
-    private func adoptRows(of tables: [TrackedTable]) throws {
-        guard !tables.isEmpty else { return }
+    /// Records the rows the newly tracked `tables` already hold as inserts, and the values rows
+    /// hold in columns another client added (`values`: written while the capture triggers did not
+    /// know them) as updates, in one transaction of their own, so that peers receive them.
+    private func adoptRows(of tables: [TrackedTable], values: [(TrackedTable, [String])]) throws {
+        guard !tables.isEmpty || !values.isEmpty else { return }
         for table in tables { try Store.adoptRows(of: table, in: db) }
+        for (table, columns) in values { try Store.adoptValues(of: table, columns: columns, in: db) }
+        guard try Sealer.hasPending(db) else { return }
         _ = try Sealer.seal(
             db, replica: store.replica.id, clock: store.options.clock,
             as: .init(author: nil, contextName: "adopt", processID: store.options.processID))

@@ -246,6 +246,32 @@ extension Store {
                 """)
     }
 
+    /// Records, as one update per row and column, the values rows of `table` hold in `columns`,
+    /// which another client added, other than NULL and the column's default: every replica that
+    /// adds the column gets those, and a write made before the capture triggers knew the column
+    /// gets recorded.
+    static func adoptValues(of table: TrackedTable, columns: [String], in db: Database) throws {
+        let defaults = Dictionary(
+            try Row.fetchAll(db, sql: "SELECT name, dflt_value FROM pragma_table_info(?)", arguments: [table.name])
+                .map { ($0[0] as String, $0[1] as String?) }, uniquingKeysWith: { first, _ in first })
+        let words = ColumnMask.wordCount(slots: table.slotCount)
+        let masks = (0..<words).map(Bookkeeping.maskColumn).joined(separator: ", ")
+        for column in columns {
+            guard let index = table.index(of: column) else { continue }
+            let written = table.keyIndexes + [index]
+            let valueColumns = written.map { Bookkeeping.valueColumn(table.slots[$0]) }.joined(separator: ", ")
+            let selected = written.map { table.columns[$0].quotedDatabaseIdentifier }.joined(separator: ", ")
+            let name = column.quotedDatabaseIdentifier
+            let fallback = (defaults[column] ?? nil).map { " AND \(name) IS NOT (\($0))" } ?? ""
+            try db.execute(
+                sql: """
+                    INSERT INTO tidemark_changes(table_id, op, \(masks), \(valueColumns))
+                    SELECT \(table.id), \(Bookkeeping.Op.update.rawValue), \(ColumnMask(slots: written.map { table.slots[$0] }).sql(words: words)), \(selected)
+                    FROM \(table.name.quotedDatabaseIdentifier) WHERE \(name) IS NOT NULL\(fallback)
+                    """)
+        }
+    }
+
     /// Throws `alreadyInitialized` unless `setup` asks for exactly what this store already is.
     func checkUnchanged(by setup: Setup) throws {
         if setup.replicaName != replica.name {

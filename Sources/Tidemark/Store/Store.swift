@@ -164,9 +164,11 @@ public final class Store: Sendable {
     }
 
     /// What `open` adopted as a migration: a schema change another client made to tracked tables
-    /// (columns added by `ALTER TABLE` in the `sqlite3` shell, say). On an attached writer, also
-    /// the last such change the app committed without `migrate(_:in:)`, adopted once it committed.
-    /// Nil when there was none.
+    /// (columns added by `ALTER TABLE` in the `sqlite3` shell, say). The values rows hold in an
+    /// added column, other than NULL and its default, are recorded as updates (context `adopt`),
+    /// since the capture triggers did not know the column when they were written. On an attached
+    /// writer, also the last such change the app committed without `migrate(_:in:)`, adopted once
+    /// it committed. Nil when there was none.
     public var adoptedSchemaChange: MigrationSummary? { adoption.withLock { $0 } }
 
     /// Adopts, as a migration, a schema change another client made behind Tidemark's back, when it

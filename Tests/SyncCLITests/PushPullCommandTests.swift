@@ -261,6 +261,31 @@ import TidemarkTestSupport
         #expect(try String(contentsOfFile: notes, encoding: .utf8) == "my notes")
     }
 
+    /// A pull that applies bundles and then cannot write its watermark says what it applied
+    /// before the error, and exits 1; pulling again once the cause is gone applies nothing twice.
+    @Test func aPullThatFailsAfterApplyingSaysWhatItApplied() async throws {
+        let a = try await CLIStore(replica: "a")
+        let b = try await CLIStore(replica: "b")
+        try await CLIStore.trustEachOther([(a, "a"), (b, "b")])
+        let exchange = try TemporaryDirectory("tidemark-cli-exchange")
+        try await a.exec("INSERT INTO items(id) VALUES ('a-1')")
+        _ = try await a.sync("push", "--to", exchange.path)
+        // b's own folder cannot be made: a file stands where it goes.
+        let bFolder = exchange.path + "/" + (try await b.id()).description
+        try "in the way".write(toFile: bFolder, atomically: false, encoding: .utf8)
+
+        let pulled = try await b.sync("pull", "--from", exchange.path)
+        #expect(pulled.exitCode == 1, "\(pulled)")
+        #expect(pulled.stdoutLines == ["pulled 1 bundles: 1 transactions, 1 changes"], "\(pulled)")
+        #expect(pulled.stderrLines.first?.hasPrefix("error: cannot write \(bFolder)") == true, "\(pulled)")
+        #expect(try await b.exec("SELECT id FROM items").stdoutLines.contains("a-1"))
+
+        try FileManager.default.removeItem(atPath: bFolder)
+        let again = try await b.sync("pull", "--from", exchange.path)
+        #expect(again.exitCode == 0, "\(again)")
+        #expect(again.stdoutLines.first == "pulled 0 bundles: 0 transactions, 0 changes", "\(again)")
+    }
+
     @Test func aPullLeavesAWatermarkThatInspectDecodes() async throws {
         let a = try await CLIStore(replica: "a")
         let b = try await CLIStore(replica: "b")

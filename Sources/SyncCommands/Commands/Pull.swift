@@ -21,16 +21,17 @@ extension SyncCLI {
 
         func run() throws {
             let opened = try store.open()
-            let summary = try opened.pull(
-                from: from, key: try key.load(forStore: try store.path), prune: !noPrune, settings: exchange.settings)
-            for warning in summary.warnings { Output.error("warning: \(CLIWording.words(warning))") }
-            for removed in summary.removed { Output.line("removed \(removed)") }
-            for snapshot in summary.imported where snapshot.header.kind == .snapshot {
-                Output.line("caught up from \(snapshot.sender)'s snapshot: \(snapshot.snapshotRows) rows")
+            let summary: Store.PullSummary
+            do {
+                summary = try opened.pull(
+                    from: from, key: try key.load(forStore: try store.path), prune: !noPrune,
+                    settings: exchange.settings)
+            } catch let failed as PullFailedAfterApplying {
+                // What was applied stays applied: said first, then what failed.
+                Self.report(failed.imported, warnings: [], removed: [])
+                throw failed.error
             }
-            let transactions = summary.imported.map(\.appliedTransactions).reduce(0, +)
-            let changes = summary.imported.map(\.appliedChanges).reduce(0, +)
-            Output.line("pulled \(summary.imported.count) bundles: \(transactions) transactions, \(changes) changes")
+            Self.report(summary.imported, warnings: summary.warnings, removed: summary.removed)
             for wait in summary.waiting { Output.line("waiting \(SchemaWording.waiting(wait))") }
             if let prune = summary.prune, prune.removedTransactions > 0 || !prune.removedFiles.isEmpty {
                 Output.line(
@@ -39,6 +40,18 @@ extension SyncCLI {
             }
             for snapshot in summary.prune?.snapshots ?? [] { Output.line("wrote snapshot \(snapshot)") }
             for warning in summary.prune?.warnings ?? [] { Output.error("warning: \(CLIWording.words(warning))") }
+        }
+
+        /// The lines for what a pull applied: skipped files, removed ones, snapshots, the total.
+        static func report(_ imported: [Store.ImportSummary], warnings: [String], removed: [String]) {
+            for warning in warnings { Output.error("warning: \(CLIWording.words(warning))") }
+            for removed in removed { Output.line("removed \(removed)") }
+            for snapshot in imported where snapshot.header.kind == .snapshot {
+                Output.line("caught up from \(snapshot.sender)'s snapshot: \(snapshot.snapshotRows) rows")
+            }
+            let transactions = imported.map(\.appliedTransactions).reduce(0, +)
+            let changes = imported.map(\.appliedChanges).reduce(0, +)
+            Output.line("pulled \(imported.count) bundles: \(transactions) transactions, \(changes) changes")
         }
     }
 }

@@ -32,7 +32,8 @@ extension Store {
     /// damaged one, or one that is not an exchange file, is reported once while it is unchanged.
     /// Neither stops the others. When bundles this store needs were pruned away, it
     /// catches up from a peer's snapshot. Then it writes this replica's signed watermark into its
-    /// own subfolder and, unless `prune` is false, prunes.
+    /// own subfolder and, unless `prune` is false, prunes; a failure there, once bundles were
+    /// applied, is thrown as `PullFailedAfterApplying`, which says what was applied.
     public func pull(
         from location: String, key: KeyFile, prune autoPrune: Bool = true, settings: ExchangeSettings = .init()
     ) throws -> PullSummary {
@@ -48,29 +49,31 @@ extension Store {
         var imported: [ImportSummary] = []
         let pending = try applyCatchingUp(
             held.paths + sources.order, from: sources, imported: &imported, failures: &failures, held: held, key: key)
-        try clearWaitingOnHeld(pending, from: sources, failures: &failures, key: key)
-        var listed = Set(sources.order)
-        listed.formUnion(try readWatermarks(in: exchange, recorded: recorded, failures: &failures, key: key))
-        // Snapshots' tokens too, this replica's own included: read once while unchanged.
-        listed.formUnion(
-            try (exchange.replicaFolders(except: replica.id) + [replica.id]).map {
-                exchange.address(of: ExchangeFolder.File(replica: $0, name: ExchangeFolder.snapshotName))
-            })
-        // A peer's file showed this store to be an older copy: nothing more is published from it,
-        // its watermark included.
-        try checkNotRestored()
-        try mappingErrors {
-            try database.write { db in try RemoteFiles.keepOnly(db, location: recorded, files: listed) }
+        return try afterApplying(imported) {
+            try clearWaitingOnHeld(pending, from: sources, failures: &failures, key: key)
+            var listed = Set(sources.order)
+            listed.formUnion(try readWatermarks(in: exchange, recorded: recorded, failures: &failures, key: key))
+            // Snapshots' tokens too, this replica's own included: read once while unchanged.
+            listed.formUnion(
+                try (exchange.replicaFolders(except: replica.id) + [replica.id]).map {
+                    exchange.address(of: ExchangeFolder.File(replica: $0, name: ExchangeFolder.snapshotName))
+                })
+            // A peer's file showed this store to be an older copy: nothing more is published from
+            // it, its watermark included.
+            try checkNotRestored()
+            try mappingErrors {
+                try database.write { db in try RemoteFiles.keepOnly(db, location: recorded, files: listed) }
+            }
+            try rejoinIfRetired()
+            let warnings = try warnings(for: failures, sources: sources)
+            try exchange.transport.createFolder(self.replica.id.description)
+            let tidy = try tidyOwnFolder(exchange, recorded: recorded, key: key, checkPublished: false)
+            let watermark = try writeWatermark(in: exchange, key: key)
+            let report = autoPrune ? try prune(key: key, settings: settings) : nil
+            return PullSummary(
+                imported: imported, warnings: tidy.kept + warnings, watermark: watermark, prune: report,
+                waiting: try schemaWaits(), bytesDownloaded: exchange.transport.bytesDownloaded, removed: tidy.removed)
         }
-        try rejoinIfRetired()
-        let warnings = try warnings(for: failures, sources: sources)
-        try exchange.transport.createFolder(self.replica.id.description)
-        let tidy = try tidyOwnFolder(exchange, recorded: recorded, key: key, checkPublished: false)
-        let watermark = try writeWatermark(in: exchange, key: key)
-        let report = autoPrune ? try prune(key: key, settings: settings) : nil
-        return PullSummary(
-            imported: imported, warnings: tidy.kept + warnings, watermark: watermark, prune: report,
-            waiting: try schemaWaits(), bytesDownloaded: exchange.transport.bytesDownloaded, removed: tidy.removed)
     }
 
     /// Lists every peer's folder: its bundles into `sources`, and its temporaries and anything that

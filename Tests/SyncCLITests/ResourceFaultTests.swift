@@ -292,6 +292,21 @@ import TidemarkTestSupport
         #expect(try await Self.count(f.b, "id = 'a-1'") == 1)
     }
 
+    /// A store that belongs to another user: the hint is to run as that user or to take the file
+    /// over, not a chmod this user could neither make nor use.
+    @Test(.enabled(if: Unprivileged.isRoot && Unprivileged.available, "needs root to leave the store to another user"))
+    func aStoreOfAnotherUserSaysWhoseItIs() async throws {
+        let f = try await Fixture(big: false)
+        let before = try await f.b.dump()
+        let result = try await Unprivileged.run(
+            ["exec", "--store", f.b.path, "INSERT INTO items(id) VALUES ('b-2')"], owning: [])
+        expectFailure(
+            result,
+            "\(f.b.path): the store cannot be written: the file belongs to root, not to this user: \(f.b.path) (mode 0644)",
+            hint: "run the command as root, or give it to this user: chown nobody \(f.b.path)")
+        #expect(try await f.b.dump() == before)
+    }
+
     @Test(.enabled(if: Unprivileged.available, "running as root without setpriv: permission bits do not stop root"))
     func aStoreInAReadOnlyFolderSaysSQLiteNeedsToCreateFilesThere() async throws {
         let f = try await Fixture(big: false)

@@ -26,6 +26,14 @@ enum StoreFileDiagnosis {
             _ = access(first, W_OK)
             if errno == EROFS { return readOnlyFileSystem }
             let names = locked.map { "\($0) (mode \(modeText($0)))" }.joined(separator: ", ")
+            if let owner = otherOwner(first) {
+                // Write permission for its owner would not help: this user is not that owner.
+                return (
+                    "\(locked.count == 1 ? "the file belongs" : "these files belong") to \(owner), not to this user: \(names)",
+                    "run the command as \(owner), or give \(locked.count == 1 ? "it" : "them") to this user: "
+                        + "chown \(currentUser()) \(locked.joined(separator: " "))"
+                )
+            }
             return (
                 "\(locked.count == 1 ? "the file is" : "these files are") read-only: \(names)",
                 "make them writable: chmod u+w \(locked.joined(separator: " "))"
@@ -40,12 +48,34 @@ enum StoreFileDiagnosis {
         }
         if access(folder, W_OK | X_OK) != 0 {
             if errno == EROFS { return readOnlyFileSystem }
+            if let owner = otherOwner(folder) {
+                return (
+                    "its folder \(folder) belongs to \(owner), not to this user (mode \(modeText(folder))), and SQLite must create \((path as NSString).lastPathComponent)-wal and -shm there",
+                    "run the command as \(owner), or give the folder to this user: chown \(currentUser()) \(folder)"
+                )
+            }
             return (
                 "its folder \(folder) is not writable (mode \(modeText(folder))), and SQLite must create \((path as NSString).lastPathComponent)-wal and -shm there",
                 "make the folder writable: chmod u+w \(folder)"
             )
         }
         return (unknown, "check the permissions of \(path) and its folder")
+    }
+
+    /// The user that owns `path`, by name where the system knows it, when it is not this
+    /// process's user; nil when it is, or when `path` cannot be looked at.
+    private static func otherOwner(_ path: String) -> String? {
+        var status = stat()
+        guard stat(path, &status) == 0, status.st_uid != geteuid() else { return nil }
+        return userName(status.st_uid)
+    }
+
+    /// This process's user, by name where the system knows it.
+    private static func currentUser() -> String { userName(geteuid()) }
+
+    private static func userName(_ uid: uid_t) -> String {
+        guard let entry = getpwuid(uid), let name = entry.pointee.pw_name else { return "uid \(uid)" }
+        return String(cString: name)
     }
 
     /// Why writing next to `path` ran out of room, when the process's file size limit or the

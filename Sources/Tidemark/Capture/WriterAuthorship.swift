@@ -23,6 +23,7 @@ final class WriterAuthorship: TransactionObserver, @unchecked Sendable {
     private var isSealing = false
     /// Set when the app committed a write while a seal was in progress.
     private var sealsAgain = false
+    /// Set while a commit's mark is ended: those statements commit on their own.
     private var isEndingMark = false
 
     private init(replica: Replica.ID, clock: any WallClock) {

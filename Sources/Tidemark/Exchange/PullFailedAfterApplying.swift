@@ -1,7 +1,7 @@
 /// A pull that applied bundles and then failed: reading the members' watermarks, writing this
-/// replica's own into its subfolder, tidying that, or pruning. What it applied stays applied (each bundle is a transaction
-/// of its own); `imported` says what, and `error` what failed. Run the pull again once the cause
-/// is fixed: it applies nothing twice.
+/// replica's own into its subfolder, tidying that, or pruning. What it applied stays applied (each
+/// bundle is a transaction of its own); `imported` says what, and `error` what failed. Run the pull
+/// again once the cause is fixed: it applies nothing twice.
 public struct PullFailedAfterApplying: Error, CustomStringConvertible {
     /// The bundles applied before the failure, in order.
     public var imported: [Store.ImportSummary]
@@ -17,7 +17,7 @@ extension Store {
     func afterApplying<T>(_ imported: [ImportSummary], _ body: () throws -> T) throws -> T {
         do {
             return try body()
-        } catch  where !imported.isEmpty {
+        } catch where !imported.isEmpty {
             throw PullFailedAfterApplying(imported: imported, error: error)
         }
     }

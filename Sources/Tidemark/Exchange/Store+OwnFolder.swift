@@ -19,7 +19,7 @@ extension Store {
     }
 
     /// Tidies this replica's own folder of `exchange`, which only this replica writes: removes
-    /// abandoned temporaries, and files named as exchange files are that are junk once it has
+    /// abandoned temporaries, and files with an exchange file's name that are junk once it has
     /// checked that it does not need them — a copy a sync tool made of one of its files (a conflict
     /// copy, `0000000003 (1).tmb`, `watermark.sync-conflict-….tmw`), or one that is not a sound
     /// file. A file signed by this replica that holds transactions its store lacks is kept, and so

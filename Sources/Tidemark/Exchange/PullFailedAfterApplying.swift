@@ -17,7 +17,7 @@ extension Store {
     func afterApplying<T>(_ imported: [ImportSummary], _ body: () throws -> T) throws -> T {
         do {
             return try body()
-        } catch where !imported.isEmpty {
+        } catch let error where !imported.isEmpty {
             throw PullFailedAfterApplying(imported: imported, error: error)
         }
     }

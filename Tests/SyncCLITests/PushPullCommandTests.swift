@@ -170,13 +170,19 @@ import TidemarkTestSupport
     }
 
     /// A sync tool's conflict copy in a replica's folder: peers warn once, its owner removes it.
-    @Test func aConflictCopyIsReportedOnceAndRemovedByItsOwner() async throws {
+    /// Two replicas that trust each other, and an exchange folder where `a` pushed one insert.
+    static func pushedOnce() async throws -> (a: CLIStore, b: CLIStore, exchange: TemporaryDirectory) {
         let a = try await CLIStore(replica: "a")
         let b = try await CLIStore(replica: "b")
         try await CLIStore.trustEachOther([(a, "a"), (b, "b")])
         let exchange = try TemporaryDirectory("tidemark-cli-exchange")
         try await a.exec("INSERT INTO items(id) VALUES ('a-1')")
         _ = try await a.sync("push", "--to", exchange.path)
+        return (a, b, exchange)
+    }
+
+    @Test func aConflictCopyIsReportedOnceAndRemovedByItsOwner() async throws {
+        let (a, b, exchange) = try await Self.pushedOnce()
         let aFolder = exchange.path + "/" + (try await a.id()).description
         let copy = aFolder + "/0000000001 (1).tmb"
         try FileManager.default.copyItem(atPath: aFolder + "/0000000001.tmb", toPath: copy)
@@ -204,12 +210,7 @@ import TidemarkTestSupport
     /// that holds its store: the push refuses, and deletes nothing there. A peer's folder that is a
     /// link is no replica's folder: a pull reads nothing through it and says nothing of its files.
     @Test func aReplicaFolderThatIsASymbolicLinkIsNeitherTidiedNorRead() async throws {
-        let a = try await CLIStore(replica: "a")
-        let b = try await CLIStore(replica: "b")
-        try await CLIStore.trustEachOther([(a, "a"), (b, "b")])
-        let exchange = try TemporaryDirectory("tidemark-cli-exchange")
-        try await a.exec("INSERT INTO items(id) VALUES ('a-1')")
-        _ = try await a.sync("push", "--to", exchange.path)
+        let (a, b, exchange) = try await Self.pushedOnce()
         let aFolder = exchange.path + "/" + (try await a.id()).description
         try FileManager.default.removeItem(atPath: aFolder)
         try FileManager.default.createSymbolicLink(atPath: aFolder, withDestinationPath: a.directory.path)
@@ -234,12 +235,7 @@ import TidemarkTestSupport
     /// A file that is no exchange file's copy, left in a replica's own folder, is someone's: its
     /// owner keeps it and says so once, and peers say once that it is left alone.
     @Test func aFileOfAnotherKindInAReplicasFolderIsKept() async throws {
-        let a = try await CLIStore(replica: "a")
-        let b = try await CLIStore(replica: "b")
-        try await CLIStore.trustEachOther([(a, "a"), (b, "b")])
-        let exchange = try TemporaryDirectory("tidemark-cli-exchange")
-        try await a.exec("INSERT INTO items(id) VALUES ('a-1')")
-        _ = try await a.sync("push", "--to", exchange.path)
+        let (a, b, exchange) = try await Self.pushedOnce()
         let notes = exchange.path + "/" + (try await a.id()).description + "/notes.txt"
         try "my notes".write(toFile: notes, atomically: false, encoding: .utf8)
 
@@ -264,12 +260,7 @@ import TidemarkTestSupport
     /// A pull that applies bundles and then cannot write its watermark says what it applied
     /// before the error, and exits 1; pulling again once the cause is gone applies nothing twice.
     @Test func aPullThatFailsAfterApplyingSaysWhatItApplied() async throws {
-        let a = try await CLIStore(replica: "a")
-        let b = try await CLIStore(replica: "b")
-        try await CLIStore.trustEachOther([(a, "a"), (b, "b")])
-        let exchange = try TemporaryDirectory("tidemark-cli-exchange")
-        try await a.exec("INSERT INTO items(id) VALUES ('a-1')")
-        _ = try await a.sync("push", "--to", exchange.path)
+        let (a, b, exchange) = try await Self.pushedOnce()
         // b's own folder cannot be made: a file stands where it goes.
         let bFolder = exchange.path + "/" + (try await b.id()).description
         try "in the way".write(toFile: bFolder, atomically: false, encoding: .utf8)

@@ -301,4 +301,27 @@ import TidemarkTestSupport
         #expect(change.values.map(\.name) == ["title"])
         #expect(change.values.first?.value == .text("after"))
     }
+
+    /// One plain migration adds a column to one tracked table and rebuilds another with the same
+    /// columns: both keep capturing the app's writes once it commits.
+    @Test func aPlainMigrationThatAlsoRebuildsAnotherTableKeepsBothCaptured() throws {
+        let f = try Fixture()
+        try f.app.migrate(
+            Store.Migration(sql: "CREATE TABLE labels(id TEXT PRIMARY KEY, name TEXT)", track: ["labels"]))
+        try f.pool.write { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE notes ADD COLUMN color TEXT;
+                    CREATE TABLE labels_new(id TEXT PRIMARY KEY, name TEXT CHECK (length(name) < 50));
+                    INSERT INTO labels_new SELECT * FROM labels;
+                    DROP TABLE labels;
+                    ALTER TABLE labels_new RENAME TO labels;
+                    """)
+        }
+        #expect(f.app.adoptedSchemaChange?.addedColumns == ["notes": ["color"]])
+        try f.pool.write { db in try db.execute(sql: "INSERT INTO labels(id, name) VALUES ('l1', 'home')") }
+        try f.pool.write { db in try db.execute(sql: "INSERT INTO notes(id, color) VALUES ('n1', 'red')") }
+        let written = try f.app.fetchHistory().suffix(2)
+        #expect(written.map { $0.changes.map(\.table) } == [["labels"], ["notes"]])
+    }
 }

@@ -724,6 +724,7 @@ import TidemarkTestSupport
         let other = try DatabaseQueue(path: a.path)
         try await other.write { db in try db.execute(sql: "ALTER TABLE items ADD COLUMN color TEXT DEFAULT 'none'") }
         try await other.write { db in try db.execute(sql: "UPDATE items SET color = 'red' WHERE id = 'i1'") }
+        try await other.write { db in try db.execute(sql: "UPDATE items SET color = NULL WHERE id = 'i2'") }
         try await other.write { db in
             try db.execute(sql: "INSERT INTO items(id, name, color) VALUES ('i3', 'three', 'blue')")
         }
@@ -732,7 +733,7 @@ import TidemarkTestSupport
         #expect(reopened.adoptedSchemaChange?.addedColumns == ["items": ["color"]])
         let adopted = try #require(try reopened.fetchHistory().last)
         #expect(adopted.contextName == "adopt")
-        #expect(adopted.changes.map { $0.key.first?.value } == [.text("i1"), .text("i3")])
+        #expect(adopted.changes.map { $0.key.first?.value } == [.text("i1"), .text("i2"), .text("i3")])
         _ = try group.reopen("a", options: Store.Options())
         _ = try b.store.migrate(Store.Migration(sql: "ALTER TABLE items ADD COLUMN color TEXT DEFAULT 'none'"))
         try group.round()
@@ -743,7 +744,7 @@ import TidemarkTestSupport
             }
         }
         #expect(try rows(a) == rows(b))
-        #expect(try rows(b).map { $0["color"] as String? } == ["red", "none", "blue"])
+        #expect(try rows(b).map { $0["color"] as String? } == ["red", nil, "blue"])
     }
 
     /// A table rebuilt with the same columns (created anew, filled, renamed into place) loses its

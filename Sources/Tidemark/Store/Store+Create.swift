@@ -247,9 +247,9 @@ extension Store {
     }
 
     /// Records, as one update per row and column, the values rows of `table` hold in `columns`,
-    /// which another client added, other than NULL and the column's default: every replica that
-    /// adds the column gets those, and a write made before the capture triggers knew the column
-    /// gets recorded.
+    /// which another client added, other than the column's default (NULL when it has none):
+    /// every replica that adds the column gets that, and a write made before the capture triggers
+    /// knew the column gets recorded.
     static func adoptValues(of table: TrackedTable, columns: [String], in db: Database) throws {
         let defaults = Dictionary(
             try Row.fetchAll(db, sql: "SELECT name, dflt_value FROM pragma_table_info(?)", arguments: [table.name])
@@ -262,12 +262,13 @@ extension Store {
             let valueColumns = written.map { Bookkeeping.valueColumn(table.slots[$0]) }.joined(separator: ", ")
             let selected = written.map { table.columns[$0].quotedDatabaseIdentifier }.joined(separator: ", ")
             let name = column.quotedDatabaseIdentifier
-            let fallback = (defaults[column] ?? nil).map { " AND \(name) IS NOT (\($0))" } ?? ""
+            // What adding the column gives every row: its default, or NULL without one.
+            let added = (defaults[column] ?? nil).map { "(\($0))" } ?? "NULL"
             try db.execute(
                 sql: """
                     INSERT INTO tidemark_changes(table_id, op, \(masks), \(valueColumns))
                     SELECT \(table.id), \(Bookkeeping.Op.update.rawValue), \(ColumnMask(slots: written.map { table.slots[$0] }).sql(words: words)), \(selected)
-                    FROM \(table.name.quotedDatabaseIdentifier) WHERE \(name) IS NOT NULL\(fallback)
+                    FROM \(table.name.quotedDatabaseIdentifier) WHERE \(name) IS NOT \(added) COLLATE BINARY
                     """)
         }
     }

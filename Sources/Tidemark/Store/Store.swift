@@ -165,7 +165,7 @@ public final class Store: Sendable {
 
     /// What `open` adopted as a migration: a schema change another client made to tracked tables
     /// (columns added by `ALTER TABLE` in the `sqlite3` shell, say). The values rows hold in an
-    /// added column, other than NULL and its default, are recorded as updates (context `adopt`),
+    /// added column, other than its default (NULL without one), are recorded as updates (`adopt`),
     /// since the capture triggers did not know the column when they were written. On an attached
     /// writer, also the last such change the app committed without `migrate(_:in:)`, adopted once
     /// it committed. Nil when there was none.
@@ -190,16 +190,21 @@ public final class Store: Sendable {
     /// and puts back capture triggers it removed (a table rebuilt with the same columns), so that
     /// its next writes are captured. Throws `StoreError` for a change that `open` refuses.
     func followSchemaChange(_ db: Database) throws {
-        let tables = try TrackedTable.fetchAll(db)
-        if try tables.allSatisfy({ try $0.hasRegisteredShape(in: db) }) {
-            guard try !CaptureTriggers.repairs(tables, in: db).isEmpty else { return }
+        if try !TrackedTable.fetchAll(db).allSatisfy({ try $0.hasRegisteredShape(in: db) }) {
+            // In a transaction of its own, as a migration in the app's: the changes adoption
+            // records end their author mark before it commits.
+            var summary: MigrationSummary?
             try db.inTransaction(.immediate) {
-                try repairCaptureTriggersIfSchemaChanged(db)
+                summary = try perform(Migration(), checkingForeignKeys: false, db)
                 return .commit
             }
-        } else {
-            let summary = try perform(Migration(), checkingForeignKeys: false, db)
             adoption.withLock { $0 = summary }
+        }
+        // Tables whose shape did not change may have lost their triggers too (one rebuilt).
+        guard try !CaptureTriggers.repairs(TrackedTable.fetchAll(db), in: db).isEmpty else { return }
+        try db.inTransaction(.immediate) {
+            try repairCaptureTriggersIfSchemaChanged(db)
+            return .commit
         }
     }
 

@@ -109,7 +109,11 @@ import TidemarkTestSupport
                 sql: """
                     CREATE TABLE "note count"(n INTEGER NOT NULL);
                     INSERT INTO "note count" VALUES (0);
-                    CREATE TRIGGER count_notes AFTER INSERT ON notes BEGIN UPDATE "note count" SET n = n + 1; END;
+                    CREATE TABLE audit(what TEXT);
+                    CREATE TRIGGER count_notes AFTER INSERT ON notes BEGIN
+                      INSERT INTO audit VALUES ('a 5" note');
+                      UPDATE "note count" SET n = n + 1;
+                    END;
                     """)
         }
         let observed = Observed<Int>()
@@ -122,7 +126,7 @@ import TidemarkTestSupport
         _ = try f.peer.store.execute(sql: "INSERT INTO notes(id, title) VALUES ('p1', 'from peer')")
         try f.peerSyncs()
         let pulled = try f.appPulls()
-        #expect(pulled.changedTables == ["notes", "note count"])
+        #expect(pulled.changedTables == ["notes", "note count", "audit"])
         #expect(await observed.wait { $0 == 1 }, "observed \(observed.all)")
     }
 

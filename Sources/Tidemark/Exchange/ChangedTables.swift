@@ -52,7 +52,8 @@ enum ChangedTables {
         return targets
     }
 
-    /// The names `sql` holds, lowercased: bare words and quoted identifiers (`"…"`, `` `…` ``, `[…]`).
+    /// The names `sql` holds, lowercased: bare words and quoted identifiers (`"…"`, `` `…` ``, `[…]`),
+    /// not the text of string literals (`'…'`).
     private static func words(in sql: String) -> Set<String> {
         var words: Set<String> = []
         var word = ""
@@ -60,13 +61,14 @@ enum ChangedTables {
         for c in sql {
             if let open = quote {
                 if c == (open == "[" ? "]" : open) {
-                    words.insert(word.lowercased())
+                    // A string literal's text is no name.
+                    if open != "'" { words.insert(word.lowercased()) }
                     word = ""
                     quote = nil
                 } else {
                     word.append(c)
                 }
-            } else if c == "\"" || c == "`" || c == "[" {
+            } else if c == "\"" || c == "`" || c == "[" || c == "'" {
                 if !word.isEmpty { words.insert(word.lowercased()) }
                 word = ""
                 quote = c

@@ -83,6 +83,10 @@ extension Store {
                 // A prune in another process deleted history since this push planned: plan again.
                 attempts += 1
                 try plan()
+                if since.covers(current) {
+                    return PushSummary(
+                        path: nil, export: nil, removed: tidy.removed, warnings: tidy.kept, snapshot: snapshot)
+                }
             }
         }
         let (summary, written) = exported

@@ -363,6 +363,22 @@ import TidemarkTestSupport
         #expect(try group.prune("a", maxLag: 1_000).retired == ["b"])
     }
 
+    /// A peer whose start of trust is unknown (an earlier build trusted it) is not retired for lag
+    /// by the first prune that asks: it counts from then.
+    @Test func maxLagCountsAPeerOfUnknownTrustFromTheFirstPruneThatAsks() throws {
+        let start: Int64 = 1_900_000_000_000
+        let group = try ExchangeGroup(["a", "b"]) { _ in Store.Options(clock: FixedWallClock(milliseconds: start)) }
+        try DatabaseQueue(path: group["a"].path).write { db in
+            try db.execute(sql: "UPDATE tidemark_peers SET added_at = NULL")
+        }
+        _ = try group.reopen("a", options: Store.Options(clock: FixedWallClock(milliseconds: start + 5_000_000)))
+        #expect(try group.prune("a", maxLag: 1_000).retired.isEmpty)
+        _ = try group.reopen("a", options: Store.Options(clock: FixedWallClock(milliseconds: start + 5_500_000)))
+        #expect(try group.prune("a", maxLag: 1_000).retired.isEmpty)
+        _ = try group.reopen("a", options: Store.Options(clock: FixedWallClock(milliseconds: start + 6_500_000)))
+        #expect(try group.prune("a", maxLag: 1_000).retired == ["b"])
+    }
+
     /// Tokens into pruned history fail fetches and exports with `historyTokenExpired`; push and
     /// pull never do for an active member.
     @Test func anExpiredTokenFailsFetchAndExportButNotPushOrPull() throws {

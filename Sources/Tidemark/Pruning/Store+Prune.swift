@@ -187,14 +187,23 @@ extension Store {
         var retired: [String] = []
         let now = HLCTimestamp(milliseconds: options.clock.nowMilliseconds(), counter: 0)
         for member in try members() where !member.isSelf && !member.retired {
-            // A member that never signed a watermark lags from when this replica began trusting it.
-            let trusted = try mappingErrors {
-                try database.read { db in
-                    try Int64.fetchOne(
-                        db, sql: "SELECT added_at FROM tidemark_peers WHERE name = ?", arguments: [member.name])
-                }
+            // A member that never signed a watermark lags from when this replica began trusting it;
+            // when that is not known (a store read-only and not upgraded, a peer an earlier build
+            // added), from now on.
+            let trusted = try? database.read { db in
+                try Int64.fetchOne(
+                    db, sql: "SELECT added_at FROM tidemark_peers WHERE name = ?", arguments: [member.name])
             }
-            let last = member.signedAt?.milliseconds ?? trusted ?? 0
+            guard let last = member.signedAt?.milliseconds ?? trusted ?? nil else {
+                if !dryRun {
+                    _ = try? database.write { db in
+                        try db.execute(
+                            sql: "UPDATE tidemark_peers SET added_at = ? WHERE name = ? AND added_at IS NULL",
+                            arguments: [now.milliseconds, member.name])
+                    }
+                }
+                continue
+            }
             if Double(now.milliseconds - last) / 1000 > maxLag {
                 if !dryRun { try retire(peer: member.name) }
                 retired.append(member.name)

@@ -1,4 +1,3 @@
-import Foundation
 import GRDB
 
 // MARK: - Stores made by earlier builds
@@ -56,10 +55,8 @@ extension Bookkeeping {
             try db.execute(sql: "ALTER TABLE tidemark_held ADD COLUMN encrypted INTEGER NOT NULL DEFAULT 0")
         }
         if try !db.columns(in: "tidemark_peers").contains(where: { $0.name == "added_at" }) {
-            // Peers trusted before count as trusted from now on: none is retired for lag at once.
+            // Peers trusted before count from the first prune that asks (`retireLagging`).
             try db.execute(sql: "ALTER TABLE tidemark_peers ADD COLUMN added_at INTEGER")
-            try db.execute(
-                sql: "UPDATE tidemark_peers SET added_at = ?", arguments: [Int64(Date().timeIntervalSince1970 * 1000)])
         }
         if try !db.tableExists(settingsTable) {
             // Registered like the membership table of a new store; table ids stay local to a store.

@@ -145,9 +145,20 @@ public struct KeyFile: Sendable {
         let written = write(fd, bytes, bytes.count) == bytes.count && fsync(fd) == 0
         close(fd)
         guard written else { throw failure("could not be written") }
-        guard link(temporary, path) == 0 else {
+        if link(temporary, path) != 0 {
             if errno == EEXIST { throw StoreError.keyFile(path: path, problem: keyFileExists) }
-            throw failure("cannot be created")
+            // A file system without hard links (FAT, exFAT, some network shares): created in place.
+            let fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+            guard fd >= 0 else {
+                if errno == EEXIST { throw StoreError.keyFile(path: path, problem: keyFileExists) }
+                throw failure("cannot be created")
+            }
+            let written = write(fd, bytes, bytes.count) == bytes.count && fsync(fd) == 0
+            close(fd)
+            guard written else {
+                unlink(path)
+                throw failure("could not be written")
+            }
         }
         return KeyFile(path: path, privateKey: key)
     }

@@ -260,7 +260,7 @@ import TidemarkTestSupport
     /// A pull that applies bundles and then cannot write its watermark says what it applied
     /// before the error, and exits 1; pulling again once the cause is gone applies nothing twice.
     @Test func aPullThatFailsAfterApplyingSaysWhatItApplied() async throws {
-        let (a, b, exchange) = try await Self.pushedOnce()
+        let (_, b, exchange) = try await Self.pushedOnce()
         // b's own folder cannot be made: a file stands where it goes.
         let bFolder = exchange.path + "/" + (try await b.id()).description
         try "in the way".write(toFile: bFolder, atomically: false, encoding: .utf8)

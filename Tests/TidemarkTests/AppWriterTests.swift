@@ -257,6 +257,38 @@ import TidemarkTestSupport
         #expect(authorship(of: "n3") == ["bo", "editor"], "\(history.map { ($0.author, $0.changes.map(\.key)) })")
     }
 
+    /// The app lets its store go and writes on: the writer still seals each transaction as it
+    /// commits, with the default author. A store attached again shares what the first installed,
+    /// so its transactions are sealed once, and it follows the schema changes the app commits.
+    @Test func theWriterSealsAfterItsStoreIsGoneAndAStoreAttachedAgainTakesOver() async throws {
+        let directory = try TemporaryDirectory("tidemark-app")
+        let pool = try DatabasePool(path: directory.file("app.sqlite"))
+        try await pool.write { db in try db.execute(sql: AppWriterTests.schema) }
+        do {
+            let first = try Store.initialize(in: pool, setup: Store.Setup(replicaName: "app")).store
+            try first.setDefaultTransactionAuthor("app", contextName: "ui")
+        }
+        for id in ["n1", "n2"] {
+            try await pool.write { db in
+                try db.execute(sql: "INSERT INTO notes(id, title) VALUES (?, 'x')", arguments: [id])
+            }
+        }
+        let again = try Store.open(pool)
+        try await pool.write { db in
+            try again.setTransactionAuthor("bo", in: db)
+            try db.execute(sql: "INSERT INTO notes(id, title) VALUES ('n3', 'x')")
+        }
+        try await pool.write { db in try db.execute(sql: "ALTER TABLE notes ADD COLUMN body TEXT") }
+        try await pool.write { db in try db.execute(sql: "INSERT INTO notes(id, body) VALUES ('n4', 'b')") }
+
+        let history = try Store.open(directory.file("app.sqlite")).fetchHistory().filter {
+            $0.contextName != "adopt"
+        }
+        #expect(history.map(\.author) == ["app", "app", "bo", "app"], "\(history.map(\.changes))")
+        #expect(history.map(\.changes.count) == [1, 1, 1, 1])
+        #expect(history.last?.changes.first?.values.contains { $0.name == "body" && $0.value == .text("b") } == true)
+    }
+
     @Test func authorsAreRefusedOutsideTheAttachedWriter() async throws {
         let f = try Fixture()
         #expect(throws: StoreError.authorOutsideTransaction) {

@@ -12,7 +12,7 @@ extension Store {
     /// Throws `StoreError.notAttached` when the store was opened by path or `db` is another
     /// connection, and `StoreError.authorOutsideTransaction` outside a transaction.
     public func setTransactionAuthor(_ author: String?, contextName: String? = nil, in db: Database) throws {
-        guard authorship != nil, try WriterAuthorship.isInstalled(on: db) else {
+        guard attachedWriter != nil, try WriterAuthorship.isInstalled(on: db) else {
             throw StoreError.notAttached(path: path)
         }
         guard db.isInsideTransaction else { throw StoreError.authorOutsideTransaction }
@@ -25,7 +25,7 @@ extension Store {
     ///
     /// Throws `StoreError.notAttached` when the store was opened by path.
     public func setDefaultTransactionAuthor(_ author: String?, contextName: String? = nil) throws {
-        guard authorship != nil else { throw StoreError.notAttached(path: path) }
+        guard attachedWriter != nil else { throw StoreError.notAttached(path: path) }
         try mappingErrors {
             try database.writeWithoutTransaction { db in
                 try WriterAuthorship.set(

@@ -2,68 +2,44 @@ import Foundation
 import GRDB
 import TidemarkCore
 
-/// Authorship and prompt sealing for the writes an app makes through its own GRDB writer, once a
-/// store is attached to it (Core Data's `transactionAuthor` and context `name`).
+/// Authorship for the writes an app makes through its own GRDB writer, once a store is attached
+/// to it (Core Data's `transactionAuthor` and context `name`).
 ///
 /// On the writer's connection only, a TEMP trigger on `tidemark_changes` marks the changes of each
 /// SQLite transaction that has an author set: one `tidemark_authorship` row covering their change
 /// ids, written in the same transaction, so whichever process seals them later (the `sync` CLI
 /// included) gives them their own history transaction with that author. Other clients never see
-/// the trigger, and their writes stay unattributed. After each commit on the writer, pending
-/// changes are sealed at once, so each app transaction becomes one history transaction stamped
-/// with the time it was written.
+/// the trigger, and their writes stay unattributed. `AttachedWriter` ends each transaction's mark
+/// as it commits, and seals it at once.
 ///
 /// Per connection: `temp.tidemark_author` holds the default authorship (scope 0) and the current
 /// transaction's (scope 1); `temp.tidemark_open` the first change id of the transaction's mark.
-// @unchecked: the mutable flags are read and written only in the writer's dispatch queue, where
-// GRDB calls every transaction observer; the other stored properties are immutable.
-final class WriterAuthorship: TransactionObserver, @unchecked Sendable {
-    private let replica: Replica.ID
-    private let clock: any WallClock
-    private var isSealing = false
-    /// Set when the app committed a write while a seal was in progress.
-    private var sealsAgain = false
-    /// Set while a commit's mark is ended: those statements commit on their own.
-    private var isEndingMark = false
-
-    private init(replica: Replica.ID, clock: any WallClock) {
-        self.replica = replica
-        self.clock = clock
-    }
-
-    /// Installs the connection's authorship objects and the sealing observer on `writer`, once
-    /// per connection: a second store opened on the same writer shares them.
-    static func attach(to writer: any DatabaseWriter, replica: Replica.ID, options: Store.Options) throws
-        -> WriterAuthorship
-    {
-        let observer = WriterAuthorship(replica: replica, clock: options.clock)
-        try writer.writeWithoutTransaction { db in
-            let installed =
-                try Bool.fetchOne(db, sql: "SELECT count(*) > 0 FROM temp.sqlite_master WHERE name = 'tidemark_author'")
-                ?? false
-            guard !installed else { return }
-            try db.execute(
-                sql: """
-                    CREATE TEMP TABLE tidemark_author(
-                        scope INTEGER PRIMARY KEY CHECK (scope IN (0, 1)), author TEXT, context TEXT, pid INTEGER);
-                    CREATE TEMP TABLE tidemark_open(id INTEGER PRIMARY KEY CHECK (id = 1), first INTEGER NOT NULL);
-                    CREATE TEMP TRIGGER tidemark_authorship AFTER INSERT ON main.tidemark_changes
-                    WHEN NEW.gen IS NULL AND EXISTS (SELECT 1 FROM temp.tidemark_author)
-                    BEGIN
-                      INSERT OR IGNORE INTO tidemark_open(id, first) VALUES (1, NEW.id);
-                      INSERT INTO tidemark_authorship(first_change, last_change, author, context, pid)
-                        SELECT NEW.id, NEW.id, author, context, pid FROM temp.tidemark_author
-                        WHERE (SELECT first FROM temp.tidemark_open) = NEW.id ORDER BY scope DESC LIMIT 1;
-                      UPDATE tidemark_authorship SET last_change = NEW.id
-                        WHERE first_change = (SELECT first FROM temp.tidemark_open) AND first_change <> NEW.id;
-                    END;
-                    """)
-            // Imported changes carry their generation (gen IS NOT NULL), so the trigger skips them.
-            // Unqualified names in the body (SQLite allows no other in a trigger's writes) resolve
-            // to the temp tables first, and tidemark_authorship exists only in main.
-            db.add(transactionObserver: observer, extent: .databaseLifetime)
-        }
-        return observer
+enum WriterAuthorship {
+    /// Installs the authorship objects on the writer's connection `db`, once per connection.
+    static func install(in db: Database) throws {
+        let installed =
+            try Bool.fetchOne(db, sql: "SELECT count(*) > 0 FROM temp.sqlite_master WHERE name = 'tidemark_author'")
+            ?? false
+        guard !installed else { return }
+        try db.execute(
+            sql: """
+                CREATE TEMP TABLE tidemark_author(
+                    scope INTEGER PRIMARY KEY CHECK (scope IN (0, 1)), author TEXT, context TEXT, pid INTEGER);
+                CREATE TEMP TABLE tidemark_open(id INTEGER PRIMARY KEY CHECK (id = 1), first INTEGER NOT NULL);
+                CREATE TEMP TRIGGER tidemark_authorship AFTER INSERT ON main.tidemark_changes
+                WHEN NEW.gen IS NULL AND EXISTS (SELECT 1 FROM temp.tidemark_author)
+                BEGIN
+                  INSERT OR IGNORE INTO tidemark_open(id, first) VALUES (1, NEW.id);
+                  INSERT INTO tidemark_authorship(first_change, last_change, author, context, pid)
+                    SELECT NEW.id, NEW.id, author, context, pid FROM temp.tidemark_author
+                    WHERE (SELECT first FROM temp.tidemark_open) = NEW.id ORDER BY scope DESC LIMIT 1;
+                  UPDATE tidemark_authorship SET last_change = NEW.id
+                    WHERE first_change = (SELECT first FROM temp.tidemark_open) AND first_change <> NEW.id;
+                END;
+                """)
+        // Imported changes carry their generation (gen IS NOT NULL), so the trigger skips them.
+        // Unqualified names in the body (SQLite allows no other in a trigger's writes) resolve
+        // to the temp tables first, and tidemark_authorship exists only in main.
     }
 
     /// Sets the authorship of `scope`: 0 for every later transaction, 1 for the current one.
@@ -99,10 +75,17 @@ final class WriterAuthorship: TransactionObserver, @unchecked Sendable {
     }
 
     /// Ends the current transaction's mark on the writer's connection `db`: its later changes
-    /// start a mark of their own. Done at every commit, and after a migration sealed the changes
-    /// the mark covered earlier in the transaction.
+    /// start a mark of their own. Done after a migration sealed the changes the mark covered
+    /// earlier in the transaction.
     static func endMark(in db: Database) throws {
         try db.cachedStatement(sql: "DELETE FROM temp.tidemark_open").execute()
+    }
+
+    /// Ends the committed transaction's mark and its own authorship (scope 1): the next
+    /// transaction starts from the default authorship.
+    static func endTransaction(in db: Database) throws {
+        try endMark(in: db)
+        try db.cachedStatement(sql: "DELETE FROM temp.tidemark_author WHERE scope = 1").execute()
     }
 
     /// Removes the marks of pending changes after `change`, which are being deleted (a migration's
@@ -116,62 +99,5 @@ final class WriterAuthorship: TransactionObserver, @unchecked Sendable {
     static func isInstalled(on db: Database) throws -> Bool {
         try Bool.fetchOne(db, sql: "SELECT count(*) > 0 FROM temp.sqlite_master WHERE name = 'tidemark_author'")
             ?? false
-    }
-
-    // MARK: - TransactionObserver
-
-    func observes(eventsOfKind eventKind: DatabaseEventKind) -> Bool { false }
-
-    func databaseDidChange(with event: DatabaseEvent) {}
-
-    func databaseDidRollback(_ db: Database) {}
-
-    /// Ends the committed transaction's mark and seals what is pending. A failure (another process
-    /// holding the write lock, say) only delays the seal: the marks keep the authorship until then.
-    ///
-    /// GRDB tells the observers of the seal's own commit too, and the app may write from there (an
-    /// `afterNextTransaction` closure, a `DatabaseRegionObservation`'s `onChange`): each such write
-    /// is a transaction of its own, whose mark ends as it commits, and which the seal in progress
-    /// seals once it is done.
-    func databaseDidCommit(_ db: Database) {
-        // The statements that end a mark commit too, on their own.
-        guard !isEndingMark else { return }
-        isEndingMark = true
-        do {
-            // Runs after every commit on the writer: prepared once, and a write only when a mark is open.
-            let marked = try Bool.fetchOne(
-                db.cachedStatement(
-                    sql:
-                        "SELECT EXISTS (SELECT 1 FROM temp.tidemark_open) OR EXISTS (SELECT 1 FROM temp.tidemark_author WHERE scope = 1)"
-                ))
-            if marked == true {
-                try Self.endMark(in: db)
-                try db.cachedStatement(sql: "DELETE FROM temp.tidemark_author WHERE scope = 1").execute()
-            }
-        } catch {
-            // The next commit ends it.
-        }
-        isEndingMark = false
-        guard !isSealing else {
-            sealsAgain = true
-            return
-        }
-        isSealing = true
-        defer { isSealing = false }
-        // Bounded: an app that writes from every commit's callback is sealed by its next commit.
-        for _ in 0..<8 {
-            sealsAgain = false
-            do {
-                guard try Sealer.hasPending(db) else { return }
-                try db.inTransaction(.immediate) {
-                    _ = try Sealer.sealPending(db, replica: replica, clock: clock)
-                    return .commit
-                }
-            } catch {
-                // Left pending; the next seal by any process records them with their marks.
-                return
-            }
-            guard sealsAgain else { return }
-        }
     }
 }

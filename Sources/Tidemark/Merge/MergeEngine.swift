@@ -30,7 +30,7 @@ struct MergeEngine {
         var metadata: [String: RowMetadataStore] = [:]
         var targets: [String: Target] = [:]
         // An app's connection may have a pre-update hook of its own (`PreUpdateRow`).
-        let ownConnection = store.authorship == nil
+        let ownConnection = store.attachedWriter == nil
         for table in store.replicatedTables {
             let store = RowMetadataStore(table: table, origins: origins, digests: digests)
             tables[table.name] = table

@@ -139,7 +139,7 @@ extension Store {
     /// connection.
     @discardableResult
     public func migrate(_ migration: Migration, in db: Database) throws -> MigrationSummary {
-        guard authorship != nil, try WriterAuthorship.isInstalled(on: db),
+        guard attachedWriter != nil, try WriterAuthorship.isInstalled(on: db),
             Data.fromDatabaseValue(try Bookkeeping.meta(db, Bookkeeping.Meta.publicKey)) == Data(publicKey)
         else {
             throw StoreError.notAttached(path: path)

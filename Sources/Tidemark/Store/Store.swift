@@ -62,14 +62,12 @@ public final class Store: Sendable {
     /// opened by path, or the app's own writer when attached to it.
     let database: any DatabaseWriter
     let options: Options
-    /// Marks and seals the writes of an attached app writer; nil when the store owns its connection.
-    let authorship: WriterAuthorship?
-    /// Adopts the schema changes the app commits on an attached writer; nil when the store owns its
-    /// connection.
-    let schemaChanges: WriterSchemaChanges?
+    /// Ends the marks of, seals, and follows the schema changes of what the app commits on the
+    /// writer the store is attached to; nil when the store owns its connection.
+    let attachedWriter: AttachedWriter?
 
     init(
-        path: String, database: any DatabaseWriter, authorship: WriterAuthorship? = nil, replica: Replica,
+        path: String, database: any DatabaseWriter, attachedWriter: AttachedWriter? = nil, replica: Replica,
         publicKey: [UInt8], registrations: [TrackedTable], options: Options
     ) {
         self.path = path
@@ -78,8 +76,7 @@ public final class Store: Sendable {
         self.replica = replica
         self.registrations = TrackedTable.Registrations(registrations)
         self.options = options
-        self.authorship = authorship
-        schemaChanges = authorship == nil ? nil : WriterSchemaChanges()
+        self.attachedWriter = attachedWriter
     }
 
     /// Opens an initialized store with a connection of its own.
@@ -144,17 +141,17 @@ public final class Store: Sendable {
                 } catch let error as DatabaseError where error.resultCode == .SQLITE_READONLY {}
             }
             let replica = Replica(name: name, id: Replica.ID(publicKey: Array(key)))
-            let authorship =
-                attached ? try WriterAuthorship.attach(to: database, replica: replica.id, options: options) : nil
+            let attachedWriter =
+                attached ? try AttachedWriter.attach(to: database, replica: replica.id, options: options) : nil
             let store = Store(
-                path: path, database: database, authorship: authorship, replica: replica, publicKey: Array(key),
+                path: path, database: database, attachedWriter: attachedWriter, replica: replica, publicKey: Array(key),
                 registrations: tables, options: options)
             if let changed {
                 guard adopting else { return store }
                 try store.adoptSchemaChange(refusedAs: changed)
             }
             try store.restoreCaptureTriggers()
-            try store.schemaChanges?.start(for: store, on: database)
+            try store.attachedWriter?.follow(for: store, on: database)
             return store
         } catch let error as StoreError {
             throw error
@@ -185,7 +182,7 @@ public final class Store: Sendable {
         }
     }
 
-    /// After a commit on the attached writer that changed the schema (`WriterSchemaChanges`):
+    /// After a commit on the attached writer that changed the schema (`AttachedWriter`):
     /// adopts what the app changed in tracked tables without `migrate(_:in:)`, as `open` would,
     /// and puts back capture triggers it removed (a table rebuilt with the same columns), so that
     /// its next writes are captured. Throws `StoreError` for a change that `open` refuses.

@@ -133,34 +133,37 @@ public struct KeyFile: Sendable {
         let key = Curve25519.Signing.PrivateKey()
         let der = pkcs8Prefix + Array(key.rawRepresentation)
         let pem = "-----BEGIN PRIVATE KEY-----\n\(Data(der).base64EncodedString())\n-----END PRIVATE KEY-----\n"
-        let failure = { (what: String) in
-            StoreError.keyFile(path: path, problem: "\(what) (\(String(cString: strerror(errno))))")
-        }
         if FileManager.default.fileExists(atPath: path) { throw StoreError.keyFile(path: path, problem: keyFileExists) }
-        let temporary = "\(path).\(UUID().uuidString).tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL, 0o600)
-        guard fd >= 0 else { throw failure("cannot be created") }
-        defer { unlink(temporary) }
         let bytes = Array(pem.utf8)
-        let written = write(fd, bytes, bytes.count) == bytes.count && fsync(fd) == 0
-        close(fd)
-        guard written else { throw failure("could not be written") }
+        let temporary = "\(path).\(UUID().uuidString).tmp"
+        try writeNewFile(temporary, bytes, keyPath: path)
+        defer { unlink(temporary) }
         if link(temporary, path) != 0 {
             if errno == EEXIST { throw StoreError.keyFile(path: path, problem: keyFileExists) }
             // A file system without hard links (FAT, exFAT, some network shares): created in place.
-            let fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
-            guard fd >= 0 else {
-                if errno == EEXIST { throw StoreError.keyFile(path: path, problem: keyFileExists) }
-                throw failure("cannot be created")
-            }
-            let written = write(fd, bytes, bytes.count) == bytes.count && fsync(fd) == 0
-            close(fd)
-            guard written else {
-                unlink(path)
-                throw failure("could not be written")
-            }
+            try writeNewFile(path, bytes, keyPath: path)
         }
         return KeyFile(path: path, privateKey: key)
+    }
+
+    /// Creates the file `file` with mode 0600 and writes `bytes` to it, synced. A file it made but
+    /// could not write whole is removed. Failures name the key file `keyPath`.
+    private static func writeNewFile(_ file: String, _ bytes: [UInt8], keyPath: String) throws {
+        func failure(_ what: String, _ code: Int32) -> StoreError {
+            StoreError.keyFile(path: keyPath, problem: "\(what) (\(String(cString: strerror(code))))")
+        }
+        let fd = open(file, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        guard fd >= 0 else {
+            if errno == EEXIST { throw StoreError.keyFile(path: keyPath, problem: keyFileExists) }
+            throw failure("cannot be created", errno)
+        }
+        let written = write(fd, bytes, bytes.count) == bytes.count && fsync(fd) == 0
+        let code = errno
+        close(fd)
+        guard written else {
+            unlink(file)
+            throw failure("could not be written", code)
+        }
     }
 
     /// The problem `create` reports when the key file is already there.

@@ -187,7 +187,8 @@ public final class Store: Sendable {
     /// and puts back capture triggers it removed (a table rebuilt with the same columns), so that
     /// its next writes are captured. Throws `StoreError` for a change that `open` refuses.
     func followSchemaChange(_ db: Database) throws {
-        if try !TrackedTable.fetchAll(db).allSatisfy({ try $0.hasRegisteredShape(in: db) }) {
+        var tables = try TrackedTable.fetchAll(db)
+        if try !tables.allSatisfy({ try $0.hasRegisteredShape(in: db) }) {
             // In a transaction of its own, as a migration in the app's: the changes adoption
             // records end their author mark before it commits.
             var summary: MigrationSummary?
@@ -196,9 +197,10 @@ public final class Store: Sendable {
                 return .commit
             }
             adoption.withLock { $0 = summary }
+            tables = try TrackedTable.fetchAll(db)
         }
         // Tables whose shape did not change may have lost their triggers too (one rebuilt).
-        guard try !CaptureTriggers.repairs(TrackedTable.fetchAll(db), in: db).isEmpty else { return }
+        guard try !CaptureTriggers.repairs(tables, in: db).isEmpty else { return }
         try db.inTransaction(.immediate) {
             try repairCaptureTriggersIfSchemaChanged(db)
             return .commit

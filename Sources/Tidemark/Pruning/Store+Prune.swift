@@ -186,27 +186,34 @@ extension Store {
     private func retireLagging(by maxLag: TimeInterval, dryRun: Bool) throws -> [String] {
         var retired: [String] = []
         let now = HLCTimestamp(milliseconds: options.clock.nowMilliseconds(), counter: 0)
+        // A member that never signed a watermark lags from when this replica began trusting it;
+        // when that is not known (a store read-only and not upgraded, a peer an earlier build
+        // added), from the first prune that asks.
+        let trusted: [String: Int64] =
+            (try? database.read { db in
+                try Dictionary(
+                    Row.fetchAll(db, sql: "SELECT name, added_at FROM tidemark_peers WHERE added_at IS NOT NULL").map {
+                        ($0[0], $0[1])
+                    }, uniquingKeysWith: { first, _ in first })
+            }) ?? [:]
+        var unknown: [String] = []
         for member in try members() where !member.isSelf && !member.retired {
-            // A member that never signed a watermark lags from when this replica began trusting it;
-            // when that is not known (a store read-only and not upgraded, a peer an earlier build
-            // added), from now on.
-            let trusted = try? database.read { db in
-                try Int64.fetchOne(
-                    db, sql: "SELECT added_at FROM tidemark_peers WHERE name = ?", arguments: [member.name])
-            }
-            guard let last = member.signedAt?.milliseconds ?? trusted ?? nil else {
-                if !dryRun {
-                    _ = try? database.write { db in
-                        try db.execute(
-                            sql: "UPDATE tidemark_peers SET added_at = ? WHERE name = ? AND added_at IS NULL",
-                            arguments: [now.milliseconds, member.name])
-                    }
-                }
+            guard let last = member.signedAt?.milliseconds ?? trusted[member.name] else {
+                unknown.append(member.name)
                 continue
             }
             if Double(now.milliseconds - last) / 1000 > maxLag {
                 if !dryRun { try retire(peer: member.name) }
                 retired.append(member.name)
+            }
+        }
+        if !dryRun && !unknown.isEmpty {
+            _ = try? database.write { db in
+                for name in unknown {
+                    try db.execute(
+                        sql: "UPDATE tidemark_peers SET added_at = ? WHERE name = ? AND added_at IS NULL",
+                        arguments: [now.milliseconds, name])
+                }
             }
         }
         return retired

@@ -50,10 +50,10 @@ enum CaptureTriggers {
     static func install(_ table: TrackedTable, in db: Database, current: [String: String] = [:]) throws {
         let wanted = try sql(for: table, in: db)
         for name in names(for: table) where current[name] != nil && !wanted.contains(where: { $0.name == name }) {
-            try db.execute(sql: "DROP TRIGGER \(name.quotedDatabaseIdentifier)")
+            try db.execute(sql: "DROP TRIGGER \(name.quotedIdentifier)")
         }
         for (name, statement) in wanted where current[name] != statement {
-            if current[name] != nil { try db.execute(sql: "DROP TRIGGER \(name.quotedDatabaseIdentifier)") }
+            if current[name] != nil { try db.execute(sql: "DROP TRIGGER \(name.quotedIdentifier)") }
             try db.execute(sql: statement)
         }
     }
@@ -127,17 +127,17 @@ enum CaptureTriggers {
 
     /// Removes the triggers for `table`.
     static func remove(_ table: TrackedTable, in db: Database) throws {
-        for name in names(for: table) { try db.execute(sql: "DROP TRIGGER IF EXISTS \(name.quotedDatabaseIdentifier)") }
+        for name in names(for: table) { try db.execute(sql: "DROP TRIGGER IF EXISTS \(name.quotedIdentifier)") }
     }
 
     /// The CREATE TRIGGER statements, by trigger name; `classChecked` holds the indexes of the columns that need
     /// their storage class compared besides their value. Long by design: it is the text of the
     /// three triggers, which reads best whole, beside each other.
     static func sql(for table: TrackedTable, classChecked: Set<Int>) -> [(name: String, sql: String)] {
-        let t = table.name.quotedDatabaseIdentifier
+        let t = table.name.quotedIdentifier
         let names = names(for: table)
-        let n = names.map(\.quotedDatabaseIdentifier)
-        let cols = table.columns.map(\.quotedDatabaseIdentifier)
+        let n = names.map(\.quotedIdentifier)
+        let cols = table.columns.map(\.quotedIdentifier)
         let words = ColumnMask.wordCount(slots: table.slotCount)
         let maskColumns = (0..<words).map(Bookkeeping.maskColumn).joined(separator: ", ")
         let valueColumns = table.slots.map(Bookkeeping.valueColumn).joined(separator: ", ")

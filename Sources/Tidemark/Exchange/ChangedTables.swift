@@ -88,7 +88,11 @@ enum ChangedTables {
     static func notify(_ tables: Set<String>, in db: Database) throws {
         guard !tables.isEmpty else { return }
         var region = DatabaseRegion()
-        for table in tables { region.formUnion(try Table(table).databaseRegion(db)) }
+        for table in tables {
+            // A statement's region rather than `Table(table)`'s, which GRDB finds by quoting the
+            // name without doubling a double quote within it.
+            region.formUnion(try db.cachedStatement(sql: "SELECT * FROM \(table.quotedIdentifier)").databaseRegion)
+        }
         try db.notifyChanges(in: region)
     }
 }

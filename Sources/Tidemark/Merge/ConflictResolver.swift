@@ -100,7 +100,7 @@ struct ConflictResolver {
     /// Finds another row holding the candidate's values in one of the table's UNIQUE indexes.
     private func clashingRow(table: TrackedTable, key: [SQLValue], candidate: [SQLValue]) throws -> ([SQLValue], [Int])?
     {
-        let quoted = table.name.quotedDatabaseIdentifier
+        let quoted = table.name.quotedIdentifier
         for index in try String.fetchAll(
             db, sql: "SELECT name FROM pragma_index_list(?) WHERE \"unique\" = 1 AND origin <> 'pk'",
             arguments: [table.name])
@@ -109,11 +109,11 @@ struct ConflictResolver {
                 db, sql: "SELECT name FROM pragma_index_info(?) ORDER BY seqno", arguments: [index])
             let columns = names.compactMap { $0.flatMap(table.index(of:)) }
             guard columns.count == names.count, !columns.contains(where: { candidate[$0] == .null }) else { continue }
-            let match = columns.map { "\(table.columns[$0].quotedDatabaseIdentifier) = ?" }.joined(separator: " AND ")
+            let match = columns.map { "\(table.columns[$0].quotedIdentifier) = ?" }.joined(separator: " AND ")
             let notSelf =
-                "NOT (" + table.keyColumns.map { "\($0.quotedDatabaseIdentifier) IS ?" }.joined(separator: " AND ")
+                "NOT (" + table.keyColumns.map { "\($0.quotedIdentifier) IS ?" }.joined(separator: " AND ")
                 + ")"
-            let keys = table.keyColumns.map(\.quotedDatabaseIdentifier).joined(separator: ", ")
+            let keys = table.keyColumns.map(\.quotedIdentifier).joined(separator: ", ")
             if let row = try RawStatement.rows(
                 db, sql: "SELECT \(keys) FROM \(quoted) WHERE \(match) AND \(notSelf) LIMIT 1",
                 arguments: columns.map { candidate[$0] } + key
@@ -204,15 +204,15 @@ enum ForeignKeys {
                     db, sql: "SELECT name FROM pragma_table_info(?) WHERE pk > 0 ORDER BY pk", arguments: [fk.parent])
             }
             guard to.count == fk.from.count else { continue }
-            let child = table.name.quotedDatabaseIdentifier
-            let notNull = fk.from.map { "c.\($0.quotedDatabaseIdentifier) IS NOT NULL" }.joined(separator: " AND ")
-            let match = zip(fk.from, to).map { "p.\($1.quotedDatabaseIdentifier) = c.\($0.quotedDatabaseIdentifier)" }
+            let child = table.name.quotedIdentifier
+            let notNull = fk.from.map { "c.\($0.quotedIdentifier) IS NOT NULL" }.joined(separator: " AND ")
+            let match = zip(fk.from, to).map { "p.\($1.quotedIdentifier) = c.\($0.quotedIdentifier)" }
                 .joined(separator: " AND ")
-            let columns = table.columns.map { "c.\($0.quotedDatabaseIdentifier)" }.joined(separator: ", ")
+            let columns = table.columns.map { "c.\($0.quotedIdentifier)" }.joined(separator: ", ")
             let rows = try RawStatement.rows(
                 db,
                 sql:
-                    "SELECT \(columns) FROM \(child) c WHERE \(notNull) AND NOT EXISTS (SELECT 1 FROM \(fk.parent.quotedDatabaseIdentifier) p WHERE \(match))"
+                    "SELECT \(columns) FROM \(child) c WHERE \(notNull) AND NOT EXISTS (SELECT 1 FROM \(fk.parent.quotedIdentifier) p WHERE \(match))"
             )
             for values in rows { result.append((table.keyIndexes.map { values[$0] }, values, fk.parent)) }
         }

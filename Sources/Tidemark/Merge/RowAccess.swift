@@ -29,11 +29,11 @@ final class RowAccess {
         self.db = db
         self.table = table
         self.catchesWrittenRows = catchesWrittenRows
-        quotedTable = table.name.quotedDatabaseIdentifier
-        keyMatch = table.keyColumns.map { "\($0.quotedDatabaseIdentifier) = ?" }.joined(separator: " AND ")
-        keyColumns = table.keyColumns.map(\.quotedDatabaseIdentifier).joined(separator: ", ")
+        quotedTable = table.name.quotedIdentifier
+        keyMatch = table.keyColumns.map { "\($0.quotedIdentifier) = ?" }.joined(separator: " AND ")
+        keyColumns = table.keyColumns.map(\.quotedIdentifier).joined(separator: ", ")
         selectSQL =
-            "SELECT \(table.columns.map(\.quotedDatabaseIdentifier).joined(separator: ", ")) FROM \(quotedTable) WHERE \(keyMatch)"
+            "SELECT \(table.columns.map(\.quotedIdentifier).joined(separator: ", ")) FROM \(quotedTable) WHERE \(keyMatch)"
         deleteSQL = "DELETE FROM \(quotedTable) WHERE \(keyMatch)"
     }
 
@@ -65,9 +65,9 @@ final class RowAccess {
     func write(key: [SQLValue], columns: [(Int, SQLValue)]) throws {
         let ordered = columns.sorted { $0.0 < $1.0 }
         let statement = try RawStatement.reusing(&upserts[ordered.map(\.0)], db) {
-            let names = (table.keyIndexes + ordered.map(\.0)).map { table.columns[$0].quotedDatabaseIdentifier }
+            let names = (table.keyIndexes + ordered.map(\.0)).map { table.columns[$0].quotedIdentifier }
             let sets = ordered.map {
-                let name = table.columns[$0.0].quotedDatabaseIdentifier
+                let name = table.columns[$0.0].quotedIdentifier
                 return "\(name) = excluded.\(name)"
             }
             return "INSERT INTO \(quotedTable)(\(names.joined(separator: ", "))) "
@@ -104,7 +104,7 @@ final class RowAccess {
     func update(key: [SQLValue], columns: [(Int, SQLValue)]) throws -> Bool {
         let ordered = columns.sorted { $0.0 < $1.0 }
         let statement = try RawStatement.reusing(&updates[ordered.map(\.0)], db) {
-            let sets = ordered.map { "\(table.columns[$0.0].quotedDatabaseIdentifier) = ?" }.joined(separator: ", ")
+            let sets = ordered.map { "\(table.columns[$0.0].quotedIdentifier) = ?" }.joined(separator: ", ")
             return "UPDATE \(quotedTable) SET \(sets) WHERE \(keyMatch)"
         }
         try statement.bind(ordered.lazy.map { $0.1 })
@@ -155,7 +155,7 @@ final class RowAccess {
     func insertNew(_ values: [SQLValue], count: Int) throws -> Bool {
         if newRowInsert == nil {
             newRowInsert = MultiRowInsert(
-                db, into: quotedTable, columns: table.columns.map(\.quotedDatabaseIdentifier))
+                db, into: quotedTable, columns: table.columns.map(\.quotedIdentifier))
         }
         return try newRowInsert!.insertUnlessRefused(values, count: count)
     }

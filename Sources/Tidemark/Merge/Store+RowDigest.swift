@@ -86,11 +86,11 @@ struct RowCount {
 
     func run() throws -> Result {
         let hasher = try RowHasher(table: table, db)
-        let quoted = table.name.quotedDatabaseIdentifier
+        let quoted = table.name.quotedIdentifier
         let metadata = Bookkeeping.rowMetadataTable(table)
         let keyMatch = table.keyIndexes.indices.map { "k\($0) = ?" }.joined(separator: " AND ")
         let rows = try RawStatement(
-            db, sql: "SELECT \(table.columns.map(\.quotedDatabaseIdentifier).joined(separator: ", ")) FROM \(quoted)")
+            db, sql: "SELECT \(table.columns.map(\.quotedIdentifier).joined(separator: ", ")) FROM \(quoted)")
         var count: Int64 = 0
         var sum: UInt64 = 0
         guard fixesHashes else {
@@ -123,7 +123,7 @@ struct RowCount {
         }
         // Rows whose metadata has a hash but that are gone.
         let matches = table.keyIndexes.enumerated().map { n, i in
-            "t.\(table.columns[i].quotedDatabaseIdentifier) = m.k\(n)"
+            "t.\(table.columns[i].quotedIdentifier) = m.k\(n)"
         }.joined(separator: " AND ")
         try db.execute(
             sql: """

@@ -157,12 +157,12 @@ struct SnapshotReader {
         // metadata column's affinity, so the key column's own affinity applies to the stored key
         // as it does to a bound value (an integer key matches the text a TEXT key column made of
         // it). A row whose key is NULL is never found.
-        let match = zip(table.keyColumns, keys).map { "r.\($0.quotedDatabaseIdentifier) = +\($1)" }
+        let match = zip(table.keyColumns, keys).map { "r.\($0.quotedIdentifier) = +\($1)" }
         let statement = try RawStatement(
             db,
             sql:
-                "SELECT \((keys + metadataColumns + table.columns.map { "r.\($0.quotedDatabaseIdentifier)" }).joined(separator: ", ")) "
-                + "FROM \(Bookkeeping.rowMetadataTable(table)) AS m LEFT JOIN \(table.name.quotedDatabaseIdentifier) AS r "
+                "SELECT \((keys + metadataColumns + table.columns.map { "r.\($0.quotedIdentifier)" }).joined(separator: ", ")) "
+                + "FROM \(Bookkeeping.rowMetadataTable(table)) AS m LEFT JOIN \(table.name.quotedIdentifier) AS r "
                 + "ON \(match.joined(separator: " AND ")) ORDER BY \(keys.joined(separator: ", "))")
         let metadataAt = Int32(keys.count)
         let valuesAt = metadataAt + Int32(metadataColumns.count)

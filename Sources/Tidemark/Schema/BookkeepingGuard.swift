@@ -43,7 +43,7 @@ struct BookkeepingGuard {
                 let message = (Self.refusal + table).replacingOccurrences(of: "'", with: "''")
                 try db.execute(
                     sql: """
-                        CREATE TEMP TRIGGER \(trigger) BEFORE \(operation) ON main.\(table.quotedDatabaseIdentifier)
+                        CREATE TEMP TRIGGER \(trigger) BEFORE \(operation) ON main.\(table.quotedIdentifier)
                         BEGIN SELECT RAISE(ABORT, '\(message)'); END
                         """)
                 guards.append(trigger)

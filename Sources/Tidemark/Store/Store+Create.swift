@@ -234,7 +234,7 @@ extension Store {
     /// Records the rows already in a newly tracked table as inserts.
     static func adoptRows(of table: TrackedTable, in db: Database) throws {
         let valueColumns = table.slots.map(Bookkeeping.valueColumn).joined(separator: ", ")
-        let columns = table.columns.map(\.quotedDatabaseIdentifier).joined(separator: ", ")
+        let columns = table.columns.map(\.quotedIdentifier).joined(separator: ", ")
         let words = ColumnMask.wordCount(slots: table.slotCount)
         let masks = (0..<words).map(Bookkeeping.maskColumn).joined(separator: ", ")
         let allMask = ColumnMask(slots: table.slots).sql(words: words)
@@ -242,7 +242,7 @@ extension Store {
             sql: """
                 INSERT INTO tidemark_changes(table_id, op, \(masks), \(valueColumns))
                 SELECT \(table.id), \(Bookkeeping.Op.insert.rawValue), \(allMask), \(columns)
-                FROM \(table.name.quotedDatabaseIdentifier)
+                FROM \(table.name.quotedIdentifier)
                 """)
     }
 
@@ -260,15 +260,15 @@ extension Store {
             guard let index = table.index(of: column) else { continue }
             let written = table.keyIndexes + [index]
             let valueColumns = written.map { Bookkeeping.valueColumn(table.slots[$0]) }.joined(separator: ", ")
-            let selected = written.map { table.columns[$0].quotedDatabaseIdentifier }.joined(separator: ", ")
-            let name = column.quotedDatabaseIdentifier
+            let selected = written.map { table.columns[$0].quotedIdentifier }.joined(separator: ", ")
+            let name = column.quotedIdentifier
             // What adding the column gives every row: its default, or NULL without one.
             let added = (defaults[column] ?? nil).map { "(\($0))" } ?? "NULL"
             try db.execute(
                 sql: """
                     INSERT INTO tidemark_changes(table_id, op, \(masks), \(valueColumns))
                     SELECT \(table.id), \(Bookkeeping.Op.update.rawValue), \(ColumnMask(slots: written.map { table.slots[$0] }).sql(words: words)), \(selected)
-                    FROM \(table.name.quotedDatabaseIdentifier) WHERE \(name) IS NOT \(added) COLLATE BINARY
+                    FROM \(table.name.quotedIdentifier) WHERE \(name) IS NOT \(added) COLLATE BINARY
                     """)
         }
     }

@@ -40,7 +40,8 @@ struct HistoryReader {
 
     func fetch(_ request: HistoryRequest) throws -> [History.Transaction] {
         if let token = request.after { try HistoryQuery.checkUsable(token, own: store.replica.id, db) }
-        if let tables = request.tables { try Self.checkHistoryHeld(of: tables, db) }
+        var request = request
+        if let tables = request.tables { request.tables = try Self.checkHistoryHeld(of: tables, db) }
         let (conditions, arguments) = Self.conditions(of: request)
         let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
         let headers = try Row.fetchAll(
@@ -87,14 +88,19 @@ struct HistoryReader {
         return result
     }
 
-    /// Refuses a table whose changes history cannot hold: one the store has but never tracked
+    /// Returns `tables` as they were registered (`t` for `T`, as SQLite matches names), refusing
+    /// a table whose changes history cannot hold: one the store has but never tracked
     /// (`neverTracked`), or a name no table has (`unknownTable`). A table tracked once and
     /// untracked since keeps its history.
-    static func checkHistoryHeld(of tables: Set<String>, _ db: Database) throws {
-        let registered = Set(try TrackedTable.fetchAll(db, includingUntracked: true).map(\.name))
-        for table in tables.sorted() where !registered.contains(table) {
-            throw try db.tableExists(table) ? StoreError.neverTracked(table) : StoreError.unknownTable(table)
-        }
+    static func checkHistoryHeld(of tables: Set<String>, _ db: Database) throws -> Set<String> {
+        let registered = try TrackedTable.fetchAll(db, includingUntracked: true).map(\.name)
+        return Set(
+            try tables.sorted().map { table in
+                guard let name = registered.first(where: { TrackedTable.sameName($0, table) }) else {
+                    throw try db.tableExists(table) ? StoreError.neverTracked(table) : StoreError.unknownTable(table)
+                }
+                return name
+            })
     }
 
     /// The conditions of the SQL that selects the transactions `request` asks for, with their

@@ -22,6 +22,18 @@ struct SchemaMigrator {
         let changesBefore = db.totalChangesCount
         let cookieBefore = try db.schemaVersion()
         let lifted = try runSQL(migration, tracked: before)
+        // Tables named as SQLite matches them, whatever the case, and registered as their
+        // schema spells them: the lineage identifies a version by those names.
+        var migration = migration
+        migration.untrack = migration.untrack.map { name in
+            before.first { TrackedTable.sameName($0.name, name) }?.name ?? name
+        }
+        migration.track = try migration.track.map { try TrackedTable.spelling(of: $0, in: db) ?? $0 }
+        migration.preserve = try migration.preserve.map { argument in
+            let parts = argument.split(separator: ".", maxSplits: 1).map(String.init)
+            guard parts.count == 2, let table = try TrackedTable.spelling(of: parts[0], in: db) else { return argument }
+            return "\(table).\(parts[1])"
+        }
         // Rows written by the migration, tracked or not, captured or not: a write to a column the
         // migration added is not captured, since the triggers do not know the column yet.
         let wroteRows = db.totalChangesCount != changesBefore

@@ -201,7 +201,7 @@ extension Store {
 
     /// The registrations `setup` asks for, validated against the database.
     static func plannedTables(_ setup: Setup, in db: Database, path: String) throws -> [TrackedTable] {
-        var names = setup.tables
+        var names = try setup.tables.map { try TrackedTable.spelling(of: $0, in: db) ?? $0 }
         if names.isEmpty {
             names = try String.fetchAll(
                 db,
@@ -219,11 +219,13 @@ extension Store {
             guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
                 throw StoreError.invalidPreserve(argument, reason: "expected TABLE.COLUMN")
             }
-            guard names.contains(parts[0]) else {
-                if try !db.tableExists(parts[0]) { throw StoreError.unknownTable(parts[0]) }
+            guard let table = try TrackedTable.spelling(of: parts[0], in: db) else {
+                throw StoreError.unknownTable(parts[0])
+            }
+            guard names.contains(table) else {
                 throw StoreError.invalidPreserve(argument, reason: "table '\(parts[0])' is not tracked")
             }
-            preserve[parts[0], default: []].append(parts[1])
+            preserve[table, default: []].append(parts[1])
         }
         var seen = Set<String>()
         return try names.filter { seen.insert($0).inserted }.enumerated().map { offset, name in

@@ -199,6 +199,20 @@ extension TrackedTable {
         return shape
     }
 
+    /// Whether SQLite takes `a` and `b` for the same name: it folds the case of ASCII letters only.
+    static func sameName(_ a: String, _ b: String) -> Bool {
+        func folded(_ byte: UInt8) -> UInt8 { (65...90).contains(byte) ? byte + 32 : byte }
+        return a.utf8.count == b.utf8.count && zip(a.utf8, b.utf8).allSatisfy { folded($0) == folded($1) }
+    }
+
+    /// The name of table `table` as the main schema spells it, which SQLite matches whatever the
+    /// case; nil when there is no such table.
+    static func spelling(of table: String, in db: Database) throws -> String? {
+        try String.fetchOne(
+            db, sql: "SELECT name FROM pragma_table_list(?) WHERE schema = 'main' AND type <> 'view'",
+            arguments: [table])
+    }
+
     /// Reads a table's stored columns and primary key; nil when the main schema has no such table
     /// (a view, say). The name matches as SQLite matches it, whatever its case; SQLite's own table
     /// list says whether it is WITHOUT ROWID.
@@ -260,9 +274,12 @@ extension TrackedTable {
 
     /// Checks that a table can be tracked and describes it; throws `StoreError.untrackableTable`
     /// with the reason and a hint otherwise.
-    static func describe(_ table: String, id: Int64, preserving: [String], in db: Database, allowReserved: Bool = false)
+    static func describe(_ name: String, id: Int64, preserving: [String], in db: Database, allowReserved: Bool = false)
         throws -> TrackedTable
     {
+        // Registered as the schema spells it (`t` for `--track T`): history, bundles and peers
+        // name a table by its exact name.
+        let table = try spelling(of: name, in: db) ?? name
         let shape = try shape(of: table, in: db)
         if let (reason, hint) = try refusal(of: table, shape, in: db, allowReserved: allowReserved) {
             throw StoreError.untrackableTable(table, reason: reason, hint: hint)

@@ -4,9 +4,8 @@ import Testing
 import Tidemark
 import TidemarkTestSupport
 
-/// Names with a double quote in them, which SQLite accepts for tables and columns: tracked,
-/// captured, merged and migrated like any other.
-@Suite struct QuotedNameTests {
+/// Table and column names as SQLite takes them: with a double quote in them, and in any ASCII case.
+@Suite struct TableNameTests {
     static let schema = #"CREATE TABLE "my ""table"""(id TEXT PRIMARY KEY, "co""l" TEXT, n INTEGER);"#
     static let table = #""my ""table""""#
 
@@ -50,5 +49,34 @@ import TidemarkTestSupport
         let deleted = try b.store.fetchHistory().flatMap(\.changes).filter { $0.type == .delete }
         #expect(deleted.map(\.table) == [#"my "table""#])
         #expect(deleted.first?.tombstone?.contains(History.Column(#"co"l"#, .text("z"))) == true)
+    }
+
+    /// SQLite matches names whatever their ASCII case. Tracking `T` for table `t` registers `t`,
+    /// as the schema spells it, so that it exchanges with a replica that tracks `t`; a preserve, a
+    /// migration and a history filter that say `T` mean `t` too.
+    @Test func aTableNamedInAnotherCaseIsRegisteredAsTheSchemaSpellsIt() throws {
+        let directory = try TemporaryDirectory("tidemark-names")
+        let schema = "CREATE TABLE t(id TEXT PRIMARY KEY, b TEXT); CREATE TABLE u(id TEXT PRIMARY KEY, c TEXT);"
+        let a = try TestReplica("a", in: directory, schema: schema, preserve: [])
+        let b = try Store.initialize(
+            directory.file("b.db"),
+            setup: Store.Setup(replicaName: "b", schema: ("b.sql", schema), tables: ["T", "t"], preserve: ["T.b"])
+        ).store
+        #expect(b.trackedTables.map(\.name) == ["t"])
+        #expect(b.trackedTables.first?.preservedColumns == ["b"])
+        _ = try b.write { db in try db.execute(sql: "INSERT INTO T VALUES ('from-b', 'x')") }
+        _ = try a.store.write { db in try db.execute(sql: "INSERT INTO t VALUES ('from-a', 'y')") }
+        try a.trust(TestReplica(opening: directory.file("b.db")))
+        try b.addPeer(name: "a", publicKeyBase64: a.publicKeyBase64)
+        _ = try b.exportBundle(since: .zero, to: directory.file("b.tmb"), key: KeyFile.load(directory.file("b.db.key")))
+        let imported = try a.store.importBundle(at: directory.file("b.tmb"))
+        #expect(imported.appliedChanges == 1)
+        #expect(try b.fetchHistory(HistoryRequest(tables: ["T"])).count == 1)
+
+        let summary = try b.migrate(Store.Migration(track: ["U"], untrack: ["T"], preserve: ["U.c"]))
+        #expect(summary.trackedTables == ["u"])
+        #expect(summary.untrackedTables == ["t"])
+        #expect(b.trackedTables.map(\.name) == ["u"])
+        #expect(b.trackedTables.first?.preservedColumns == ["c"])
     }
 }

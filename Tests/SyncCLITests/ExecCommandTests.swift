@@ -21,6 +21,29 @@ import TidemarkTestSupport
         #expect(log[2].changes.first?.values == nil)
     }
 
+    /// An author or context name a bundle cannot carry (empty, or over 4096 bytes) is refused
+    /// before anything is written: once in history, every peer would refuse this replica's bundles.
+    @Test func anAuthorOrContextABundleCannotCarryIsRefused() async throws {
+        let store = try await CLIStore()
+        let long = String(repeating: "x", count: 4097)
+        for (flag, value, reason) in [
+            ("--author", "", "a name cannot be empty"), ("--context", "", "a name cannot be empty"),
+            ("--author", long, "it is 4097 bytes, and a name is at most 4096"),
+        ] {
+            let result = try await store.sync("exec", flag, value, "INSERT INTO items(id) VALUES ('a')")
+            let shown = value.isEmpty ? "" : String(repeating: "x", count: 40) + "…"
+            #expect(result.exitCode == 1, "\(result)")
+            #expect(result.stderrLines.first == "error: invalid \(flag) '\(shown)': \(reason)", "\(result)")
+            #expect(
+                result.stderrLines.dropFirst().first
+                    == "hint: give --author and --context a name of 1 to 4096 bytes, or leave them out", "\(result)")
+        }
+        #expect(try await store.log().isEmpty)
+        #expect(try await store.exec("SELECT count(*) FROM items").stdoutLines == ["0"])
+        try await store.exec("INSERT INTO items(id) VALUES ('a')", author: String(repeating: "é", count: 2048))
+        #expect(try await store.log().first?.author?.count == 2048)
+    }
+
     @Test func queriesPrintTheirRows() async throws {
         let store = try await CLIStore()
         try await store.exec(

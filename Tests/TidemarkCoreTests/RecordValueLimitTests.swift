@@ -60,6 +60,21 @@ import TidemarkTestSupport
         }
     }
 
+    /// A transaction whose author or context name a bundle cannot carry (history made by a
+    /// build that let one in) is refused by the encoder rather than written into a bundle every
+    /// reader rejects.
+    @Test func theEncoderRefusesANameOutsideItsRange() throws {
+        for (author, context) in [("", nil), (nil, String(repeating: "c", count: 4097))] as [(String?, String?)] {
+            var encoder = try BundleEncoder(
+                sink: BufferSink(), signingKey: Self.key, header: Self.header(kind: .changes))
+            #expect(throws: BundleWriteError.self) {
+                try encoder.beginTransaction(
+                    origin: Self.origin, sequence: 1, timestamp: Self.timestamp, author: author, contextName: context,
+                    processID: nil, changeCount: 1)
+            }
+        }
+    }
+
     @Test func theEncoderRefusesARowStateOverTheLimit() throws {
         var encoder = try BundleEncoder(sink: BufferSink(), signingKey: Self.key, header: Self.header(kind: .snapshot))
         let clock = MergeClock(timestamp: Self.timestamp, origin: Self.origin)

@@ -61,6 +61,26 @@ import TidemarkTestSupport
         #expect(history[2].changes[0].updatedColumns == [])
     }
 
+    /// The library refuses an author or context name a bundle cannot carry before it writes
+    /// anything: once in history, every peer would refuse this replica's bundles.
+    @Test func anAuthorshipABundleCannotCarryIsRefused() throws {
+        let fixture = try StoreFixture()
+        for (author, context) in [("", nil), (nil, ""), (String(repeating: "a", count: 4097), nil)]
+            as [(String?, String?)]
+        {
+            #expect {
+                _ = try fixture.store.write(author: author, contextName: context) { db in
+                    try db.execute(sql: "INSERT INTO items(id) VALUES ('a')")
+                }
+            } throws: { error in
+                guard case StoreError.invalidAuthorship = error else { return false }
+                return true
+            }
+        }
+        #expect(try fixture.store.fetchHistory().isEmpty)
+        #expect(try fixture.store.execute(sql: "SELECT count(*) FROM items").0.first?.rows == [[.integer(0)]])
+    }
+
     @Test func updateToNullIsAChange() throws {
         let fixture = try StoreFixture()
         _ = try fixture.store.execute(sql: "INSERT INTO items(id, note) VALUES ('a', 'x')")

@@ -7,6 +7,9 @@ enum CLIWording {
     static func message(for error: any Error) -> String {
         switch error {
         case StoreError.invalidPreserve(let argument, let reason): return "invalid --preserve '\(argument)': \(reason)"
+        case StoreError.invalidAuthorship(let field, _, _):
+            return "\(error)".replacingOccurrences(
+                of: "invalid \(field) ", with: field == "author" ? "invalid --author " : "invalid --context ")
         case StoreError.unsupportedMigration(let table, _):
             return "\(error)".replacingOccurrences(of: "(Migration.untrack)", with: "(--untrack \(table))")
         default: return words("\(error)")
@@ -47,6 +50,7 @@ enum CLIWording {
         case .storeNotFound: return "create one with `sync init --store PATH --replica NAME`"
         case .notInitialized: return "run `sync init --store PATH --replica NAME` to start tracking it"
         case .alreadyInitialized: return "see `sync status` for what the store tracks"
+        case .invalidAuthorship: return "give --author and --context a name of 1 to 4096 bytes, or leave them out"
         case .nothingToTrack: return "create a table first (--schema FILE.sql), or name one with --track"
         case .historyTokenExpired: return "fetch without --since to read the history that remains"
         case .foreignToken: return "use a token printed by `sync token` for this store"

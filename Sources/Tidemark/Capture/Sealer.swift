@@ -24,6 +24,24 @@ enum Sealer {
 
         /// Changes no one claimed: writes of another SQLite client.
         static let external = Authorship(author: nil, contextName: nil, processID: nil)
+
+        /// Throws `StoreError.invalidAuthorship` for an author or context name that a bundle cannot
+        /// carry (bundle.md §4.1: 1 to `BundleFormat.maxNameLength` bytes): every peer would refuse
+        /// the transaction, and every later one of this replica with it.
+        func check() throws {
+            for (field, value) in [("author", author), ("context name", contextName)] {
+                guard let value else { continue }
+                if value.isEmpty {
+                    throw StoreError.invalidAuthorship(field: field, value: value, reason: "a name cannot be empty")
+                }
+                let bytes = value.utf8.count
+                if bytes > BundleFormat.maxNameLength {
+                    throw StoreError.invalidAuthorship(
+                        field: field, value: value,
+                        reason: "it is \(bytes) bytes, and a name is at most \(BundleFormat.maxNameLength)")
+                }
+            }
+        }
     }
 
     /// The bookkeeping state row.

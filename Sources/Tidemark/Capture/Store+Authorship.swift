@@ -16,8 +16,9 @@ extension Store {
             throw StoreError.notAttached(path: path)
         }
         guard db.isInsideTransaction else { throw StoreError.authorOutsideTransaction }
-        try WriterAuthorship.set(
-            .init(author: author, contextName: contextName, processID: options.processID), scope: 1, in: db)
+        let authorship = Sealer.Authorship(author: author, contextName: contextName, processID: options.processID)
+        try authorship.check()
+        try WriterAuthorship.set(authorship, scope: 1, in: db)
     }
 
     /// Names the author and context name of every later write transaction on the app's writer that
@@ -26,11 +27,10 @@ extension Store {
     /// Throws `StoreError.notAttached` when the store was opened by path.
     public func setDefaultTransactionAuthor(_ author: String?, contextName: String? = nil) throws {
         guard attachedWriter != nil else { throw StoreError.notAttached(path: path) }
+        let authorship = Sealer.Authorship(author: author, contextName: contextName, processID: options.processID)
+        try authorship.check()
         try mappingErrors {
-            try database.writeWithoutTransaction { db in
-                try WriterAuthorship.set(
-                    .init(author: author, contextName: contextName, processID: options.processID), scope: 0, in: db)
-            }
+            try database.writeWithoutTransaction { db in try WriterAuthorship.set(authorship, scope: 0, in: db) }
         }
     }
 }

@@ -20,15 +20,16 @@ extension Store {
     public func write<T>(
         author: String? = nil, contextName: String? = nil, _ body: (Database) throws -> T
     ) throws -> (T, Commit?) {
-        try mappingErrors {
+        let authorship = Sealer.Authorship(author: author, contextName: contextName, processID: options.processID)
+        try authorship.check()
+        return try mappingErrors {
             try writeImmediately { db in
                 try repairCaptureTriggersIfSchemaChanged(db)
                 _ = try sealForeign(db)
                 let result = try body(db)
-                let commit = try Sealer.seal(
-                    db, replica: replica.id, clock: options.clock,
-                    as: .init(author: author, contextName: contextName, processID: options.processID)
-                ).map { Commit(sequence: $0.sequence, timestamp: $0.timestamp, changeCount: $0.changeCount) }
+                let commit = try Sealer.seal(db, replica: replica.id, clock: options.clock, as: authorship).map {
+                    Commit(sequence: $0.sequence, timestamp: $0.timestamp, changeCount: $0.changeCount)
+                }
                 return (result, commit)
             }
         }

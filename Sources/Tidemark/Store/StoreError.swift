@@ -70,6 +70,10 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case notAttached(path: String)
     /// A transaction's author was set outside a write transaction.
     case authorOutsideTransaction
+    /// An author or context name that history cannot carry to peers: empty, or longer than
+    /// `BundleFormat.maxNameLength` bytes. `field` is "author" or "context name"; nothing was
+    /// written.
+    case invalidAuthorship(field: String, value: String, reason: String)
     /// A migration's SQL failed; nothing was changed.
     case migrationFailed(statement: String, message: String)
     /// A migration changed a tracked table in a way tracking cannot follow; nothing was changed.
@@ -129,6 +133,9 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .storeIOError(let p, let m): return "\(p): I/O error on the store file (\(m))"
         case .notAttached(let p): return "\(p): the store is not attached to this connection's writer"
         case .authorOutsideTransaction: return "a transaction's author can only be set inside a write transaction"
+        case .invalidAuthorship(let field, let value, let reason):
+            let shown = value.count > 40 ? "\(value.prefix(40))…" : value
+            return "invalid \(field) '\(shown)': \(reason)"
         case .migrationFailed(let statement, let m):
             return "migration failed, nothing was changed: \(m) (in: \(statement))"
         case .unsupportedMigration(let t, let change):
@@ -173,6 +180,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
             return
                 "open the store with Store.open(writer) or Store.initialize(in: writer, setup:) and pass a Database of that writer"
         case .authorOutsideTransaction: return "call setTransactionAuthor inside writer.write { db in … }"
+        case .invalidAuthorship: return "give a name of 1 to \(BundleFormat.maxNameLength) bytes, or nil for none"
         case .unsupportedMigration:
             return
                 "keep each table's key; rename a table or column in a migration of its own; untrack a table to drop it"

@@ -58,6 +58,10 @@ public struct BundleEncoder<Sink: ByteSink> {
         guard let expected = next[origin], expected == sequence else {
             preconditionFailure("transaction \(origin.short) #\(sequence) is outside the header's ranges")
         }
+        for (field, name) in [("author", author), ("context name", contextName)] {
+            guard let bytes = name?.utf8.count, bytes == 0 || bytes > BundleFormat.maxNameLength else { continue }
+            throw BundleWriteError.nameOutOfRange(origin: origin, sequence: sequence, field: field, bytes: bytes)
+        }
         var hasher = SHA256()
         hasher.update(data: heads[origin]!)
         txHasher = hasher

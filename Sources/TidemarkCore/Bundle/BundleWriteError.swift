@@ -7,12 +7,20 @@ public enum BundleWriteError: Error, Sendable, Equatable, CustomStringConvertibl
     /// R36). This also covers a single value above `BundleFormat.maxValueLength`, which is the same
     /// size.
     case recordTooLarge(table: String, key: [History.Column], bytes: Int)
+    /// Transaction `sequence` of `origin` has an author or context name (`field`) of `bytes` bytes,
+    /// outside the 1 to `BundleFormat.maxNameLength` a bundle carries (§4.1): every reader would
+    /// reject the bundle. History made by a build that let such a name in holds it.
+    case nameOutOfRange(origin: Replica.ID, sequence: Int64, field: String, bytes: Int)
 
     public var description: String {
         switch self {
         case .recordTooLarge(let table, let key, let bytes):
             return "row \(Self.describe(key)) of table '\(table)' holds \(bytes) bytes of TEXT and BLOB values; "
                 + "a bundle record holds at most \(BundleFormat.maxRecordValueBytes) bytes (64 MiB)"
+        case .nameOutOfRange(let origin, let sequence, let field, let bytes):
+            return
+                "transaction \(origin.short) #\(sequence) has \(bytes == 0 ? "an empty \(field)" : "a \(field) of \(bytes) bytes"); "
+                + "a bundle carries names of 1 to \(BundleFormat.maxNameLength) bytes"
         }
     }
 

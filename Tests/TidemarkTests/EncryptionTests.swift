@@ -257,6 +257,28 @@ import TidemarkTestSupport
         #expect(try d.tables() == group["a"].tables())
     }
 
+    /// A member that only pulls once the group encrypts replaces what it wrote in clear before:
+    /// its snapshot, which holds every row, included (encryption.md §4.4).
+    @Test func aMemberThatOnlyPullsEncryptsWhatItWroteInClear() throws {
+        let group = try ExchangeGroup(["a", "b"], schema: Self.schema, preserve: [])
+        var rng = SeededGenerator(seed: 1)
+        try Self.write(group["b"], count: 2, using: &rng)
+        _ = try group.push("b")
+        _ = try group.pull("a")
+        _ = try group.pull("b")
+        #expect(group.snapshots == [group.folder(of: "b") + "/snapshot.tms"], "\(group.files)")
+        #expect(try !Self.leaks(in: group).isEmpty)
+
+        try group["a"].store.setEncryption(true)
+        _ = try group.push("a")
+        _ = try group.pull("b")
+        #expect(try group["b"].store.encryption().isOn)
+        for file in group.files {
+            #expect(try Self.isEncrypted(group.folder + "/" + file), "\(file) is in clear")
+        }
+        #expect(try Self.leaks(in: group) == [])
+    }
+
     @Test func aFileInClearFromAMemberThatHadSeenTheSettingIsRefusedAsADowngrade() throws {
         let group = try ExchangeGroup(["a", "b", "c"])
         try group["a"].store.setEncryption(true)

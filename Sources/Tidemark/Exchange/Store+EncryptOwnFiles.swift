@@ -9,7 +9,8 @@ extension Store {
     /// encrypted: a reader sees either, and both hold the same signed bundle. The watermark and
     /// the snapshot are replaced as they are whenever this replica writes them, by new ones: an
     /// older copy must never replace a newer one another process wrote meanwhile. A file that
-    /// cannot be encrypted now stays as it is until the next push. Returns how many were replaced.
+    /// cannot be encrypted now stays as it is until the next push or pull. Returns how many were
+    /// replaced.
     @discardableResult
     func encryptOwnClearFiles(in exchange: ExchangeFolder, recorded: String, key: KeyFile) throws -> Int {
         guard let recipients = try envelopeRecipients() else { return 0 }

@@ -69,6 +69,10 @@ extension Store {
             try exchange.transport.createFolder(self.replica.id.description)
             let tidy = try tidyOwnFolder(exchange, recorded: recorded, key: key, checkPublished: false)
             let watermark = try writeWatermark(in: exchange, key: key)
+            // What this replica wrote in clear before it learned that the group encrypts (its
+            // snapshot holds every row): a member that only pulls replaces it too. A file that
+            // cannot be replaced now is tried again by the next push or pull.
+            _ = try? encryptOwnClearFiles(in: exchange, recorded: recorded, key: key)
             let report = autoPrune ? try prune(key: key, settings: settings) : nil
             return PullSummary(
                 imported: imported, warnings: tidy.kept + warnings, watermark: watermark, prune: report,

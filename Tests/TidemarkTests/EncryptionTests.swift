@@ -279,6 +279,25 @@ import TidemarkTestSupport
         #expect(try Self.leaks(in: group) == [])
     }
 
+    /// A member trusted after the group turned encryption on and then off cannot open the bundles
+    /// encrypted meanwhile: it gets a snapshot, as while the group encrypts (pruning.md §3.5).
+    @Test func aMemberTrustedAfterEncryptionWasTurnedOffGetsASnapshotOfWhatItCannotOpen() throws {
+        let group = try ExchangeGroup(["a", "b"])
+        try group["a"].store.setEncryption(true)
+        _ = try group["a"].store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-1', 'encrypted')")
+        _ = try group.push("a")
+        _ = try group.pull("b")
+        try group["a"].store.setEncryption(false)
+        _ = try group["a"].store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-2', 'in clear')")
+        _ = try group.push("a")
+
+        let c = try group.add("c")
+        for _ in 0..<2 { try group.round() }
+        #expect(try c.tables() == group["a"].tables())
+        #expect(try c.tables()["items"]?.rows.count == 2)
+        #expect(try group.tableDifferences() == [])
+    }
+
     @Test func aFileInClearFromAMemberThatHadSeenTheSettingIsRefusedAsADowngrade() throws {
         let group = try ExchangeGroup(["a", "b", "c"])
         try group["a"].store.setEncryption(true)

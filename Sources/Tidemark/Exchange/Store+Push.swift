@@ -99,7 +99,12 @@ extension Store {
         // What this replica's bundles here now carry: the ranges this one added.
         for (origin, last) in summary.through.sequences where since[origin] < last { carried[origin] = last }
         try setPushedThrough(recorded, carried, number: number)
-        try noteBundleReaders(try readersOfASnapshot(), since: since[replica.id], recorded)
+        // In clear, who can open this replica's bundles here stays recorded while bundles it
+        // encrypted before are still there: a member trusted since cannot open those.
+        let readers = try readersOfASnapshot()
+        if readers != nil || !existing.contains(where: { !exchange.isClear($0.file) }) {
+            try noteBundleReaders(readers, since: since[replica.id], recorded)
+        }
         var export = summary
         export.path = exchange.transport.address(of: name, in: mine)
         return PushSummary(
@@ -199,9 +204,9 @@ extension Store {
     /// this replica's own snapshot there does not hold them or, when the group encrypts, was not
     /// encrypted for that member (`membersLacking`). Those are the transactions its prunes removed
     /// there: what its oldest bundle there (`existing`) assumes of its own, or all it pushed there
-    /// when none is left, and its own history pruned before it was ever pushed there; and when the
-    /// group encrypts, those in bundles written before the member was trusted, which it cannot
-    /// open (`bundleReaders`).
+    /// when none is left, and its own history pruned before it was ever pushed there; and those in
+    /// bundles encrypted before the member was trusted, which it cannot open (`bundleReaders`),
+    /// whether or not the group still encrypts.
     private func ownSnapshotLacksWhatAMemberNeeds(
         in exchange: ExchangeFolder, recorded: String, existing: [(number: Int, file: ExchangeFolder.File)],
         key: KeyFile
@@ -217,7 +222,8 @@ extension Store {
         let unpublished = pruned > pushed ? pruned : 0
         removed = max(removed, unpublished)
         let encrypted = try encryption().isOn
-        let readers = encrypted ? try bundleReaders(recorded) : nil
+        // Kept after the group stops encrypting while encrypted bundles remain (see `push`).
+        let readers = try bundleReaders(recorded)
         let needed = { (member: Replica.ID, retired: Bool) in
             retired ? unpublished : max(removed, readers.map { $0[member] ?? pushed } ?? 0)
         }

@@ -81,6 +81,43 @@ import TidemarkTestSupport
         #expect(try fixture.store.execute(sql: "SELECT count(*) FROM items").0.first?.rows == [[.integer(0)]])
     }
 
+    /// SQLite lets a rowid table's key be NULL unless it is declared NOT NULL. No replica could
+    /// tell such rows apart, and their changes used to stop every later push: an insert with a
+    /// NULL key, or a key changed to NULL, is refused with the statement rolled back, whichever
+    /// client writes, and a table that holds such rows is not tracked until they have a key.
+    @Test func aNullKeyIsRefusedAndWritesGoOnReplicating() throws {
+        let fixture = try StoreFixture()
+        let store = fixture.store
+        let sqlite = try DatabaseQueue(path: fixture.path)
+        for sql in [
+            "INSERT INTO items(id, name) VALUES (NULL, 'no key')",
+            "INSERT INTO items(id, name) VALUES ('a', 'A'), (NULL, 'no key')",
+        ] {
+            #expect(throws: (any Error).self, "\(sql)") { try sqlite.write { db in try db.execute(sql: sql) } }
+            #expect(throws: StoreError.self, "\(sql)") { _ = try store.execute(sql: sql) }
+        }
+        _ = try store.execute(sql: "INSERT INTO items(id, name) VALUES ('a', 'A')")
+        #expect(throws: StoreError.self) { _ = try store.execute(sql: "UPDATE items SET id = NULL WHERE id = 'a'") }
+        #expect(throws: (any Error).self) {
+            try sqlite.write { db in try db.execute(sql: "UPDATE items SET id = NULL WHERE id = 'a'") }
+        }
+        #expect(try store.execute(sql: "SELECT id FROM items").0.first?.rows == [[.text("a")]])
+        let directory = try TemporaryDirectory("tidemark-null-key")
+        _ = try store.exportBundle(
+            since: .zero, to: directory.file("a.tmb"), key: KeyFile.load(KeyFile.defaultPath(forStore: fixture.path)))
+        #expect(try store.fetchHistory().flatMap(\.changes).count == 1)
+
+        try sqlite.write { db in
+            try db.execute(sql: "CREATE TABLE loose(k TEXT PRIMARY KEY, v); INSERT INTO loose VALUES (NULL, 1)")
+        }
+        #expect {
+            try store.migrate(Store.Migration(track: ["loose"]))
+        } throws: { error in
+            guard case StoreError.untrackableTable("loose", let reason, _) = error else { return false }
+            return reason.contains("NULL key")
+        }
+    }
+
     @Test func updateToNullIsAChange() throws {
         let fixture = try StoreFixture()
         _ = try fixture.store.execute(sql: "INSERT INTO items(id, note) VALUES ('a', 'x')")

@@ -64,7 +64,22 @@ enum CaptureTriggers {
         let affinities = try ColumnAffinity.of(table.columns, in: table.name, db)
         return sql(
             for: table,
-            classChecked: Set(table.columns.indices.filter { keepsStorageClassOfEqualNumbers(affinities[$0]) }))
+            classChecked: Set(table.columns.indices.filter { keepsStorageClassOfEqualNumbers(affinities[$0]) }),
+            nullableKeys: try nullableKeys(of: table, in: db))
+    }
+
+    /// The key columns (indexes into `columns`) that SQLite lets hold NULL: those of a rowid
+    /// table not declared NOT NULL (a WITHOUT ROWID table's key never is).
+    static func nullableKeys(of table: TrackedTable, in db: Database) throws -> Set<Int> {
+        let withoutRowID =
+            try Bool.fetchOne(
+                db, sql: "SELECT wr FROM pragma_table_list(?) WHERE schema = 'main'", arguments: [table.name]) ?? false
+        guard !withoutRowID else { return [] }
+        let nullable = Set(
+            try String.fetchAll(
+                db, sql: "SELECT name FROM pragma_table_info(?) WHERE pk > 0 AND \"notnull\" = 0",
+                arguments: [table.name]))
+        return Set(table.keyIndexes.filter { nullable.contains(table.columns[$0]) })
     }
 
     /// Whether a column of this declared type can hold an integer and a real that `IS` finds equal
@@ -133,7 +148,9 @@ enum CaptureTriggers {
     /// The CREATE TRIGGER statements, by trigger name; `classChecked` holds the indexes of the columns that need
     /// their storage class compared besides their value. Long by design: it is the text of the
     /// three triggers, which reads best whole, beside each other.
-    static func sql(for table: TrackedTable, classChecked: Set<Int>) -> [(name: String, sql: String)] {
+    static func sql(for table: TrackedTable, classChecked: Set<Int>, nullableKeys: Set<Int>)
+        -> [(name: String, sql: String)]
+    {
         let t = table.name.quotedIdentifier
         let names = names(for: table)
         let n = names.map(\.quotedIdentifier)
@@ -172,7 +189,14 @@ enum CaptureTriggers {
             + "\(keptIndexes.map { Bookkeeping.valueColumn(table.slots[$0]) }.joined(separator: ", ")))"
         let tombstoneMask = constant(keptIndexes)
         let tombstoneValues = keptIndexes.map { "OLD.\(cols[$0])" }.joined(separator: ", ")
-        let insertValues = cols.map { "NEW.\($0)" }.joined(separator: ", ")
+        // A row whose key is NULL could be told apart on no other replica: its insert, or a change
+        // of its key to NULL, is refused, and the statement rolled back.
+        let refusal =
+            "tidemark: a row of tracked table \(table.name) needs a key; NULL cannot identify it on other replicas"
+            .quotedLiteral
+        let insertValues = cols.indices.map { i in
+            nullableKeys.contains(i) ? "coalesce(NEW.\(cols[i]), RAISE(ABORT, \(refusal)))" : "NEW.\(cols[i])"
+        }.joined(separator: ", ")
         let insertOp = Bookkeeping.Op.insert.rawValue
         let updateOp = Bookkeeping.Op.update.rawValue
         let deleteOp = Bookkeeping.Op.delete.rawValue

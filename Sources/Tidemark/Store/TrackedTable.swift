@@ -284,6 +284,18 @@ extension TrackedTable {
         if let (reason, hint) = try refusal(of: table, shape, in: db, allowReserved: allowReserved) {
             throw StoreError.untrackableTable(table, reason: reason, hint: hint)
         }
+        // SQLite lets a rowid table's key be NULL unless declared NOT NULL; the capture triggers
+        // refuse such a write from now on (`CaptureTriggers`), and rows already there are refused here.
+        if !shape.withoutRowID {
+            let isNull = shape.keyColumns.map { "\($0.quotedIdentifier) IS NULL" }.joined(separator: " OR ")
+            if try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(table.quotedIdentifier) WHERE \(isNull))")
+                == true
+            {
+                throw StoreError.untrackableTable(
+                    table, reason: "some of its rows have a NULL key, which no replica could tell apart",
+                    hint: "give those rows a key, or delete them, then track the table")
+            }
+        }
         let limit = Bookkeeping.maxTrackedColumns(db, keyCount: shape.keyColumns.count)
         guard shape.columns.count <= limit else {
             throw StoreError.untrackableTable(

@@ -4,3 +4,8 @@ extension String {
     /// `quotedDatabaseIdentifier` leaves a double quote within the name as it is.
     var quotedIdentifier: String { "\"" + replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
 }
+
+extension String {
+    /// The text as an SQL string literal: in single quotes, each single quote within it doubled.
+    var quotedLiteral: String { "'" + replacingOccurrences(of: "'", with: "''") + "'" }
+}

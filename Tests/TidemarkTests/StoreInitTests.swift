@@ -121,6 +121,14 @@ import TidemarkTestSupport
                 }
             ),
             (
+                "rowid alias, descending in a table constraint",
+                "CREATE TABLE counted(id INTEGER, v, PRIMARY KEY (id DESC));", [],
+                {
+                    guard case .untrackableTable("counted", let reason, _) = $0 else { return false }
+                    return reason.contains("INTEGER PRIMARY KEY")
+                }
+            ),
+            (
                 "rowid alias, lower case", "CREATE TABLE counted(id integer primary key, v);", [],
                 {
                     if case .untrackableTable("counted", _, let hint) = $0 {
@@ -191,6 +199,8 @@ import TidemarkTestSupport
         "CREATE TABLE t(id INT PRIMARY KEY, v);",
         "CREATE TABLE t(a INTEGER, b INTEGER, PRIMARY KEY (a, b));",
         "CREATE TABLE t(id BLOB PRIMARY KEY, v);",
+        // Not a rowid alias: SQLite keeps this one as an ordinary key, with an index of its own.
+        "CREATE TABLE t(id INTEGER PRIMARY KEY DESC, v);",
     ])
     func applicationChosenKeysAreAccepted(schema: String) throws {
         let directory = try TemporaryDirectory()

@@ -261,8 +261,11 @@ extension TrackedTable {
                 "declare a primary key, e.g. `id TEXT PRIMARY KEY` holding a UUID"
             )
         }
+        // A rowid alias is the one key SQLite keeps without an index of its own: `id INTEGER
+        // PRIMARY KEY`, and not `id INTEGER PRIMARY KEY DESC`, which SQLite keeps as an ordinary key.
         if shape.keyColumns.count == 1, !shape.withoutRowID,
-            let i = shape.columns.firstIndex(of: shape.keyColumns[0]), shape.declaredTypes[i].uppercased() == "INTEGER"
+            try Int.fetchOne(
+                db, sql: "SELECT count(*) FROM pragma_index_list(?) WHERE origin = 'pk'", arguments: [table]) == 0
         {
             return (
                 "its key '\(shape.keyColumns[0])' is an INTEGER PRIMARY KEY, which SQLite assigns itself (two replicas would both create row 1)",

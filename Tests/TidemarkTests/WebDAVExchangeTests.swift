@@ -297,6 +297,13 @@ struct WebDAVExchangeTests {
                 }
                     == fault)
         }
+        // A server whose upload limit is below the bundle's size: said so, and what to raise.
+        try group.proxy.inject([])
+        try group.write(group.a)
+        try group.proxy.inject([.init("status", method: "PUT", times: 5, status: 413)])
+        #expect(
+            try group.failure { _ = try group.a.store.push(to: group.url, key: group.a.key, settings: group.settings) }
+                == .tooLarge)
         // A listing that is not XML: said so, with where, not Foundation's error text.
         try group.proxy.inject([.init("status", method: "PROPFIND", times: 5, status: 207)])
         let unreadable = try group.failure {
@@ -325,6 +332,20 @@ struct WebDAVExchangeTests {
             #expect(reason == "connection refused")
         }
         try group.converge()
+    }
+
+    /// A 401 from a server that asks only for another scheme than Basic (Digest, say) says so: the
+    /// password is not what it refused.
+    @Test func aServerThatAsksForAnotherSchemeThanBasicIsToldApartFromARefusedPassword() {
+        let digest = WebDAVClient.fault(
+            status: 401, ["WWW-Authenticate": #"Digest realm="dav", nonce="n", qop="auth""#], sent: true)
+        #expect(digest == .unsupportedAuthentication(schemes: "Digest"))
+        #expect(digest.description == "the server asks for Digest authentication (401); only Basic is supported")
+        let both = WebDAVClient.fault(
+            status: 401, ["WWW-Authenticate": #"Digest realm="dav""#, "www-authenticate": #"Basic realm="dav""#],
+            sent: true)
+        #expect(both == .unauthorized(sentCredentials: true))
+        #expect(WebDAVClient.fault(status: 401, [:], sent: false) == .unauthorized(sentCredentials: false))
     }
 
     @Test func faultsDuringPruneLeaveTheBundlesForTheNextPrune() throws {

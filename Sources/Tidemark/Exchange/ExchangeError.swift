@@ -212,6 +212,11 @@ extension ExchangeError {
                 ? "check the login and password for \(host) in the netrc file ($NETRC, or ~/.netrc)"
                 : "add 'machine \(host) login NAME password SECRET' to the netrc file ($NETRC, or ~/.netrc), mode 600"
         case .forbidden: return "ask the server's administrator to let this login write there"
+        case .unsupportedAuthentication:
+            return "ask the server's administrator to accept Basic authentication there, over https://"
+        case .tooLarge:
+            return
+                "ask the server's administrator to raise its upload limit (Apache: LimitRequestBody; nginx: client_max_body_size)"
         case .notFound, .notACollection, .notWebDAV:
             return "check the URL: it must name an existing WebDAV collection (a folder on the server)"
         case .untrustedCertificate:

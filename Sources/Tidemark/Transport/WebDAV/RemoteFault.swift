@@ -8,6 +8,9 @@ public enum RemoteFault: Sendable, Equatable, CustomStringConvertible {
     case connectionLost
     /// 401: the server refused the credentials, or asked for some and the netrc file had none.
     case unauthorized(sentCredentials: Bool)
+    /// 401 from a server that asks for an authentication scheme other than Basic (`schemes`, as
+    /// its `WWW-Authenticate` headers name them), the only one Tidemark sends.
+    case unsupportedAuthentication(schemes: String)
     /// 403: the credentials are not allowed to do this.
     case forbidden
     /// 404: no such file or collection.
@@ -22,6 +25,8 @@ public enum RemoteFault: Sendable, Equatable, CustomStringConvertible {
     case serverError(status: Int)
     /// 3xx: the server sends the client elsewhere, which an exchange never follows.
     case redirected(status: Int, to: String?)
+    /// 413: the server takes no file this large (an upload limit of its own).
+    case tooLarge
     /// Any other status.
     case unexpectedStatus(Int)
     /// The server's certificate is not trusted: `reason` says why (expired, not yet valid, signed
@@ -41,6 +46,8 @@ public enum RemoteFault: Sendable, Equatable, CustomStringConvertible {
         case .connectionLost: return "the connection was closed before the transfer finished"
         case .unauthorized(let sent):
             return sent ? "the server refused the login and password (401)" : "the server asks for a login (401)"
+        case .unsupportedAuthentication(let schemes):
+            return "the server asks for \(schemes) authentication (401); only Basic is supported"
         case .forbidden: return "permission denied (403)"
         case .notFound: return "not found (404)"
         case .notWebDAV: return "not a WebDAV collection: the server does not take WebDAV requests there (405 or 501)"
@@ -49,6 +56,7 @@ public enum RemoteFault: Sendable, Equatable, CustomStringConvertible {
         case .serverError(let status): return "server error (\(status))"
         case .redirected(let status, let to):
             return "the server redirects (\(status))" + (to.map { " to \($0)" } ?? "")
+        case .tooLarge: return "the server takes no file this large (413)"
         case .unexpectedStatus(let status): return "unexpected answer (\(status))"
         case .untrustedCertificate(let reason): return "untrusted certificate: \(reason)"
         case .certificateForAnotherHost(let host): return "the server's certificate is not for \(host)"

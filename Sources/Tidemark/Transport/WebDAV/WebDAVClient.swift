@@ -202,7 +202,16 @@ final class WebDAVClient {
 
     static func fault(status: Int, _ headers: HTTPHeaders, sent: Bool) -> RemoteFault {
         switch status {
-        case 401: return .unauthorized(sentCredentials: sent)
+        case 401:
+            // A login goes by Basic authentication: a server that offers only another scheme
+            // (Digest, say) refuses it whatever the password.
+            let challenges = headers["WWW-Authenticate"]
+            let schemes = challenges.compactMap { $0.split(separator: " ", maxSplits: 1).first.map(String.init) }
+            if !schemes.isEmpty, !challenges.contains(where: { $0.lowercased().contains("basic") }) {
+                return .unsupportedAuthentication(schemes: schemes.joined(separator: ", "))
+            }
+            return .unauthorized(sentCredentials: sent)
+        case 413: return .tooLarge
         case 403: return .forbidden
         case 404, 410: return .notFound
         // 405: PROPFIND not allowed there; 501: a server that does not know the method at all.

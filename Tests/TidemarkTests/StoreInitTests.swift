@@ -121,6 +121,21 @@ import TidemarkTestSupport
                 }
             ),
             (
+                "key with a collation", "CREATE TABLE named(id TEXT COLLATE NOCASE PRIMARY KEY, v);", [],
+                {
+                    guard case .untrackableTable("named", let reason, let hint) = $0 else { return false }
+                    return reason.contains("COLLATE NOCASE") && hint.contains("BINARY")
+                }
+            ),
+            (
+                "key with a collation in a table constraint, without rowid",
+                "CREATE TABLE named(a TEXT, b TEXT, PRIMARY KEY (a, b COLLATE RTRIM)) WITHOUT ROWID;", [],
+                {
+                    guard case .untrackableTable("named", let reason, _) = $0 else { return false }
+                    return reason.contains("its key 'b' compares with COLLATE RTRIM")
+                }
+            ),
+            (
                 "rowid alias, descending in a table constraint",
                 "CREATE TABLE counted(id INTEGER, v, PRIMARY KEY (id DESC));", [],
                 {

@@ -234,6 +234,7 @@ struct SchemaMigrator {
     /// installs its capture triggers.
     private func track(_ name: String, id: Int64, preserving columns: [String]) throws -> TrackedTable {
         let table = try TrackedTable.describe(name, id: id, preserving: columns, in: db)
+        try TrackedTable.checkKeys(of: table, in: db)
         try table.insert(db)
         try Bookkeeping.createRowMetadata(db, for: table)
         try Bookkeeping.ensureChangeColumns(db, for: table)

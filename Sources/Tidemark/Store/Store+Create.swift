@@ -229,7 +229,10 @@ extension Store {
         }
         var seen = Set<String>()
         return try names.filter { seen.insert($0).inserted }.enumerated().map { offset, name in
-            try TrackedTable.describe(name, id: Int64(offset + 1), preserving: preserve[name] ?? [], in: db)
+            let table = try TrackedTable.describe(
+                name, id: Int64(offset + 1), preserving: preserve[name] ?? [], in: db)
+            try TrackedTable.checkKeys(of: table, in: db)
+            return table
         }
     }
 

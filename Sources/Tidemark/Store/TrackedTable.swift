@@ -275,6 +275,46 @@ extension TrackedTable {
         return nil
     }
 
+    /// Refuses, with `StoreError.untrackableTable`, a table about to be tracked whose key would
+    /// not keep replicas together: one that compares otherwise than byte for byte, or rows that
+    /// have no key. Tables tracked before are not asked again.
+    static func checkKeys(of table: TrackedTable, in db: Database) throws {
+        let keyColumns = table.keyIndexes.map { table.columns[$0] }
+        let table = table.name
+        // A key that compares otherwise than byte for byte makes keys that differ ('a' and 'A'
+        // under NOCASE) one row here and two on a replica that received them in another order.
+        let collations = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT name, coll FROM pragma_index_xinfo(
+                  (SELECT name FROM pragma_index_list(?) WHERE origin = 'pk')) WHERE key = 1 AND coll <> 'BINARY'
+                """, arguments: [table])
+        if let row = collations.first {
+            let (column, collation): (String, String) = (row[0], row[1])
+            throw StoreError.untrackableTable(
+                table,
+                reason:
+                    "its key '\(column)' compares with COLLATE \(collation), so keys that differ in bytes could be one row on one replica and two on another",
+                hint:
+                    "declare the key without a collation (BINARY), and keep an index with COLLATE \(collation) for lookups"
+            )
+        }
+        // SQLite lets a rowid table's key be NULL unless declared NOT NULL; the capture triggers
+        // refuse such a write from now on (`CaptureTriggers`), and rows already there are refused here.
+        if try Bool.fetchOne(
+            db, sql: "SELECT NOT wr FROM pragma_table_list(?) WHERE schema = 'main'", arguments: [table]) == true
+        {
+            let isNull = keyColumns.map { "\($0.quotedIdentifier) IS NULL" }.joined(separator: " OR ")
+            if try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(table.quotedIdentifier) WHERE \(isNull))")
+                == true
+            {
+                throw StoreError.untrackableTable(
+                    table, reason: "some of its rows have a NULL key, which no replica could tell apart",
+                    hint: "give those rows a key, or delete them, then track the table")
+            }
+        }
+    }
+
     /// Checks that a table can be tracked and describes it; throws `StoreError.untrackableTable`
     /// with the reason and a hint otherwise.
     static func describe(_ name: String, id: Int64, preserving: [String], in db: Database, allowReserved: Bool = false)
@@ -286,18 +326,6 @@ extension TrackedTable {
         let shape = try shape(of: table, in: db)
         if let (reason, hint) = try refusal(of: table, shape, in: db, allowReserved: allowReserved) {
             throw StoreError.untrackableTable(table, reason: reason, hint: hint)
-        }
-        // SQLite lets a rowid table's key be NULL unless declared NOT NULL; the capture triggers
-        // refuse such a write from now on (`CaptureTriggers`), and rows already there are refused here.
-        if !shape.withoutRowID {
-            let isNull = shape.keyColumns.map { "\($0.quotedIdentifier) IS NULL" }.joined(separator: " OR ")
-            if try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(table.quotedIdentifier) WHERE \(isNull))")
-                == true
-            {
-                throw StoreError.untrackableTable(
-                    table, reason: "some of its rows have a NULL key, which no replica could tell apart",
-                    hint: "give those rows a key, or delete them, then track the table")
-            }
         }
         let limit = Bookkeeping.maxTrackedColumns(db, keyCount: shape.keyColumns.count)
         guard shape.columns.count <= limit else {

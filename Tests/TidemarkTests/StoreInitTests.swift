@@ -234,6 +234,23 @@ import TidemarkTestSupport
         #expect(Self.leftovers(path).isEmpty)
     }
 
+    /// The keys a table must have to start being tracked are not asked again of one tracked
+    /// before (an app initializes its store at every launch): a store an earlier build made with a
+    /// NOCASE key opens and initializes again.
+    @Test func aTableTrackedBeforeIsNotAskedForItsKeysAgain() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("s.db")
+        let setup = Store.Setup(replicaName: "a", schema: ("s.sql", "CREATE TABLE t(k TEXT PRIMARY KEY, v);"))
+        _ = try Store.initialize(path, setup: setup)
+        try await SQLiteShell.execute(
+            path,
+            "PRAGMA writable_schema = ON; UPDATE sqlite_schema SET sql = 'CREATE TABLE t(k TEXT PRIMARY KEY COLLATE NOCASE, v)' WHERE name = 't';"
+        )
+        let again = try Store.initialize(path, setup: Store.Setup(replicaName: "a"))
+        #expect(!again.created)
+        #expect(again.store.trackedTables.map(\.name) == ["t"])
+    }
+
     @Test func aNewerStoreFormatIsRefusedAndLeftAlone() async throws {
         let fixture = try StoreFixture()
         _ = try fixture.store.execute(sql: "INSERT INTO items(id) VALUES ('a')")

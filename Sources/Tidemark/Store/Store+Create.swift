@@ -149,6 +149,8 @@ extension Store {
     {
         try runSchema(setup.schema, in: db)
         var tables = try plannedTables(setup, in: db, path: path)
+        // Only for tables about to be tracked: a store opened again keeps what it tracks.
+        for table in tables { try TrackedTable.checkKeys(of: table, in: db) }
         try Bookkeeping.createMembers(db)
         try Bookkeeping.createSettings(db)
         for name in [Bookkeeping.membersTable, Bookkeeping.settingsTable] {
@@ -229,10 +231,7 @@ extension Store {
         }
         var seen = Set<String>()
         return try names.filter { seen.insert($0).inserted }.enumerated().map { offset, name in
-            let table = try TrackedTable.describe(
-                name, id: Int64(offset + 1), preserving: preserve[name] ?? [], in: db)
-            try TrackedTable.checkKeys(of: table, in: db)
-            return table
+            try TrackedTable.describe(name, id: Int64(offset + 1), preserving: preserve[name] ?? [], in: db)
         }
     }
 

@@ -287,7 +287,7 @@ extension TrackedTable {
             db,
             sql: """
                 SELECT name, coll FROM pragma_index_xinfo(
-                  (SELECT name FROM pragma_index_list(?) WHERE origin = 'pk')) WHERE key = 1 AND coll <> 'BINARY'
+                  (SELECT name FROM pragma_index_list(?) WHERE origin = 'pk')) WHERE key = 1 AND upper(coll) <> 'BINARY'
                 """, arguments: [table])
         if let row = collations.first {
             let (column, collation): (String, String) = (row[0], row[1])

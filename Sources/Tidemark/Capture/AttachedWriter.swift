@@ -99,6 +99,16 @@ final class AttachedWriter: TransactionObserver, @unchecked Sendable {
         return State(marked: row[0], pending: row[1], schemaVersion: row[2])
     }
 
+    /// Whether the committed transaction left a mark or an author open: the temporary tables
+    /// alone, which no other process locks.
+    private static func isMarked(_ db: Database) throws -> Bool {
+        try Bool.fetchOne(
+            db.cachedStatement(
+                sql:
+                    "SELECT EXISTS (SELECT 1 FROM temp.tidemark_open) OR EXISTS (SELECT 1 FROM temp.tidemark_author WHERE scope = 1)"
+            )) ?? false
+    }
+
     // MARK: - TransactionObserver
 
     func observes(eventsOfKind eventKind: DatabaseEventKind) -> Bool { false }
@@ -108,7 +118,13 @@ final class AttachedWriter: TransactionObserver, @unchecked Sendable {
     func databaseDidRollback(_ db: Database) {}
 
     func databaseDidCommit(_ db: Database) {
-        guard var state = try? Self.state(db) else { return }
+        guard var state = try? Self.state(db) else {
+            // The main database could not be read (another process committing, in a rollback
+            // journal): the mark still ends, from the temporary tables alone, and the changes are
+            // sealed after the next commit, or by the next seal of any process.
+            if (try? Self.isMarked(db)) == true { endTransaction(db) }
+            return
+        }
         guard !isWorking else {
             if state.marked { endTransaction(db) }
             if state.pending || state.schemaVersion != schemaVersion { worksAgain = true }

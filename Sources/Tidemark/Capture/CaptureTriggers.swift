@@ -191,8 +191,8 @@ enum CaptureTriggers {
         let tombstoneValues = keptIndexes.map { "OLD.\(cols[$0])" }.joined(separator: ", ")
         // A row whose key is NULL could be told apart on no other replica: its insert, or a change
         // of its key to NULL, is refused, and the statement rolled back.
-        let refusal =
-            "tidemark: a row of tracked table \(table.name) needs a key; NULL cannot identify it on other replicas"
+        // The message names no table: a rename would leave the old name in it.
+        let refusal = "tidemark: a row of a tracked table needs a key; NULL cannot identify it on other replicas"
             .quotedLiteral
         let insertValues = cols.indices.map { i in
             nullableKeys.contains(i) ? "coalesce(NEW.\(cols[i]), RAISE(ABORT, \(refusal)))" : "NEW.\(cols[i])"

@@ -340,6 +340,9 @@ struct WebDAVExchangeTests {
         let digest = WebDAVClient.fault(
             status: 401, ["WWW-Authenticate": #"Digest realm="dav", nonce="n", qop="auth""#], sent: true)
         #expect(digest == .unsupportedAuthentication(schemes: "Digest"))
+        let realm = WebDAVClient.fault(
+            status: 401, ["WWW-Authenticate": #"Digest realm="basic-users", nonce="n""#], sent: true)
+        #expect(realm == .unsupportedAuthentication(schemes: "Digest"))
         #expect(digest.description == "the server asks for Digest authentication (401); only Basic is supported")
         let both = WebDAVClient.fault(
             status: 401, ["WWW-Authenticate": #"Digest realm="dav""#, "www-authenticate": #"Basic realm="dav""#],

@@ -205,9 +205,12 @@ final class WebDAVClient {
         case 401:
             // A login goes by Basic authentication: a server that offers only another scheme
             // (Digest, say) refuses it whatever the password.
-            let challenges = headers["WWW-Authenticate"]
-            let schemes = challenges.compactMap { $0.split(separator: " ", maxSplits: 1).first.map(String.init) }
-            if !schemes.isEmpty, !challenges.contains(where: { $0.lowercased().contains("basic") }) {
+            // Each challenge is a scheme's name, then its parameters (`realm="…"`, which may hold
+            // any word); one header may hold several, separated by commas.
+            let schemes = headers["WWW-Authenticate"].flatMap { $0.split(separator: ",") }.compactMap { piece in
+                piece.split(separator: " ", maxSplits: 1).first.map(String.init).flatMap { $0.contains("=") ? nil : $0 }
+            }
+            if !schemes.isEmpty, !schemes.contains(where: { $0.lowercased() == "basic" }) {
                 return .unsupportedAuthentication(schemes: schemes.joined(separator: ", "))
             }
             return .unauthorized(sentCredentials: sent)

@@ -89,9 +89,9 @@ enum ChangedTables {
         guard !tables.isEmpty else { return }
         var region = DatabaseRegion()
         for table in tables {
-            // A statement's region rather than `Table(table)`'s, which GRDB finds by quoting the
-            // name without doubling a double quote within it.
-            region.formUnion(try db.cachedStatement(sql: "SELECT * FROM \(table.quotedIdentifier)").databaseRegion)
+            // A statement's region, as SQLite reads the table now, with a name of any spelling
+            // quoted as Tidemark quotes it.
+            region.formUnion(try db.makeStatement(sql: "SELECT * FROM \(table.quotedIdentifier)").databaseRegion)
         }
         try db.notifyChanges(in: region)
     }

@@ -90,8 +90,7 @@ final class AttachedWriter: TransactionObserver, @unchecked Sendable {
         let row = try Row.fetchOne(
             db.cachedStatement(
                 sql: """
-                    SELECT EXISTS (SELECT 1 FROM temp.tidemark_open)
-                             OR EXISTS (SELECT 1 FROM temp.tidemark_author WHERE scope = 1),
+                    SELECT \(markedSQL),
                            coalesce((SELECT max(id) FROM main.tidemark_changes)
                              > (SELECT sealed_through FROM main.tidemark_state WHERE id = 1), 0),
                            (SELECT schema_version FROM pragma_schema_version)
@@ -102,12 +101,12 @@ final class AttachedWriter: TransactionObserver, @unchecked Sendable {
     /// Whether the committed transaction left a mark or an author open: the temporary tables
     /// alone, which no other process locks.
     private static func isMarked(_ db: Database) throws -> Bool {
-        try Bool.fetchOne(
-            db.cachedStatement(
-                sql:
-                    "SELECT EXISTS (SELECT 1 FROM temp.tidemark_open) OR EXISTS (SELECT 1 FROM temp.tidemark_author WHERE scope = 1)"
-            )) ?? false
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT \(markedSQL)")) ?? false
     }
+
+    /// Whether a mark or the current transaction's author is open, in SQL.
+    private static let markedSQL =
+        "(EXISTS (SELECT 1 FROM temp.tidemark_open) OR EXISTS (SELECT 1 FROM temp.tidemark_author WHERE scope = 1))"
 
     // MARK: - TransactionObserver
 

@@ -40,11 +40,11 @@ struct BookkeepingGuard {
                 }
             for operation in ["INSERT", "UPDATE", "DELETE"] where !allowed.contains(operation) {
                 let trigger = "\(Bookkeeping.prefix)guard_\(i)_\(operation.lowercased())"
-                let message = (Self.refusal + table).replacingOccurrences(of: "'", with: "''")
+                let message = (Self.refusal + table).quotedLiteral
                 try db.execute(
                     sql: """
                         CREATE TEMP TRIGGER \(trigger) BEFORE \(operation) ON main.\(table.quotedIdentifier)
-                        BEGIN SELECT RAISE(ABORT, '\(message)'); END
+                        BEGIN SELECT RAISE(ABORT, \(message)); END
                         """)
                 guards.append(trigger)
             }

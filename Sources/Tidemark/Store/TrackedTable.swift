@@ -279,7 +279,7 @@ extension TrackedTable {
     /// not keep replicas together: one that compares otherwise than byte for byte, or rows that
     /// have no key. Tables tracked before are not asked again.
     static func checkKeys(of table: TrackedTable, in db: Database) throws {
-        let keyColumns = table.keyIndexes.map { table.columns[$0] }
+        let nullable = try CaptureTriggers.nullableKeys(of: table, in: db).sorted().map { table.columns[$0] }
         let table = table.name
         // A key that compares otherwise than byte for byte makes keys that differ ('a' and 'A'
         // under NOCASE) one row here and two on a replica that received them in another order.
@@ -301,10 +301,8 @@ extension TrackedTable {
         }
         // SQLite lets a rowid table's key be NULL unless declared NOT NULL; the capture triggers
         // refuse such a write from now on (`CaptureTriggers`), and rows already there are refused here.
-        if try Bool.fetchOne(
-            db, sql: "SELECT NOT wr FROM pragma_table_list(?) WHERE schema = 'main'", arguments: [table]) == true
-        {
-            let isNull = keyColumns.map { "\($0.quotedIdentifier) IS NULL" }.joined(separator: " OR ")
+        if !nullable.isEmpty {
+            let isNull = nullable.map { "\($0.quotedIdentifier) IS NULL" }.joined(separator: " OR ")
             if try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(table.quotedIdentifier) WHERE \(isNull))")
                 == true
             {

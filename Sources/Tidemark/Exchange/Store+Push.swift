@@ -102,7 +102,9 @@ extension Store {
         // In clear, who can open this replica's bundles here stays recorded while bundles it
         // encrypted before are still there: a member trusted since cannot open those.
         let readers = try readersOfASnapshot()
-        if readers != nil || !existing.contains(where: { !exchange.isClear($0.file) }) {
+        // Looked at only while a record is kept: a group that never encrypted reads no file here.
+        let recordKept = try bundleReaders(recorded) != nil
+        if readers != nil || !recordKept || !existing.contains(where: { !exchange.isClear($0.file) }) {
             try noteBundleReaders(readers, since: since[replica.id], recorded)
         }
         var export = summary

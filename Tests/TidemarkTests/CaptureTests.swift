@@ -118,6 +118,31 @@ import TidemarkTestSupport
         }
     }
 
+    /// A row that holds a NULL key all the same (written while another client had removed the
+    /// capture triggers) was never replicated: its update and delete are not recorded, so they
+    /// stop no export, and giving it a key starts its life.
+    @Test func aRowThatHoldsANullKeyAllTheSameStopsNoExport() throws {
+        let fixture = try StoreFixture()
+        let store = fixture.store
+        let sqlite = try DatabaseQueue(path: fixture.path)
+        try sqlite.write { db in
+            let insert = try #require(
+                try String.fetchOne(
+                    db, sql: "SELECT name FROM sqlite_schema WHERE type = 'trigger' AND name LIKE 'tidemark%insert'"))
+            try db.execute(sql: "DROP TRIGGER \(insert)")
+            try db.execute(sql: "INSERT INTO items(id, name) VALUES (NULL, 'x'), (NULL, 'y')")
+        }
+        _ = try store.execute(sql: "UPDATE items SET qty = 1 WHERE name = 'x'")
+        _ = try store.execute(sql: "DELETE FROM items WHERE name = 'y'")
+        _ = try store.execute(sql: "UPDATE items SET id = 'b' WHERE name = 'x'")
+        let changes = try store.fetchHistory().flatMap(\.changes)
+        #expect(changes.map(\.type) == [.insert])
+        #expect(changes.first?.key == [Column("id", .text("b"))])
+        let directory = try TemporaryDirectory("tidemark-null-key-row")
+        _ = try store.exportBundle(
+            since: .zero, to: directory.file("a.tmb"), key: KeyFile.load(KeyFile.defaultPath(forStore: fixture.path)))
+    }
+
     @Test func updateToNullIsAChange() throws {
         let fixture = try StoreFixture()
         _ = try fixture.store.execute(sql: "INSERT INTO items(id, note) VALUES ('a', 'x')")

@@ -200,6 +200,17 @@ enum CaptureTriggers {
         let insertOp = Bookkeeping.Op.insert.rawValue
         let updateOp = Bookkeeping.Op.update.rawValue
         let deleteOp = Bookkeeping.Op.delete.rawValue
+        // A row that holds a NULL key all the same (written while the triggers were missing, or
+        // kept by a migration that rebuilt its table) was never replicated: its update and delete
+        // are not recorded, nor the end of its life when its key changes; a new key starts one.
+        let keyed = nullableKeys.sorted().map { "OLD.\(cols[$0]) IS NOT NULL" }.joined(separator: " AND ")
+        let whenKeyed = keyed.isEmpty ? "" : " WHEN \(keyed)"
+        let tombstone =
+            "INSERT INTO \(tombstoneTarget) VALUES (\(table.id), \(deleteOp), \(tombstoneMask), \(tombstoneValues));"
+        let keyedTombstone =
+            keyed.isEmpty
+            ? tombstone
+            : "INSERT INTO \(tombstoneTarget) SELECT \(table.id), \(deleteOp), \(tombstoneMask), \(tombstoneValues) WHERE \(keyed);"
 
         var statements = [
             """
@@ -209,13 +220,13 @@ enum CaptureTriggers {
             """,
             """
             CREATE TRIGGER \(n[2]) AFTER UPDATE ON \(t) WHEN \(keyDiffers) BEGIN
-              INSERT INTO \(tombstoneTarget) VALUES (\(table.id), \(deleteOp), \(tombstoneMask), \(tombstoneValues));
+              \(keyedTombstone)
               INSERT INTO \(target) VALUES (\(table.id), \(insertOp), \(allMask), \(insertValues));
             END
             """,
             """
-            CREATE TRIGGER \(n[3]) AFTER DELETE ON \(t) BEGIN
-              INSERT INTO \(tombstoneTarget) VALUES (\(table.id), \(deleteOp), \(tombstoneMask), \(tombstoneValues));
+            CREATE TRIGGER \(n[3]) AFTER DELETE ON \(t)\(whenKeyed) BEGIN
+              \(tombstone)
             END
             """,
         ]
@@ -237,7 +248,7 @@ enum CaptureTriggers {
             }.joined(separator: ", ")
             statements.append(
                 """
-                CREATE TRIGGER \(n[1]) AFTER UPDATE ON \(t) WHEN \(keySame) AND (\(anyChanged)) BEGIN
+                CREATE TRIGGER \(n[1]) AFTER UPDATE ON \(t) WHEN \(keyed.isEmpty ? "" : "\(keyed) AND ")\(keySame) AND (\(anyChanged)) BEGIN
                   INSERT INTO \(target) VALUES (\(table.id), \(updateOp), \(mask), \(values));
                 END
                 """)

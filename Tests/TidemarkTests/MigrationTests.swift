@@ -238,6 +238,17 @@ import TidemarkTestSupport
                 "a rename cannot be told from a drop and an add"
             ),
             ("ALTER TABLE items ADD COLUMN nope NOT NULL", "migration failed"),
+            // A table rebuilt without its triggers is checked as a table to track is.
+            (
+                "CREATE TABLE items2(id TEXT PRIMARY KEY, name TEXT, qty INTEGER); INSERT INTO items2 SELECT * FROM items; "
+                    + "INSERT INTO items2 VALUES (NULL, 'no key', 0); DROP TABLE items; ALTER TABLE items2 RENAME TO items;",
+                "some of its rows have a NULL key"
+            ),
+            (
+                "CREATE TABLE items2(id TEXT PRIMARY KEY COLLATE NOCASE, name TEXT, qty INTEGER); "
+                    + "INSERT INTO items2 SELECT * FROM items; DROP TABLE items; ALTER TABLE items2 RENAME TO items;",
+                "compares with COLLATE NOCASE"
+            ),
         ]
         for (sql, expected) in refusals {
             #expect {

@@ -181,6 +181,11 @@ struct SchemaMigrator {
         let triggersGone = CaptureTriggers.names(for: old).contains {
             schemas.before[$0] != nil && schemas.after[$0] == nil
         }
+        // Its rows and key were written without them: checked as a table to track is. (A change
+        // another client made is adopted all the same, never left as a store nothing opens.)
+        if migration.changesSchema, triggersGone || lifted.contains(old.id) {
+            try TrackedTable.checkKeys(of: table, in: db)
+        }
         if table != old || lifted.contains(old.id) || triggersGone {
             try Bookkeeping.ensureChangeColumns(db, for: table)
             // The triggers as the SQL left them: those that already read as `table` needs stay.

@@ -279,6 +279,45 @@ import TidemarkTestSupport
         #expect(try Self.leaks(in: group) == [])
     }
 
+    /// A new member writes and pushes before it has pulled anything, so before it can know that
+    /// the group encrypts: the trusted peer's encrypted watermark tells it, and nothing it writes
+    /// is in clear (encryption.md §4.5). Once it can open the group's files, it converges.
+    @Test func aNewMemberThatPushesBeforeItPullsWritesNothingInClear() throws {
+        let group = try ExchangeGroup(["a", "b"], schema: Self.schema, preserve: [])
+        var rng = SeededGenerator(seed: 2)
+        try group["a"].store.setEncryption(true)
+        try Self.write(group["a"], count: 2, using: &rng)
+        try group.round(prune: false)
+
+        // Only a's bundle tells: e has no watermark of a's to look at yet.
+        let e = try group.add("e", schema: Self.schema)
+        _ = try group["a"].store.execute(sql: "INSERT INTO secret_notebook(notebook_id) VALUES ('a-late')")
+        try FileManager.default.removeItem(atPath: group.folder(of: "a") + "/watermark.tmw")
+        _ = try group.push("a")
+        try Self.write(e, count: 1, using: &rng)
+        _ = try group.push("e")
+        #expect(try Self.leaks(in: group) == [])
+
+        let d = try group.add("d", schema: Self.schema)
+        try Self.write(d, count: 2, using: &rng)
+        #expect(try group.push("d").path != nil)
+        #expect(try Self.leaks(in: group) == [])
+        _ = try group.pull("d")
+        try Self.write(d, count: 1, using: &rng)
+        _ = try group.push("d")
+        #expect(try Self.leaks(in: group) == [])
+        #expect(try d.store.encryption().isOn == false, "d has not learned the setting yet")
+        #expect(try d.store.encryptsBeforeLearningTheSetting())
+        for _ in 0..<4 { try group.round(prune: false) }
+        #expect(try d.store.encryption().isOn)
+        #expect(try !d.store.encryptsBeforeLearningTheSetting())
+        #expect(try !group["a"].store.encryptsBeforeLearningTheSetting())
+        #expect(try d.tables() == group["a"].tables())
+        #expect(try group["b"].tables() == group["a"].tables())
+        #expect(try e.tables() == group["a"].tables())
+        #expect(try Self.leaks(in: group) == [])
+    }
+
     /// A member trusted after the group turned encryption on and then off cannot open the bundles
     /// encrypted meanwhile: it gets a snapshot, as while the group encrypts (pruning.md §3.5).
     @Test func aMemberTrustedAfterEncryptionWasTurnedOffGetsASnapshotOfWhatItCannotOpen() throws {

@@ -24,7 +24,13 @@ extension SyncCLI {
         func run() throws {
             let opened = try store.open()
             guard let state else {
-                Output.line("encryption \(try opened.encryption().isOn ? "on" : "off")")
+                if try opened.encryptsBeforeLearningTheSetting() {
+                    Output.line(
+                        "encryption on: a peer this replica trusts encrypts its exchange files, so this replica does too "
+                            + "until it pulls the group's setting")
+                } else {
+                    Output.line("encryption \(try opened.encryption().isOn ? "on" : "off")")
+                }
                 return
             }
             if try opened.setEncryption(state == .on) == nil {

@@ -156,13 +156,20 @@ struct ExchangeFolder {
     }
 
     /// Whether `file` exists and starts as a file in clear, not an age file.
-    func isClear(_ file: File) -> Bool {
+    func isClear(_ file: File) -> Bool { firstBytes(of: file).map { !Envelope.isEncrypted($0) } ?? false }
+
+    /// Whether `file` can be read and is encrypted (Protocol/encryption.md §3).
+    func isEncrypted(_ file: File) -> Bool { firstBytes(of: file).map(Envelope.isEncrypted) ?? false }
+
+    /// The first bytes of `file`, as many as an envelope's intro; nil when it cannot be read or
+    /// is empty.
+    private func firstBytes(of file: File) -> [UInt8]? {
         guard
             let copy = try? transport.localCopy(of: file.name, in: file.replica.description, prefix: Self.headerPrefix),
             var source = try? FileSource(path: copy.path)
-        else { return false }
+        else { return nil }
         defer { source.close() }
-        guard let prefix = try? source.read(Envelope.intro.count), !prefix.isEmpty else { return false }
-        return !Envelope.isEncrypted(prefix)
+        guard let prefix = try? source.read(Envelope.intro.count), !prefix.isEmpty else { return nil }
+        return prefix
     }
 }

@@ -72,7 +72,7 @@ extension Store {
     /// (Protocol/encryption.md §4), nil (anyone) otherwise.
     func readersOfASnapshot() throws -> [Replica.ID]? {
         try mappingErrors {
-            try database.read { db in try Self.encryption(db).isOn ? try Self.peers(db).map(\.id) : nil }
+            try database.read { db in try Self.encrypts(db) ? try Self.peers(db).map(\.id) : nil }
         }
     }
 

@@ -34,6 +34,7 @@ extension Store {
         try rejoinIfRetired()
         let mine = replica.id.description
         try exchange.transport.createFolder(mine)
+        try noteEncryptedPeerFiles(in: exchange)
         let tidy = try tidyOwnFolder(exchange, recorded: recorded, key: key, checkPublished: true)
         // What this replica wrote in clear before it learned that the group encrypts.
         try encryptOwnClearFiles(in: exchange, recorded: recorded, key: key)
@@ -223,7 +224,7 @@ extension Store {
         let pruned = try prunedToken()[replica.id]
         let unpublished = pruned > pushed ? pruned : 0
         removed = max(removed, unpublished)
-        let encrypted = try encryption().isOn
+        let encrypted = try mappingErrors { try database.read { db in try Self.encrypts(db) } }
         // Kept after the group stops encrypting while encrypted bundles remain (see `push`).
         let readers = try bundleReaders(recorded)
         let needed = { (member: Replica.ID, retired: Bool) in

@@ -369,6 +369,9 @@ enum Bookkeeping {
         /// bundles that follow this replica's own transaction `position`, not those before (it was
         /// trusted after them). Absent while the bundles go in clear.
         static let bundleReadersPrefix = "bundle_readers "
+        /// The trusted peer whose encrypted file this replica found before it learned the group's
+        /// encryption setting (`Store.encryptsBeforeLearningTheSetting`).
+        static let encryptedPeerFile = "encrypted_peer_file"
     }
 
     static func meta(_ db: Database, _ key: String) throws -> DatabaseValue {

@@ -58,7 +58,8 @@ extension Store {
     /// pulled the setting. Setting what is already set changes nothing and returns nil.
     @discardableResult
     public func setEncryption(_ on: Bool) throws -> Commit? {
-        guard try encryption().isOn != on else { return nil }
+        // Off is written, for the group, also while this replica encrypts before learning it.
+        guard try encryption().isOn != on || !on && encryptsBeforeLearningTheSetting() else { return nil }
         return try write(author: "tidemark", contextName: "encryption") { db in
             // This write's transaction: the next of this replica's sequence numbers.
             let sequence = try ReplicaState.fetch(db).sequence + 1
@@ -77,10 +78,65 @@ extension Store {
     }
 
     func envelopeRecipients(_ db: Database, for peer: Replica.ID?) throws -> [Curve25519.KeyAgreement.PublicKey]? {
-        guard try Self.encryption(db).isOn else { return nil }
+        guard try Self.encrypts(db) else { return nil }
         let keys = try Self.peers(db).filter { peer == nil || $0.id == peer }.map(\.publicKey)
         // `addPeer` refuses keys no one can encrypt to, so none is dropped here.
         return ([publicKey] + keys).compactMap(EnvelopeKeys.recipient(ofSigningKey:))
+    }
+
+    /// Whether this replica encrypts what it writes although it has not learned the group's
+    /// setting: it has learned none (`encryption()` is off, made by no one), and found a file of a
+    /// peer it trusts encrypted (Protocol/encryption.md §4.5). The setting decides once it arrives.
+    public func encryptsBeforeLearningTheSetting() throws -> Bool {
+        try mappingErrors { try database.read { db in try Self.encryptsBeforeLearningTheSetting(db) } }
+    }
+
+    static func encryptsBeforeLearningTheSetting(_ db: Database) throws -> Bool {
+        guard try encryption(db).origin == nil else { return false }
+        return try !Bookkeeping.meta(db, Bookkeeping.Meta.encryptedPeerFile).isNull
+    }
+
+    /// Whether the files this replica writes to an exchange are encrypted: the setting it holds
+    /// is on, or it encrypts before learning one.
+    static func encrypts(_ db: Database) throws -> Bool {
+        try encryption(db).isOn || encryptsBeforeLearningTheSetting(db)
+    }
+
+    /// Before a replica new to the group writes its first file to `exchange` (Protocol/encryption.md
+    /// §4.5): while it has learned no encryption setting, holds no other replica's transaction and
+    /// has no file there yet, it looks at the files of each peer it trusts there, and when one is
+    /// encrypted, notes it and encrypts from then on, as if the setting were on, until it learns
+    /// the setting. A replica that holds others' transactions has learned the setting with them,
+    /// or wrote in clear before it was made, which §4.4 mends.
+    func noteEncryptedPeerFiles(in exchange: ExchangeFolder) throws {
+        let own = Data(replica.id.bytes)
+        let peers = try mappingErrors {
+            try database.read { db -> [Replica.ID] in
+                guard try Self.encryption(db).origin == nil, try !Self.encryptsBeforeLearningTheSetting(db),
+                    try Bool.fetchOne(
+                        db, sql: "SELECT NOT EXISTS (SELECT 1 FROM tidemark_replicas WHERE replica <> ?)",
+                        arguments: [own]) == true
+                else { return [] }
+                return try Self.peers(db).map(\.id)
+            }
+        }
+        guard !peers.isEmpty, try exchange.transport.files(in: replica.id.description).isEmpty else { return }
+        let folders = Set(try exchange.replicaFolders(except: replica.id))
+        for peer in peers where folders.contains(peer) {
+            let names = Set(try exchange.transport.files(in: peer.description).map(\.name))
+            // Its watermark, which a pull writes, its snapshot, its newest bundle, which a push writes.
+            let files =
+                [ExchangeFolder.watermarkName, ExchangeFolder.snapshotName].filter(names.contains).map {
+                    ExchangeFolder.File(replica: peer, name: $0)
+                } + (try exchange.bundles(of: peer).last.map { [$0.file] } ?? [])
+            guard files.contains(where: exchange.isEncrypted) else { continue }
+            try mappingErrors {
+                try database.write { db in
+                    try Bookkeeping.setMeta(db, Bookkeeping.Meta.encryptedPeerFile, peer.description)
+                }
+            }
+            return
+        }
     }
 
     /// Refuses a file that arrived in clear from a sender whose signed `through` token covers the

@@ -102,7 +102,7 @@ extension Store {
         try encryption(db).isOn || encryptsBeforeLearningTheSetting(db)
     }
 
-    /// Before a replica new to the group writes its first file to `exchange` (Protocol/encryption.md
+    /// Before a replica new to the group pushes its first file to `exchange` (Protocol/encryption.md
     /// §4.5): while it has learned no encryption setting, holds no other replica's transaction and
     /// has no file there yet, it looks at the files of each peer it trusts there, and when one is
     /// encrypted, notes it and encrypts from then on, as if the setting were on, until it learns

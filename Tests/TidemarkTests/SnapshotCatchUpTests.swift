@@ -460,17 +460,60 @@ import TidemarkTestSupport
         let untouched = try StoreBytes(old)
         #expect(throws: refusal) { _ = try restored.store.prune(dryRun: true, key: restored.key) }
         #expect(try StoreBytes(old) == untouched)
+        // A pull reads b's watermark first, which says it holds a #2 signed for before the
+        // restored copy wrote its own (Protocol/exchange.md §4.4).
+        let seen =
+            pushesFirst
+            ? refusal
+            : ExchangeError.restoredFromOlderCopy(
+                path: group.folder(of: "b") + "/watermark.tmw", have: 2, bundleHas: 2)
         if pushesFirst {
             #expect(throws: refusal) { _ = try restored.store.push(to: group.folder, key: restored.key) }
         } else {
-            #expect(throws: refusal) { _ = try restored.store.pull(from: group.folder, key: restored.key) }
+            #expect(throws: seen) { _ = try restored.store.pull(from: group.folder, key: restored.key) }
         }
-        #expect(throws: refusal) { _ = try restored.store.push(to: group.folder, key: restored.key) }
+        #expect(throws: seen) { _ = try restored.store.push(to: group.folder, key: restored.key) }
         #expect(
             refusal.description
                 == "\(later): holds this replica's transactions up to #2, and this store holds others under those numbers: the store was restored from an older copy and wrote since"
         )
         #expect(FileManager.default.fileExists(atPath: later))
+        #expect(try group["b"].tables() == a.tables())
+    }
+
+    /// The same once a's later self pruned the bundle that held its #2 into a snapshot: b's
+    /// watermark, signed for a #2 before the restored copy wrote its own #2, shows it. Whether the
+    /// copy pushes or pulls first, it refuses and publishes nothing (it used to push a second,
+    /// different #2 under a reused bundle number, which b skipped as held: the two never
+    /// converged again).
+    @Test(arguments: [true, false]) func aRestoredCopyThatWroteAfterItsLaterSelfPrunedRefusesToPublish(
+        pushesFirst: Bool
+    ) async throws {
+        let group = try ExchangeGroup(["a", "b"])
+        let a = group["a"]
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-1', 'before the backup')")
+        try group.round(prune: false)
+        let old = group.directory.file("a-old.db")
+        try await SQLiteShell.execute(a.path, ".backup '\(old)'")
+        try FileManager.default.copyItem(atPath: a.path + ".key", toPath: old + ".key")
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-2', 'after the backup')")
+        for _ in 0..<3 { try group.round() }
+        #expect(!group.bundles.contains { $0.hasPrefix(group.folder(of: "a")) }, "\(group.files)")
+        let files = group.files
+
+        let restored = try TestReplica(opening: old)
+        _ = try restored.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-3', 'after the restore')")
+        let isRefusal = { (error: any Error) -> Bool in
+            guard case ExchangeError.restoredFromOlderCopy = error else { return false }
+            return true
+        }
+        if pushesFirst {
+            #expect { _ = try restored.store.push(to: group.folder, key: restored.key) } throws: { isRefusal($0) }
+        } else {
+            #expect { _ = try restored.store.pull(from: group.folder, key: restored.key) } throws: { isRefusal($0) }
+        }
+        #expect { _ = try restored.store.push(to: group.folder, key: restored.key) } throws: { isRefusal($0) }
+        #expect(group.files == files, "nothing published")
         #expect(try group["b"].tables() == a.tables())
     }
 

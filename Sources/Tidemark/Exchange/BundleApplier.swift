@@ -184,7 +184,9 @@ struct BundleApplier {
     func applySnapshot(_ decoder: BundleDecoder) throws -> (Store.ImportSummary, VerifiedBundle) {
         try begin()
         var touched = Set<String>()
-        var newest = HLCTimestamp.zero
+        // The sender's clock passed every transaction the snapshot covers, whether or not a row
+        // still carries its timestamp: so does this store's (exchange.md §4.4 relies on it).
+        var newest = decoder.header.created
         let started = try ReplicaState.fetch(db).lastTimestamp
         var engine = MergeEngine(db: db, store: store) { started }
         try engine.discarded.sender(through: decoder.header.through)

@@ -85,6 +85,15 @@ extension Store {
         }
     }
 
+    /// Whether this store's own transaction `sequence`, if it holds it, was written after
+    /// `signedAt`, a peer's clock when it signed a file saying it holds that transaction. A peer's
+    /// clock passes every transaction it applies, so it holds another transaction under that
+    /// number: one this replica's later self wrote before this store was restored.
+    func ownTransaction(_ sequence: Int64, isNewerThan signedAt: HLCTimestamp) throws -> Bool {
+        guard sequence > 0 else { return false }
+        return try ownTimestamps([sequence])[sequence].map { $0 > signedAt.packed } ?? false
+    }
+
     /// The timestamps (packed) of this replica's own transactions `sequences`, those it holds.
     private func ownTimestamps(_ sequences: [Int64]) throws -> [Int64: Int64] {
         guard let first = sequences.min(), let last = sequences.max() else { return [:] }

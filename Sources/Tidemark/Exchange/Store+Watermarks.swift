@@ -67,7 +67,7 @@ extension Store {
     /// Reads and verifies a watermark file; returns the token if it is intact and signed by a
     /// trusted replica, which it then records.
     @discardableResult
-    func readWatermark(at path: String, key: KeyFile) throws -> (Replica.ID, History.Token)? {
+    func readWatermark(at path: String, key: KeyFile) throws -> (Replica.ID, History.Token, signedAt: HLCTimestamp)? {
         guard FileManager.default.fileExists(atPath: path) else { return nil }
         let source = try ExchangeSource(path: path, identity: key.envelopeIdentity)
         defer { source.close() }
@@ -85,7 +85,7 @@ extension Store {
             }
             try noteWatermark(
                 verified.header.through, of: sender, signedAt: verified.header.created, digest: verified.header.digest)
-            return (sender, verified.header.through)
+            return (sender, verified.header.through, verified.header.created)
         } catch let error as BundleError {
             throw ExchangeError.badBundle(path: path, error)
         }
@@ -117,11 +117,15 @@ extension Store {
             do {
                 local = try exchange.localPath(of: file)
                 let read = try readWatermark(at: local, key: key)
-                // A peer that holds more of this replica's transactions than this store: an older copy.
-                if let (_, token) = read, token[self.replica.id] > own {
+                // A peer that holds more of this replica's transactions than this store, or one of
+                // them signed for before this store wrote it: an older copy (exchange.md §4.4).
+                if let (_, token, signedAt) = read,
+                    try token[self.replica.id] > own
+                        || ownTransaction(min(token[self.replica.id], own), isNewerThan: signedAt)
+                {
                     try noteRestored(path: address, have: own, bundleHas: token[self.replica.id])
                 }
-                if let (_, token) = read, let validator = entry.validator {
+                if let (_, token, _) = read, let validator = entry.validator {
                     try rememberRemote(recorded, address, validator: validator, through: token)
                 }
             } catch let error as ExchangeError {

@@ -41,10 +41,13 @@ extension Store {
         let existing = try exchange.bundles(of: replica.id)
         try checkUnrecordedOwnBundles(existing, in: exchange, recorded: recorded, key: key)
         // A peer's watermark may show this store restored where no bundle of its later self is left
-        // (pruned into a snapshot): read those that changed since they were last read.
-        var unread = PullFailures()
-        _ = try readWatermarks(in: exchange, recorded: recorded, failures: &unread, key: key)
-        try checkNotRestored()
+        // (pruned into a snapshot): before own transactions go out here, read those that changed
+        // since they were last read.
+        if try currentToken()[replica.id] > pushedThrough(recorded)?[replica.id] ?? 0 {
+            var unread = PullFailures()
+            _ = try readWatermarks(in: exchange, recorded: recorded, failures: &unread, key: key)
+            try checkNotRestored()
+        }
         let current = try currentToken()
         var since = History.Token.zero
         var carried = History.Token.zero

@@ -21,10 +21,12 @@ import TidemarkCore
 /// is a transaction of its own, whose mark ends as it commits, and which the work in progress
 /// seals once it is done.
 // @unchecked: the mutable state is read and written only in the writer's dispatch queue, where
-// GRDB calls every transaction observer and where `attach` sets it; the rest is immutable.
+// GRDB calls every transaction observer and where `attach` sets it.
 final class AttachedWriter: TransactionObserver, @unchecked Sendable {
-    private let replica: Replica.ID
-    private let clock: any WallClock
+    /// The replica and clock of the store attached last: a store made again on the same
+    /// connection (after the app erased the database, say) is another replica.
+    private var replica: Replica.ID
+    private var clock: any WallClock
     /// The stores attached through this connection; the first one alive follows schema changes.
     private var stores: [WeakStore] = []
     /// The schema cookie after the last schema change this observer followed.
@@ -60,7 +62,11 @@ final class AttachedWriter: TransactionObserver, @unchecked Sendable {
                 registrations = registrations.filter { $0.value.connection != nil && $0.value.observer != nil }
                 return registrations[ObjectIdentifier(db)].flatMap { $0.connection === db ? $0.observer : nil }
             }
-            if let observer { return observer }
+            if let observer {
+                observer.replica = replica
+                observer.clock = options.clock
+                return observer
+            }
             try WriterAuthorship.install(in: db)
             let new = AttachedWriter(replica: replica, clock: options.clock)
             new.schemaVersion = try state(db).schemaVersion

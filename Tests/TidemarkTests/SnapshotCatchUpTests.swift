@@ -434,13 +434,9 @@ import TidemarkTestSupport
         }
     }
 
-    /// A store restored from an older copy writes before it syncs again: the bundle its later self
-    /// published holds other transactions under the same numbers. Whether the copy pushes or
-    /// pulls first, it reads that bundle, refuses, and publishes nothing from then on; the bundle
-    /// stays in the folder for the peers (a pull's prune used to remove it).
-    @Test(arguments: [true, false]) func aRestoredCopyThatWroteBeforeSyncingRefusesToPublish(pushesFirst: Bool)
-        async throws
-    {
+    /// Replicas a and b, synced after a's first write; a's store backed up (with its key) to the
+    /// returned path; then a's second write, not synced yet.
+    static func backedUpBeforeASecondWrite() async throws -> (ExchangeGroup, old: String) {
         let group = try ExchangeGroup(["a", "b"])
         let a = group["a"]
         _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-1', 'before the backup')")
@@ -449,6 +445,18 @@ import TidemarkTestSupport
         try await SQLiteShell.execute(a.path, ".backup '\(old)'")
         try FileManager.default.copyItem(atPath: a.path + ".key", toPath: old + ".key")
         _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-2', 'after the backup')")
+        return (group, old)
+    }
+
+    /// A store restored from an older copy writes before it syncs again: the bundle its later self
+    /// published holds other transactions under the same numbers. Whether the copy pushes or
+    /// pulls first, it reads that bundle, refuses, and publishes nothing from then on; the bundle
+    /// stays in the folder for the peers (a pull's prune used to remove it).
+    @Test(arguments: [true, false]) func aRestoredCopyThatWroteBeforeSyncingRefusesToPublish(pushesFirst: Bool)
+        async throws
+    {
+        let (group, old) = try await Self.backedUpBeforeASecondWrite()
+        let a = group["a"]
         try group.round(prune: false)
         let later = group.folder(of: "a") + "/0000000002.tmb"
         #expect(FileManager.default.fileExists(atPath: later))
@@ -489,14 +497,8 @@ import TidemarkTestSupport
     @Test(arguments: [true, false]) func aRestoredCopyThatWroteAfterItsLaterSelfPrunedRefusesToPublish(
         pushesFirst: Bool
     ) async throws {
-        let group = try ExchangeGroup(["a", "b"])
+        let (group, old) = try await Self.backedUpBeforeASecondWrite()
         let a = group["a"]
-        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-1', 'before the backup')")
-        try group.round(prune: false)
-        let old = group.directory.file("a-old.db")
-        try await SQLiteShell.execute(a.path, ".backup '\(old)'")
-        try FileManager.default.copyItem(atPath: a.path + ".key", toPath: old + ".key")
-        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-2', 'after the backup')")
         for _ in 0..<3 { try group.round() }
         #expect(!group.bundles.contains { $0.hasPrefix(group.folder(of: "a")) }, "\(group.files)")
         let files = group.files

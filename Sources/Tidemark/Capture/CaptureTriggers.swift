@@ -69,12 +69,8 @@ enum CaptureTriggers {
     }
 
     /// The key columns (indexes into `columns`) that SQLite lets hold NULL: those of a rowid
-    /// table not declared NOT NULL (a WITHOUT ROWID table's key never is).
+    /// table not declared NOT NULL. (SQLite reports a WITHOUT ROWID table's key columns NOT NULL.)
     static func nullableKeys(of table: TrackedTable, in db: Database) throws -> Set<Int> {
-        let withoutRowID =
-            try Bool.fetchOne(
-                db, sql: "SELECT wr FROM pragma_table_list(?) WHERE schema = 'main'", arguments: [table.name]) ?? false
-        guard !withoutRowID else { return [] }
         let nullable = Set(
             try String.fetchAll(
                 db, sql: "SELECT name FROM pragma_table_info(?) WHERE pk > 0 AND \"notnull\" = 0",

@@ -112,7 +112,8 @@ extension Store {
         let own = Data(replica.id.bytes)
         let peers = try mappingErrors {
             try database.read { db -> [Replica.ID] in
-                guard try Self.encryption(db).origin == nil, try !Self.encryptsBeforeLearningTheSetting(db),
+                guard try Self.encryption(db).origin == nil,
+                    try Bookkeeping.meta(db, Bookkeeping.Meta.encryptedPeerFile).isNull,
                     try Bool.fetchOne(
                         db, sql: "SELECT NOT EXISTS (SELECT 1 FROM tidemark_replicas WHERE replica <> ?)",
                         arguments: [own]) == true

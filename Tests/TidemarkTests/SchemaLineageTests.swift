@@ -60,6 +60,15 @@ import TidemarkTestSupport
                 == true)
         #expect(pulled.warnings.first?.contains("will retry") == false)
         #expect(try b.store.status().waiting.isEmpty, "a fork is refused, not held")
+        // The pull remembers it for `status`, which otherwise shows nothing amiss.
+        let fork = try #require(try b.store.status().forks.first)
+        #expect(try b.store.status().forks.count == 1)
+        #expect(fork.peer == a.store.replica.id && fork.ours == ours && fork.theirs == theirs)
+        #expect(try b.store.schemaForks() == [fork])
+        #expect(try group.pull("b", prune: false).warnings.count == 1, "said again on every pull")
+        #expect(try b.store.schemaForks().map(\.peer) == [a.store.replica.id])
+        try b.store.removePeer(name: "a")
+        #expect(try b.store.status().forks.isEmpty, "a peer no longer trusted is not listed")
     }
 
     @Test func aHeldBundleIsKeptInTheStoreAndAppliedOnceTheStoreMigrates() async throws {

@@ -34,6 +34,10 @@ extension SyncCLI {
             }
             Output.line("schema   \(SchemaWording.current(status.lineage))")
             for wait in status.waiting { Output.line("waiting  \(SchemaWording.waiting(wait))") }
+            for fork in status.forks {
+                let name = members.first { $0.id == fork.peer }?.name ?? fork.peer.description
+                Output.line("fork     \(SchemaWording.fork(fork, peer: name))")
+            }
             if encrypted { Output.line("encrypt  on: exchange files are encrypted for the group's members") }
             var history = "history  \(status.transactionCount) transactions, \(status.changeCount) changes"
             if let bytes = status.historyBytes { history += ", \(bytes) bytes" }
@@ -68,6 +72,7 @@ extension SyncCLI {
 
         /// The object `status --json` prints.
         static func json(_ status: Store.Status, members: [Store.Member], encrypted: Bool, digest: RowDigest) -> JSON {
+            let names = Dictionary(members.map { ($0.id, $0.name) }, uniquingKeysWith: { first, _ in first })
             let list = members.map { m in
                 [
                     "rows": rowsJSON(m.rows),
@@ -92,7 +97,7 @@ extension SyncCLI {
                     "pending_changes": .integer(status.pendingChangeCount), "bytes": .integer(status.historyBytes),
                     "oldest": .date(status.oldest), "newest": .date(status.newest),
                 ],
-                "schema": SchemaWording.json(status), "encryption": .bool(encrypted), "members": .array(list),
+                "schema": SchemaWording.json(status, names: names), "encryption": .bool(encrypted), "members": .array(list),
                 "digest": DigestWording.json(digest), "tombstones": .integer(status.tombstones),
                 "restored_from_older_copy": .string(status.restoredFromOlderCopy.map { "\($0)" }),
             ]

@@ -20,6 +20,15 @@ enum SchemaWording {
                     : "make the \(wait.missingBefore) migration\(wait.missingBefore == 1 ? "" : "s") before it and then that one (sync migrate), then pull")
     }
 
+    /// A fork with a peer, as `status` lists it: `b made v1 … (…) where this store made v1 … (…)`,
+    /// what it means and what to do.
+    static func fork(_ fork: Store.SchemaFork, peer: String) -> String {
+        "\(peer) made schema \(fork.theirs) (\(clipped(fork.theirs.change))) where this store made \(fork.ours) "
+            + "(\(clipped(fork.ours.change))), found by a pull at \(fork.seenAt.iso8601): neither applies the other's "
+            + "changes; every replica must make the same migrations in the same order, so one of the two starts "
+            + "again as a new store from the other's app version and pulls"
+    }
+
     /// A file held for a version this store has not made, as `import` and `init --from` report it.
     static func held(_ version: Schema.Version) -> String {
         "held, not applied: written under schema \(version) (\(clipped(version.change))), which this store has not made; "
@@ -42,8 +51,15 @@ enum SchemaWording {
     }
 
     /// The `"schema"` object of `status --json`: the current version (null for the initial
-    /// schema), the lineage, and what held bundles wait for.
-    static func json(_ status: Store.Status) -> JSON {
+    /// schema), the lineage, what held bundles wait for, and the peers whose lineage forks from
+    /// this store's (`names`: the peers' names by id).
+    static func json(_ status: Store.Status, names: [Replica.ID: String]) -> JSON {
+        let forks = status.forks.map { fork in
+            [
+                "member": .string(names[fork.peer] ?? fork.peer.description), "id": .string(fork.peer.description),
+                "ours": json(fork.ours), "theirs": json(fork.theirs), "seen_at": .date(fork.seenAt),
+            ] as JSON
+        }
         let waiting = status.waiting.map { wait in
             [
                 "version": json(wait.version), "bundles": .integer(wait.bundleCount), "made": .bool(wait.isMade),
@@ -53,6 +69,7 @@ enum SchemaWording {
         return [
             "version": status.lineage.last.map(json) ?? .null, "position": .integer(status.lineage.count),
             "lineage": .array(status.lineage.map(json)), "waiting_for": .array(waiting),
+            "forks": .array(forks),
         ]
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import TidemarkCore
 
 /// The files a pull could not use, by address, with why. Junk — a damaged file, or one that is
 /// not an exchange file — is told apart: it cannot become usable without changing, so a pull
@@ -10,6 +11,10 @@ struct PullFailures {
     private(set) var junk: Set<String> = []
     /// What to do about failures that another pull alone cannot clear (a schema fork), by address.
     private(set) var advice: [String: String] = [:]
+    /// The version a file was written under where it forks from the store's lineage, by address.
+    private(set) var forks: [String: Schema.Version] = [:]
+    /// The files that applied, or held nothing the store lacked.
+    private(set) var used: Set<String> = []
 
     /// Why the file at `address` could not be used; setting it (or nil, once it was used) makes
     /// it a failure that is not junk.
@@ -19,6 +24,8 @@ struct PullFailures {
             messages[address] = newValue
             junk.remove(address)
             advice[address] = nil
+            forks[address] = nil
+            if newValue == nil { used.insert(address) } else { used.remove(address) }
         }
     }
 
@@ -26,7 +33,10 @@ struct PullFailures {
     mutating func record(_ error: ExchangeError, reading local: String, as address: String) {
         self[address] = error.naming(local, as: address).description
         if error.isDamage { junk.insert(address) }
-        if case .schemaFork = error { advice[address] = error.hint }
+        if case .schemaFork(_, _, let theirs) = error {
+            advice[address] = error.hint
+            forks[address] = theirs
+        }
     }
 
     /// Records that the file at `address` is junk, for `message`.

@@ -168,7 +168,8 @@ extension Store {
     }
 
     /// The warnings of a pull: every failure but junk already reported while the file was as it
-    /// is now. Remembers the junk reported, and forgets what it remembered of files no longer listed.
+    /// is now. Remembers the junk reported, and forgets what it remembered of files no longer listed;
+    /// remembers the schema forks found, for `status` (`SchemaForks`).
     private func warnings(for failures: PullFailures, sources: PullSources) throws -> [String] {
         try mappingErrors {
             try database.write { db in
@@ -207,6 +208,8 @@ extension Store {
                         sources.listed.values.filter { $0.file.replica.description == folder }.map(\.file.name))
                     try CheckedFiles.keepOnly(db, location: sources.recorded, folder: folder, names: names)
                 }
+                let now = HLCTimestamp(milliseconds: options.clock.nowMilliseconds(), counter: 0)
+                try SchemaForks.update(db, failures: failures, sources: sources, at: now)
                 return warnings
             }
         }

@@ -372,6 +372,9 @@ enum Bookkeeping {
         /// The trusted peer whose encrypted file this replica found before it learned the group's
         /// encryption setting (`Store.encryptsBeforeLearningTheSetting`).
         static let encryptedPeerFile = "encrypted_peer_file"
+        /// Followed by a trusted peer's replica id: the schema version its files were written under
+        /// where its lineage forks from this store's (`SchemaForks`).
+        static let schemaForkPrefix = "schema_fork "
     }
 
     static func meta(_ db: Database, _ key: String) throws -> DatabaseValue {

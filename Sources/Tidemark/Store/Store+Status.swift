@@ -28,6 +28,8 @@ extension Store {
         public var lineage: [Schema.Version] = []
         /// The schema versions that held bundles wait for.
         public var waiting: [SchemaWait] = []
+        /// The trusted peers whose schema lineage forks from this store's, as pulls found them.
+        public var forks: [SchemaFork] = []
         /// Deleted rows whose identity and generation are still kept, until every member has applied
         /// their delete (Protocol/pruning.md §6).
         public var tombstones = 0
@@ -62,6 +64,7 @@ extension Store {
                     oldest: (counts[1] as Int64?).map(HLCTimestamp.init(packed:)),
                     newest: (counts[2] as Int64?).map(HLCTimestamp.init(packed:)),
                     lineage: try SchemaLineage.fetch(db), waiting: try HeldBundles.waits(db),
+                    forks: try SchemaForks.all(db),
                     tombstones: try Tombstones.count(db, tables: replicatedTables)
                         + LocalFold(db: db, store: self).tombstonesAdded(),
                     restoredFromOlderCopy: try Self.restoredFromOlderCopy(db))

@@ -97,7 +97,8 @@ extension SyncCLI {
                     "pending_changes": .integer(status.pendingChangeCount), "bytes": .integer(status.historyBytes),
                     "oldest": .date(status.oldest), "newest": .date(status.newest),
                 ],
-                "schema": SchemaWording.json(status, names: names), "encryption": .bool(encrypted), "members": .array(list),
+                "schema": SchemaWording.json(status, names: names), "encryption": .bool(encrypted),
+                "members": .array(list),
                 "digest": DigestWording.json(digest), "tombstones": .integer(status.tombstones),
                 "restored_from_older_copy": .string(status.restoredFromOlderCopy.map { "\($0)" }),
             ]

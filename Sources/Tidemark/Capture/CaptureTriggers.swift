@@ -9,7 +9,9 @@ import GRDB
 enum CaptureTriggers {
     /// Trigger names for a table.
     static func names(for table: TrackedTable) -> [String] {
-        ["insert", "update", "rekey", "delete"].map { "\(Bookkeeping.prefix)\(table.id)_\($0)" }
+        ["insert", "update", "rekey", "delete", "displacing_insert", "displacing_update"].map {
+            "\(Bookkeeping.prefix)\(table.id)_\($0)"
+        }
     }
 
     /// A tracked table whose capture triggers are not what `install` makes.
@@ -28,14 +30,21 @@ enum CaptureTriggers {
         var present: [String: String] = [:]
         for row in try Row.fetchAll(
             db,
-            sql: "SELECT name, sql FROM sqlite_schema WHERE type = 'trigger' AND name LIKE 'tidemark\\_%' ESCAPE '\\'")
+            sql: """
+                SELECT name, sql FROM sqlite_schema
+                WHERE (type = 'trigger' OR name LIKE 'tidemark\\_displaced\\_%' ESCAPE '\\') AND name LIKE 'tidemark\\_%' ESCAPE '\\'
+                """)
         {
             present[row[0]] = row[1]
         }
         return try tables.filter { $0.untrackedAt == nil }.compactMap { table in
             let current = present.filter { names(for: table).contains($0.key) }
             let wanted = try sql(for: table, in: db)
-            guard current.count != wanted.count || wanted.contains(where: { current[$0.name] != $0.sql }) else {
+            let scratch = wanted.contains { $0.name.hasSuffix("_displacing_insert") } ? scratchDDL(for: table) : nil
+            guard
+                current.count != wanted.count || wanted.contains(where: { current[$0.name] != $0.sql })
+                    || present[Bookkeeping.displacedTable(table)] != scratch
+            else {
                 return nil
             }
             return Repair(
@@ -49,6 +58,8 @@ enum CaptureTriggers {
     /// preserved columns the other three).
     static func install(_ table: TrackedTable, in db: Database, current: [String: String] = [:]) throws {
         let wanted = try sql(for: table, in: db)
+        try makeScratch(
+            for: table, wanted: wanted.contains { $0.name.hasSuffix("_displacing_insert") }, in: db)
         for name in names(for: table) where current[name] != nil && !wanted.contains(where: { $0.name == name }) {
             try db.execute(sql: "DROP TRIGGER \(name.quotedIdentifier)")
         }
@@ -59,13 +70,42 @@ enum CaptureTriggers {
     }
 
     /// The CREATE TRIGGER statements `table` needs, by trigger name, as its columns' declared
-    /// types in `db` make them.
+    /// types and its unique indexes in `db` make them.
     static func sql(for table: TrackedTable, in db: Database) throws -> [(name: String, sql: String)] {
         let affinities = try ColumnAffinity.of(table.columns, in: table.name, db)
         return sql(
             for: table,
             classChecked: Set(table.columns.indices.filter { keepsStorageClassOfEqualNumbers(affinities[$0]) }),
-            nullableKeys: try nullableKeys(of: table, in: db))
+            nullableKeys: try nullableKeys(of: table, in: db), displaced: try DisplacedRows.of(table, in: db))
+    }
+
+    /// The columns a tombstone of `table` keeps (indexes into its columns, ascending): the key and
+    /// the preserved columns.
+    static func keptColumns(of table: TrackedTable) -> [Int] {
+        let kept = Set(table.keyIndexes + table.preservedIndexes)
+        return table.columns.indices.filter(kept.contains)
+    }
+
+    /// The CREATE TABLE statement of `table`'s scratch table of displaced rows (`DisplacedRows`).
+    static func scratchDDL(for table: TrackedTable) -> String {
+        Bookkeeping.displacedTableDDL(table, kept: keptColumns(of: table))
+    }
+
+    /// Makes `table`'s scratch table of displaced rows as its triggers need it (`wanted`), or drops it.
+    private static func makeScratch(for table: TrackedTable, wanted: Bool, in db: Database) throws {
+        let name = Bookkeeping.displacedTable(table)
+        let present = try String.fetchOne(
+            db, sql: "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?", arguments: [name])
+        let ddl = wanted ? scratchDDL(for: table) : nil
+        guard present != ddl else { return }
+        if present != nil { try db.execute(sql: "DROP TABLE \(name)") }
+        if let ddl { try db.execute(sql: ddl) }
+    }
+
+    /// Removes the triggers of `table` and its scratch table of displaced rows: it is no longer tracked.
+    static func removeAll(_ table: TrackedTable, in db: Database) throws {
+        try remove(table, in: db)
+        try db.execute(sql: "DROP TABLE IF EXISTS \(Bookkeeping.displacedTable(table))")
     }
 
     /// The key columns (indexes into `columns`) that SQLite lets hold NULL: those of a rowid
@@ -144,9 +184,9 @@ enum CaptureTriggers {
     /// The CREATE TRIGGER statements, by trigger name; `classChecked` holds the indexes of the columns that need
     /// their storage class compared besides their value. Long by design: it is the text of the
     /// three triggers, which reads best whole, beside each other.
-    static func sql(for table: TrackedTable, classChecked: Set<Int>, nullableKeys: Set<Int>)
-        -> [(name: String, sql: String)]
-    {
+    static func sql(
+        for table: TrackedTable, classChecked: Set<Int>, nullableKeys: Set<Int>, displaced: DisplacedRows? = nil
+    ) -> [(name: String, sql: String)] {
         let t = table.name.quotedIdentifier
         let names = names(for: table)
         let n = names.map(\.quotedIdentifier)
@@ -178,8 +218,7 @@ enum CaptureTriggers {
 
         // Delete tombstone: key and preserved columns from OLD, the others left NULL with their mask
         // bit clear. Naming only those, the delete trigger reads the same after a column is added.
-        let kept = Set(table.keyIndexes + table.preservedIndexes)
-        let keptIndexes = cols.indices.filter(kept.contains)
+        let keptIndexes = keptColumns(of: table)
         let tombstoneTarget =
             "tidemark_changes(table_id, op, \(maskColumns), "
             + "\(keptIndexes.map { Bookkeeping.valueColumn(table.slots[$0]) }.joined(separator: ", ")))"
@@ -208,21 +247,79 @@ enum CaptureTriggers {
             ? tombstone
             : "INSERT INTO \(tombstoneTarget) SELECT \(table.id), \(deleteOp), \(tombstoneMask), \(tombstoneValues) WHERE \(keyed);"
 
+        // Rows a REPLACE displaces through a unique index (`DisplacedRows`): copied by a BEFORE
+        // trigger, recorded deleted by the AFTER trigger of the same row, before its own change.
+        var confirm = ""
+        var forgetDisplaced = ""
+        var displacing: [(name: String, sql: String)] = []
+        if let displaced {
+            let scratch = Bookkeeping.displacedTable(table)
+            // A row deleted with its trigger fired (recursive triggers on, or an app's trigger)
+            // has its tombstone already.
+            let copyOfOld = table.keyIndexes.map { "\(Bookkeeping.valueColumn(table.slots[$0])) IS OLD.\(cols[$0])" }
+                .joined(separator: " AND ")
+            forgetDisplaced = "\n  DELETE FROM \(scratch) WHERE \(copyOfOld);"
+            let same = { (row: String, other: String) in
+                table.keyIndexes.map { "\(row).\(cols[$0]) IS \(other).\(cols[$0])" }.joined(separator: " AND ")
+            }
+            let gone = table.keyIndexes.map { "r.\(cols[$0]) IS d.\(Bookkeeping.valueColumn(table.slots[$0]))" }
+                .joined(separator: " AND ")
+            let copied = keptIndexes.map { "d.\(Bookkeeping.valueColumn(table.slots[$0]))" }.joined(separator: ", ")
+            confirm = """
+                INSERT INTO \(tombstoneTarget) SELECT \(table.id), \(deleteOp), \(tombstoneMask), \(copied) FROM \(scratch) AS d
+                    WHERE NOT EXISTS (SELECT 1 FROM \(t) AS r WHERE \(gone));
+                  DELETE FROM \(scratch);
+
+                """
+            let conflict = displaced.conflict("r", with: "NEW", columns: cols)
+            let victimKeyed = nullableKeys.sorted().map { " AND r.\(cols[$0]) IS NOT NULL" }.joined()
+            let victims = { (excluding: [String]) in
+                "FROM \(t) AS r WHERE (\(conflict))\(excluding.map { " AND NOT (\(same("r", $0)))" }.joined())\(victimKeyed)"
+            }
+            let copy = { (excluding: [String]) in
+                """
+                  DELETE FROM \(scratch);
+                  INSERT INTO \(scratch) SELECT \(keptIndexes.map { "r.\(cols[$0])" }.joined(separator: ", ")) \(victims(excluding));
+                """
+            }
+            displacing = [
+                (
+                    names[4],
+                    """
+                    CREATE TRIGGER \(n[4]) BEFORE INSERT ON \(t)
+                      WHEN EXISTS (SELECT 1 FROM \(scratch)) OR EXISTS (SELECT 1 \(victims(["NEW"]))) BEGIN
+                    \(copy(["NEW"]))
+                    END
+                    """
+                ),
+                (
+                    names[5],
+                    """
+                    CREATE TRIGGER \(n[5]) BEFORE UPDATE ON \(t)
+                      WHEN EXISTS (SELECT 1 FROM \(scratch))
+                        OR ((\(displaced.changesIndexedValues(columns: cols))) AND EXISTS (SELECT 1 \(victims(["NEW", "OLD"])))) BEGIN
+                    \(copy(["NEW", "OLD"]))
+                    END
+                    """
+                ),
+            ]
+        }
+
         var statements = [
             """
             CREATE TRIGGER \(n[0]) AFTER INSERT ON \(t) BEGIN
-              INSERT INTO \(target) VALUES (\(table.id), \(insertOp), \(allMask), \(insertValues));
+              \(confirm)INSERT INTO \(target) VALUES (\(table.id), \(insertOp), \(allMask), \(insertValues));
             END
             """,
             """
             CREATE TRIGGER \(n[2]) AFTER UPDATE ON \(t) WHEN \(keyDiffers) BEGIN
-              \(keyedTombstone)
+              \(confirm)\(keyedTombstone)
               INSERT INTO \(target) VALUES (\(table.id), \(insertOp), \(allMask), \(insertValues));
             END
             """,
             """
             CREATE TRIGGER \(n[3]) AFTER DELETE ON \(t)\(whenKeyed) BEGIN
-              \(tombstone)
+              \(tombstone)\(forgetDisplaced)
             END
             """,
         ]
@@ -245,10 +342,10 @@ enum CaptureTriggers {
             statements.append(
                 """
                 CREATE TRIGGER \(n[1]) AFTER UPDATE ON \(t) WHEN \(keyed.isEmpty ? "" : "\(keyed) AND ")\(keySame) AND (\(anyChanged)) BEGIN
-                  INSERT INTO \(target) VALUES (\(table.id), \(updateOp), \(mask), \(values));
+                  \(confirm)INSERT INTO \(target) VALUES (\(table.id), \(updateOp), \(mask), \(values));
                 END
                 """)
         }
-        return Array(zip([names[0], names[2], names[3], names[1]], statements))
+        return Array(zip([names[0], names[2], names[3], names[1]], statements)) + displacing
     }
 }

@@ -36,6 +36,7 @@ struct BookkeepingGuard {
                 switch table {
                 case "tidemark_changes": ["INSERT"]
                 case "tidemark_authorship": ["INSERT", "UPDATE"]
+                case let name where name.hasPrefix("tidemark_displaced_"): ["INSERT", "DELETE"]
                 default: []
                 }
             for operation in ["INSERT", "UPDATE", "DELETE"] where !allowed.contains(operation) {

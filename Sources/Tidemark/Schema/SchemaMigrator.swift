@@ -186,7 +186,10 @@ struct SchemaMigrator {
         if migration.changesSchema, triggersGone || lifted.contains(old.id) {
             try TrackedTable.checkKeys(of: table, in: db)
         }
-        if table != old || lifted.contains(old.id) || triggersGone {
+        // A unique index made or dropped changes which rows a REPLACE can displace (`DisplacedRows`).
+        let indexesChanged =
+            schemas.before[Self.indexesKey(of: old.name)] != schemas.after[Self.indexesKey(of: table.name)]
+        if table != old || lifted.contains(old.id) || triggersGone || indexesChanged {
             try Bookkeeping.ensureChangeColumns(db, for: table)
             // The triggers as the SQL left them: those that already read as `table` needs stay.
             try CaptureTriggers.install(table, in: db, current: schemas.after)
@@ -247,14 +250,26 @@ struct SchemaMigrator {
         return table
     }
 
-    /// Every table's and trigger's SQL, by name.
+    /// Every table's and trigger's SQL, by name; and under `indexesKey(of:)`, the SQL of every
+    /// index of each table, in name order.
     private static func schemaText(_ db: Database) throws -> [String: String] {
         var text: [String: String] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT name, sql FROM sqlite_master WHERE type IN ('table', 'trigger')") {
-            text[row[0]] = row[1] ?? ""
+        for row in try Row.fetchAll(
+            db,
+            sql:
+                "SELECT name, sql, type, tbl_name FROM sqlite_master WHERE type IN ('table', 'trigger', 'index') ORDER BY name"
+        ) {
+            if row[2] as String == "index" {
+                text[indexesKey(of: row[3]), default: ""] += "\(row[0] as String): \(row[1] as String? ?? "");"
+            } else {
+                text[row[0]] = row[1] ?? ""
+            }
         }
         return text
     }
+
+    /// Where `schemaText` keeps the indexes of the table `name`: no object's name holds a NUL.
+    private static func indexesKey(of name: String) -> String { "\u{0}indexes\u{0}" + name }
 
     /// Stops tracking `table`: its triggers, row metadata and digest go, its registration stays for
     /// the history written before. Notes it in `summary` and returns its schema operation.
@@ -262,7 +277,7 @@ struct SchemaMigrator {
         _ table: TrackedTable, at position: Int, summary: inout Store.MigrationSummary
     ) throws -> Schema.Operation {
         try RowDigests.forget(table.id, db)
-        try CaptureTriggers.remove(table, in: db)
+        try CaptureTriggers.removeAll(table, in: db)
         try db.execute(sql: "DROP TABLE IF EXISTS \(Bookkeeping.rowMetadataTable(table))")
         var untracked = table
         untracked.untrackedAt = position

@@ -322,6 +322,18 @@ enum Bookkeeping {
         )
     }
 
+    /// The scratch table of `table`'s rows that an insert or update about to run would displace
+    /// (`DisplacedRows`): one column per column a tombstone keeps (the key, then the preserved
+    /// columns, named `c<slot>` as in `tidemark_changes`). Empty but between a row's `BEFORE` and
+    /// `AFTER` triggers; never part of history.
+    static func displacedTable(_ table: TrackedTable) -> String { "tidemark_displaced_\(table.id)" }
+
+    /// The CREATE TABLE statement of `table`'s scratch table of displaced rows, for the slots
+    /// `kept` (the columns a tombstone keeps).
+    static func displacedTableDDL(_ table: TrackedTable, kept: [Int]) -> String {
+        "CREATE TABLE \(displacedTable(table))(\(kept.map { valueColumn(table.slots[$0]) }.joined(separator: ", ")))"
+    }
+
     /// The replicated membership table: one row per member, `retired` 1 once a replica retired it.
     /// It is tracked like a user table, so retirements travel in bundles, signed and merged by the
     /// same rules (a later rejoin wins over an earlier retirement).

@@ -1,0 +1,144 @@
+import Foundation
+import GRDB
+import Testing
+import TidemarkTestSupport
+
+@testable import Tidemark
+
+/// Rows SQLite deletes under the REPLACE conflict resolution through a unique index other than the
+/// key (`DisplacedRows`): SQLite fires no delete trigger for them, so capture records them itself,
+/// and every replica ends with the same rows.
+@Suite struct DisplacedRowsTests {
+    static let schema = """
+        CREATE TABLE users(id TEXT PRIMARY KEY, email TEXT UNIQUE, name TEXT, handle TEXT UNIQUE ON CONFLICT REPLACE);
+        CREATE TABLE pairs(a TEXT NOT NULL, b TEXT NOT NULL, note TEXT, PRIMARY KEY(a, b), UNIQUE(note COLLATE NOCASE));
+        """
+
+    /// The rows of `table` in `replica`, ordered by key.
+    static func rows(_ replica: TestReplica, _ sql: String) throws -> [[SQLValue]] {
+        try replica.store.execute(sql: sql).0[0].rows
+    }
+
+    /// Runs `sql` through a plain connection to the store's file, as another SQLite client does.
+    static func asAnotherClient(_ replica: TestReplica, _ sql: String) throws {
+        let other = try DatabaseQueue(path: replica.path)
+        try other.write { db in try db.execute(sql: sql) }
+        try other.close()
+    }
+
+    /// The deletes history holds for `table`, by key text.
+    static func deletes(_ replica: TestReplica, of table: String) throws -> [String] {
+        try replica.store.fetchHistory().flatMap(\.changes.rows)
+            .filter { $0.type == .delete && $0.table == table }
+            .map { change in
+                change.key.map { column in
+                    if case .text(let text) = column.value { return text }
+                    return "\(column.value)"
+                }.joined(separator: ",")
+            }
+    }
+
+    @Test func aRowReplacedThroughAUniqueColumnIsDeletedOnEveryReplica() async throws {
+        let group = try ExchangeGroup(["a", "b"], schema: Self.schema, preserve: ["users.name"])
+        let (a, b) = (group["a"], group["b"])
+        _ = try a.store.execute(
+            sql: """
+                INSERT INTO users VALUES ('u1', 'x@y', 'one', 'h1'), ('u2', 'z@y', 'two', 'h2'), ('u3', 'w@y', 'three', 'h3');
+                INSERT INTO pairs VALUES ('p', 'q', 'Note');
+                """)
+        _ = try group.round(prune: false)
+
+        // Through the library, through another client, by an update, and by a column declared
+        // ON CONFLICT REPLACE under a plain INSERT; a composite key displaced through a NOCASE index.
+        _ = try a.store.execute(sql: "INSERT OR REPLACE INTO users VALUES ('u4', 'x@y', 'four', 'h4')")
+        try Self.asAnotherClient(a, "UPDATE OR REPLACE users SET email = 'z@y' WHERE id = 'u4'")
+        try Self.asAnotherClient(a, "INSERT INTO users VALUES ('u5', 'v@y', 'five', 'h3')")
+        _ = try a.store.execute(sql: "INSERT OR REPLACE INTO pairs VALUES ('r', 's', 'NOTE')")
+        // With recursive triggers on, SQLite fires the delete trigger too: still one delete.
+        let recursive = try DatabaseQueue(path: a.path)
+        try recursive.inDatabase { db in
+            try db.execute(sql: "PRAGMA recursive_triggers = ON")
+            try db.execute(
+                sql: "INSERT INTO users VALUES ('u6', 'w@y', 'six', 'h6'); DELETE FROM users WHERE id = 'u6'")
+            try db.execute(sql: "INSERT OR REPLACE INTO users VALUES ('u7', 'v@y', 'seven', 'h7')")
+        }
+        try recursive.close()
+        _ = try group.round(prune: false)
+
+        let users = "SELECT id, email, name, handle FROM users ORDER BY id"
+        let expected: [[SQLValue]] = [
+            [.text("u4"), .text("z@y"), .text("four"), .text("h4")],
+            [.text("u7"), .text("v@y"), .text("seven"), .text("h7")],
+        ]
+        #expect(try Self.rows(a, users) == expected)
+        #expect(try Self.rows(b, users) == expected, "the displaced rows are deleted on b too")
+        #expect(try Self.rows(b, "SELECT a, b, note FROM pairs") == [[.text("r"), .text("s"), .text("NOTE")]])
+        #expect(try group.tableDifferences().isEmpty)
+        #expect(try Self.deletes(a, of: "users") == ["u1", "u2", "u3", "u6", "u5"], "each displaced row deleted once")
+        #expect(try Self.deletes(a, of: "pairs") == ["p,q"])
+        // The tombstone keeps the preserved column, as a delete's does.
+        let tombstone = try #require(
+            try a.store.fetchHistory().flatMap(\.changes.rows).first { $0.type == .delete && $0.table == "users" })
+        #expect(tombstone.tombstone?.map(\.name) == ["id", "name"])
+        #expect(tombstone.tombstone?.last?.value == .text("one"))
+        #expect(try b.store.conflicts().isEmpty, "no insert lost to a value its peer still held")
+    }
+
+    @Test func aStatementThatKeepsTheOtherRowRecordsNoDelete() async throws {
+        let group = try ExchangeGroup(["a", "b"], schema: Self.schema, preserve: [])
+        let (a, b) = (group["a"], group["b"])
+        _ = try a.store.execute(sql: "INSERT INTO users VALUES ('u1', 'x@y', 'one', NULL), ('u2', 'z@y', 'two', NULL)")
+        _ = try group.round(prune: false)
+
+        // Ignored, upserted, refused: u1 stays (one transaction of another client). Then u2 is deleted on its own, and a later
+        // insert must not take the copy an ignored insert left behind for a displaced row.
+        try Self.asAnotherClient(
+            a,
+            """
+            INSERT OR IGNORE INTO users VALUES ('u3', 'x@y', 'three', NULL);
+            INSERT INTO users VALUES ('u4', 'x@y', 'four', NULL) ON CONFLICT(email) DO UPDATE SET name = 'upserted';
+            INSERT OR IGNORE INTO users VALUES ('u5', 'z@y', 'five', NULL);
+            DELETE FROM users WHERE id = 'u2';
+            INSERT INTO users VALUES ('u5', 'z@y', 'five', NULL);
+            """)
+        #expect(throws: (any Error).self) {
+            try a.store.execute(sql: "INSERT INTO users VALUES ('u6', 'x@y', 'six', NULL)")
+        }
+        _ = try group.round(prune: false)
+
+        let expected: [[SQLValue]] = [[.text("u1"), .text("upserted")], [.text("u5"), .text("five")]]
+        #expect(try Self.rows(a, "SELECT id, name FROM users ORDER BY id") == expected)
+        #expect(try Self.rows(b, "SELECT id, name FROM users ORDER BY id") == expected)
+        #expect(try Self.deletes(a, of: "users") == ["u2"], "one delete, the one made")
+        #expect(try group.tableDifferences().isEmpty)
+    }
+
+    @Test func aUniqueIndexMadeByAMigrationIsWatchedAndItsScratchTableGoesWithTracking() async throws {
+        let group = try ExchangeGroup(
+            ["a", "b"], schema: "CREATE TABLE tags(id TEXT PRIMARY KEY, label TEXT);", preserve: [])
+        let (a, b) = (group["a"], group["b"])
+        // Read by another connection: a write through the store would check its triggers first.
+        func scratchTables() throws -> [String] {
+            let other = try DatabaseQueue(path: a.path)
+            defer { try? other.close() }
+            return try other.read { db in
+                try String.fetchAll(db, sql: "SELECT name FROM sqlite_schema WHERE name LIKE 'tidemark_displaced_%'")
+            }
+        }
+        #expect(try scratchTables().isEmpty, "a table without a unique index has none")
+        _ = try a.store.execute(sql: "INSERT INTO tags VALUES ('t1', 'red')")
+        try a.store.migrate(Store.Migration(sql: "CREATE UNIQUE INDEX tags_by_label ON tags(label);"))
+        try b.store.migrate(Store.Migration(sql: "CREATE UNIQUE INDEX tags_by_label ON tags(label);"))
+        #expect(try scratchTables().count == 1)
+        // Straight after the migration, from another client, before the store writes or imports.
+        try Self.asAnotherClient(a, "INSERT OR REPLACE INTO tags VALUES ('t2', 'red')")
+        _ = try group.round(prune: false)
+        #expect(try Self.rows(b, "SELECT id, label FROM tags") == [[.text("t2"), .text("red")]])
+
+        try a.store.migrate(Store.Migration(sql: "DROP INDEX tags_by_label;"))
+        #expect(try scratchTables().isEmpty)
+        try a.store.migrate(
+            Store.Migration(sql: "CREATE UNIQUE INDEX tags_by_label ON tags(label);", untrack: ["tags"]))
+        #expect(try scratchTables().isEmpty, "untracked, the table has no scratch table")
+    }
+}

@@ -113,6 +113,24 @@ import TidemarkTestSupport
         #expect(try group.tableDifferences().isEmpty)
     }
 
+    /// Two replicas that each wrote a row claiming the same value of a column declared `UNIQUE ON
+    /// CONFLICT REPLACE`: the merge's write made SQLite delete the local row unrecorded, each
+    /// replica kept the other's row and they never converged. The merge now overrides the clause,
+    /// and the unique rule settles it as for any unique index.
+    @Test func concurrentClaimsOfAReplacingUniqueValueAreSettledByTheMerge() async throws {
+        let group = try ExchangeGroup(["a", "b"], schema: Self.schema, preserve: [])
+        let (a, b) = (group["a"], group["b"])
+        _ = try a.store.execute(sql: "INSERT INTO users VALUES ('u1', NULL, 'first', 'h')")
+        _ = try b.store.execute(sql: "INSERT INTO users VALUES ('u2', NULL, 'second', 'h')")
+        _ = try group.round(prune: false)
+        _ = try group.round(prune: false)
+        let expected: [[SQLValue]] = [[.text("u1"), .text("first")]]
+        #expect(try Self.rows(a, "SELECT id, name FROM users") == expected)
+        #expect(try Self.rows(b, "SELECT id, name FROM users") == expected)
+        #expect(try group.tableDifferences().isEmpty)
+        #expect(try a.store.conflicts().map(\.kind) == ["unique"], "the later claim is listed, not lost silently")
+    }
+
     @Test func aUniqueIndexMadeByAMigrationIsWatchedAndItsScratchTableGoesWithTracking() async throws {
         let group = try ExchangeGroup(
             ["a", "b"], schema: "CREATE TABLE tags(id TEXT PRIMARY KEY, label TEXT);", preserve: [])

@@ -62,6 +62,9 @@ final class RowAccess {
 
     /// Writes columns (index, value) of the row with `key`: sets them when the row is present,
     /// or inserts it with the key and those columns. One statement, with no read before it.
+    /// `OR ABORT`, here and in `update`, overrides a constraint declared `ON CONFLICT REPLACE`:
+    /// a merge must never delete another row unrecorded, and a refused write is settled by the
+    /// conflict rules (Protocol/merge.md §5.1).
     func write(key: [SQLValue], columns: [(Int, SQLValue)]) throws {
         let ordered = columns.sorted { $0.0 < $1.0 }
         let statement = try RawStatement.reusing(&upserts[ordered.map(\.0)], db) {
@@ -70,7 +73,7 @@ final class RowAccess {
                 let name = table.columns[$0.0].quotedIdentifier
                 return "\(name) = excluded.\(name)"
             }
-            return "INSERT INTO \(quotedTable)(\(names.joined(separator: ", "))) "
+            return "INSERT OR ABORT INTO \(quotedTable)(\(names.joined(separator: ", "))) "
                 + "VALUES (\(names.map { _ in "?" }.joined(separator: ", "))) "
                 + "ON CONFLICT(\(keyColumns)) DO "
                 + (sets.isEmpty ? "NOTHING" : "UPDATE SET \(sets.joined(separator: ", "))")
@@ -105,7 +108,7 @@ final class RowAccess {
         let ordered = columns.sorted { $0.0 < $1.0 }
         let statement = try RawStatement.reusing(&updates[ordered.map(\.0)], db) {
             let sets = ordered.map { "\(table.columns[$0.0].quotedIdentifier) = ?" }.joined(separator: ", ")
-            return "UPDATE \(quotedTable) SET \(sets) WHERE \(keyMatch)"
+            return "UPDATE OR ABORT \(quotedTable) SET \(sets) WHERE \(keyMatch)"
         }
         try statement.bind(ordered.lazy.map { $0.1 })
         try statement.bind(key, from: Int32(ordered.count) + 1)

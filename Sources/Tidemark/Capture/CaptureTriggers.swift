@@ -43,7 +43,7 @@ enum CaptureTriggers {
             let scratch = wanted.contains { $0.name.hasSuffix("_displacing_insert") } ? scratchDDL(for: table) : nil
             guard
                 current.count != wanted.count || wanted.contains(where: { current[$0.name] != $0.sql })
-                    || present[Bookkeeping.displacedTable(table)] != scratch
+                    || (scratch != nil && present[Bookkeeping.displacedTable(table)] != scratch)
             else {
                 return nil
             }
@@ -56,10 +56,17 @@ enum CaptureTriggers {
     /// there, by name: one whose text is already what `table` needs stays, every other is made
     /// anew or dropped (a column added to a table leaves its delete trigger as it was, a change of
     /// preserved columns the other three).
-    static func install(_ table: TrackedTable, in db: Database, current: [String: String] = [:]) throws {
+    /// `droppingUnusedScratch`: a unique index may be gone, and with it the need for the table's
+    /// scratch table of displaced rows, which is then dropped (one no trigger names is harmless).
+    static func install(
+        _ table: TrackedTable, in db: Database, current: [String: String] = [:], droppingUnusedScratch: Bool = false
+    ) throws {
         let wanted = try sql(for: table, in: db)
-        try makeScratch(
-            for: table, wanted: wanted.contains { $0.name.hasSuffix("_displacing_insert") }, in: db)
+        if wanted.contains(where: { $0.name.hasSuffix("_displacing_insert") }) {
+            try makeScratch(for: table, in: db)
+        } else if droppingUnusedScratch {
+            try db.execute(sql: "DROP TABLE IF EXISTS \(Bookkeeping.displacedTable(table))")
+        }
         for name in names(for: table) where current[name] != nil && !wanted.contains(where: { $0.name == name }) {
             try db.execute(sql: "DROP TRIGGER \(name.quotedIdentifier)")
         }
@@ -91,15 +98,15 @@ enum CaptureTriggers {
         Bookkeeping.displacedTableDDL(table, kept: keptColumns(of: table))
     }
 
-    /// Makes `table`'s scratch table of displaced rows as its triggers need it (`wanted`), or drops it.
-    private static func makeScratch(for table: TrackedTable, wanted: Bool, in db: Database) throws {
+    /// Makes `table`'s scratch table of displaced rows as its triggers need it, unless it is.
+    private static func makeScratch(for table: TrackedTable, in db: Database) throws {
         let name = Bookkeeping.displacedTable(table)
         let present = try String.fetchOne(
             db, sql: "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?", arguments: [name])
-        let ddl = wanted ? scratchDDL(for: table) : nil
+        let ddl = scratchDDL(for: table)
         guard present != ddl else { return }
         if present != nil { try db.execute(sql: "DROP TABLE \(name)") }
-        if let ddl { try db.execute(sql: ddl) }
+        try db.execute(sql: ddl)
     }
 
     /// Removes the triggers of `table` and its scratch table of displaced rows: it is no longer tracked.

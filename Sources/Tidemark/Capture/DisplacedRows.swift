@@ -25,35 +25,31 @@ struct DisplacedRows {
     /// The unique indexes of `table` in `db` that a REPLACE can displace a row through; nil when
     /// it has none.
     static func of(_ table: TrackedTable, in db: Database) throws -> DisplacedRows? {
-        let rows = try Row.fetchAll(
+        // Most tables have no such index: one cheap read says so.
+        let names = try String.fetchAll(
             db,
             sql: """
-                SELECT l.name, x.cid, x.name, x.coll FROM pragma_index_list(?) AS l, pragma_index_xinfo(l.name) AS x
-                WHERE l."unique" = 1 AND l.origin <> 'pk' AND l.partial = 0 AND x.key = 1
-                ORDER BY l.name, x.seqno
+                SELECT name FROM pragma_index_list(?) WHERE "unique" = 1 AND origin <> 'pk' AND partial = 0
+                ORDER BY name
                 """,
             arguments: [table.name])
         var indexes: [[(column: Int, collation: String)]] = []
-        var current: (name: String, columns: [(column: Int, collation: String)]?)?
-        func close() {
-            if let columns = current?.columns, !columns.isEmpty { indexes.append(columns) }
-        }
-        for row in rows {
-            let name: String = row[0]
-            if current?.name != name {
-                close()
-                current = (name, [])
+        for name in names {
+            var columns: [(column: Int, collation: String)] = []
+            for row in try Row.fetchAll(
+                db, sql: "SELECT cid, name, coll FROM pragma_index_xinfo(?) WHERE key = 1 ORDER BY seqno",
+                arguments: [name])
+            {
+                // An expression (cid -2) or the rowid (-1): the index is left out.
+                guard (row[0] as Int) >= 0, let columnName = row[1] as String?, let column = table.index(of: columnName)
+                else {
+                    columns = []
+                    break
+                }
+                columns.append((column, row[2] as String? ?? "BINARY"))
             }
-            // An expression (cid -2) or the rowid (-1): the index is left out.
-            guard let columnName = row[2] as String?, (row[1] as Int) >= 0,
-                let column = table.index(of: columnName)
-            else {
-                current?.columns = nil
-                continue
-            }
-            current?.columns?.append((column, row[3] as String? ?? "BINARY"))
+            if !columns.isEmpty { indexes.append(columns) }
         }
-        close()
         return indexes.isEmpty ? nil : DisplacedRows(indexes: indexes)
     }
 

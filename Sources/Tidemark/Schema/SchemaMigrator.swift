@@ -192,7 +192,7 @@ struct SchemaMigrator {
         if table != old || lifted.contains(old.id) || triggersGone || indexesChanged {
             try Bookkeeping.ensureChangeColumns(db, for: table)
             // The triggers as the SQL left them: those that already read as `table` needs stay.
-            try CaptureTriggers.install(table, in: db, current: schemas.after)
+            try CaptureTriggers.install(table, in: db, current: schemas.after, droppingUnusedScratch: indexesChanged)
         }
         return table
     }
@@ -251,13 +251,13 @@ struct SchemaMigrator {
     }
 
     /// Every table's and trigger's SQL, by name; and under `indexesKey(of:)`, the SQL of every
-    /// index of each table, in name order.
+    /// index of each table, in the schema's order (an index made anew moves to its end).
     private static func schemaText(_ db: Database) throws -> [String: String] {
         var text: [String: String] = [:]
         for row in try Row.fetchAll(
             db,
             sql:
-                "SELECT name, sql, type, tbl_name FROM sqlite_master WHERE type IN ('table', 'trigger', 'index') ORDER BY name"
+                "SELECT name, sql, type, tbl_name FROM sqlite_master WHERE type IN ('table', 'trigger', 'index')"
         ) {
             if row[2] as String == "index" {
                 text[indexesKey(of: row[3]), default: ""] += "\(row[0] as String): \(row[1] as String? ?? "");"

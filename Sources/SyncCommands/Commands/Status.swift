@@ -61,6 +61,7 @@ extension SyncCLI {
                 case .same: line += "; same rows as here"
                 case .differ(let tables): line += "; rows differ in \(tables.map { "'\($0)'" }.joined(separator: ", "))"
                 case .otherToken: line += "; rows not compared (its digest is of another token)"
+                case .otherSchema: line += "; rows not compared (its digest is of another schema version)"
                 case .unknown: break
                 }
                 Output.line(line)
@@ -111,6 +112,7 @@ extension SyncCLI {
             case .same: return ["state": .string("same")]
             case .differ(let tables): return ["state": .string("differ"), "tables": .strings(tables)]
             case .otherToken(let token): return ["state": .string("other_token"), "token": .string(token.description)]
+            case .otherSchema: return ["state": .string("other_schema")]
             case .unknown: return ["state": .string("unknown")]
             }
         }

@@ -89,7 +89,10 @@ extension Store {
                 // A watermark carries the digest of the rows at its token (Protocol/exchange.md §8).
                 let digest =
                     kind == .watermark
-                    ? (try Self.rowDigest(db, tables: replicatedTables), try Self.currentToken(db)) : nil
+                    ? (
+                        try Self.rowDigest(db, tables: replicatedTables), try Self.currentToken(db),
+                        try SchemaLineage.position(db)
+                    ) : nil
                 return (try Chains(db: db, store: self).own(through: since[own]), digest)
             }
         }
@@ -101,9 +104,12 @@ extension Store {
             (summary, ownHead) = try mappingErrors {
                 try database.read { db in
                     let plan = try ExportPlan(db: db, store: self, since: since, ownPrevious: ownPrevious)
-                    // A digest describes its token only: one written meanwhile is left out.
+                    // A digest describes its token and schema version only: one written or
+                    // migrated meanwhile is left out.
                     return try write(
-                        plan, kind: kind, digest: digest.flatMap { $0.1 == plan.through ? $0.0 : nil }, into: sink,
+                        plan, kind: kind,
+                        digest: digest.flatMap { $0.1 == plan.through && $0.2 == plan.schemaPosition ? $0.0 : nil },
+                        into: sink,
                         key: key, encryptedFor: try envelopeRecipients(db, for: peer), path: path)
                 }
             }
@@ -162,7 +168,7 @@ extension Store {
         let header = BundleHeader(
             kind: kind, senderName: replica.name,
             created: HLCTimestamp.next(after: plan.clock, now: options.clock.nowMilliseconds()),
-            since: plan.since, through: plan.through, tables: plan.tables,
+            since: plan.since, through: plan.through, tables: kind == .watermark ? plan.currentTables : plan.tables,
             ranges: kind == .watermark ? [] : plan.ranges, lineage: kind == .watermark ? [] : plan.lineage,
             schemaRuns: kind == .watermark ? [] : plan.schemaRuns, digest: digest)
         try sink.encrypt(for: recipients)
@@ -205,6 +211,11 @@ struct ExportPlan {
     var tables: [BundleHeader.TableSchema] = []
     /// What each table and column was called under each version the transactions were written under.
     var naming = SchemaNaming(registrations: [], lineage: [])
+    /// The position of the store's current schema version.
+    var schemaPosition = 0
+    /// The tables as the current version names them, as a watermark lists them (its row digest
+    /// names them so: Protocol/exchange.md §8.3).
+    var currentTables: [BundleHeader.TableSchema] { naming.header(positions: schemaPosition...schemaPosition) }
 
     init(db: Database, store: Store, since: History.Token, ownPrevious: [UInt8]?) throws {
         self.db = db
@@ -259,6 +270,7 @@ struct ExportPlan {
         // name the versions up to the newest needed use (the initial schema's too, for transactions
         // written under it).
         naming = SchemaNaming(registrations: store.registrations.all, lineage: versions)
+        schemaPosition = versions.count
         tables = naming.header(positions: 0...lineage.count)
     }
 

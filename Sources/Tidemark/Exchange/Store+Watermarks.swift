@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import GRDB
 import TidemarkCore
@@ -24,7 +25,8 @@ extension Store {
     /// Records that `replica` held `token` at `signedAt` (as its own signature showed); keeps the
     /// larger. A watermark's `digest` of its rows at `token` replaces the one kept before.
     func noteWatermark(
-        _ token: History.Token, of replica: Replica.ID, signedAt: HLCTimestamp, digest: RowDigest? = nil
+        _ token: History.Token, of replica: Replica.ID, signedAt: HLCTimestamp, digest: RowDigest? = nil,
+        tables: [BundleHeader.TableSchema] = []
     ) throws {
         try mappingErrors {
             try database.write { db in
@@ -45,23 +47,40 @@ extension Store {
                     arguments: [key, merged.description, max(previous, signedAt.packed)])
                 if let digest {
                     try db.execute(
-                        sql: "UPDATE tidemark_watermarks SET digest = ?, digest_token = ? WHERE replica = ?",
-                        arguments: [Data(digest.bytes), token.description, key])
+                        sql:
+                            "UPDATE tidemark_watermarks SET digest = ?, digest_token = ?, digest_schema = ? WHERE replica = ?",
+                        arguments: [Data(digest.bytes), token.description, Self.tablesFingerprint(tables), key])
                 }
             }
         }
     }
 
-    /// The row digest `replica`'s latest watermark carried, with the token it describes.
-    static func watermarkDigest(of replica: Replica.ID, _ db: Database) throws -> (RowDigest, History.Token)? {
+    /// The row digest `replica`'s latest watermark carried, with the token it describes and the
+    /// fingerprint of the tables that watermark listed (nil for one kept by an earlier build).
+    static func watermarkDigest(of replica: Replica.ID, _ db: Database) throws -> (
+        RowDigest, History.Token, tables: String?
+    )? {
         guard
             let row = try Row.fetchOne(
-                db, sql: "SELECT digest, digest_token FROM tidemark_watermarks WHERE replica = ?",
+                db, sql: "SELECT digest, digest_token, digest_schema FROM tidemark_watermarks WHERE replica = ?",
                 arguments: [Data(replica.bytes)]),
             let bytes = row[0] as Data?, let text = row[1] as String?, let token = try? History.Token(parsing: text),
             let digest = try? RowDigest(bytes: Array(bytes))
         else { return nil }
-        return (digest, token)
+        return (digest, token, row[2])
+    }
+
+    /// A fingerprint of the tables a watermark lists: names, keys and columns. A watermark lists
+    /// them as its writer's current schema version names them, as its row digest does
+    /// (Protocol/exchange.md §8.4): two digests made under different versions are not compared.
+    static func tablesFingerprint(_ tables: [BundleHeader.TableSchema]) -> String {
+        var text = ""
+        for table in tables.sorted(by: { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }) {
+            for part in [[table.name], table.keyColumns, table.columns] {
+                text += part.map { "\($0.utf8.count):\($0)" }.joined() + ";"
+            }
+        }
+        return HexCoding.encode(Array(SHA256.hash(data: Data(text.utf8))))
     }
 
     /// Reads and verifies a watermark file; returns the token if it is intact and signed by a
@@ -84,7 +103,8 @@ extension Store {
                 }
             }
             try noteWatermark(
-                verified.header.through, of: sender, signedAt: verified.header.created, digest: verified.header.digest)
+                verified.header.through, of: sender, signedAt: verified.header.created, digest: verified.header.digest,
+                tables: verified.header.tables)
             return (sender, verified.header.through, verified.header.created)
         } catch let error as BundleError {
             throw ExchangeError.badBundle(path: path, error)

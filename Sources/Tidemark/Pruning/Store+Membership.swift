@@ -42,6 +42,10 @@ extension Store {
         case differ(tables: [String])
         /// Its latest digest describes another token (this one): compare again once both have synced.
         case otherToken(History.Token)
+        /// Its latest digest was made under another schema version than this store's current one
+        /// (a migration renamed a table or column, or added one): compare again once both have
+        /// made the same migrations.
+        case otherSchema
         /// None of its watermarks carried a digest.
         case unknown
     }
@@ -56,6 +60,11 @@ extension Store {
                 let token = try Self.currentToken(db)
                 // Counted only when a member's latest digest is of this token.
                 var digest: RowDigest?
+                try registrations.refresh(db)
+                let position = try SchemaLineage.position(db)
+                let tables = Self.tablesFingerprint(
+                    SchemaNaming(registrations: registrations.all, lineage: try SchemaLineage.fetch(db))
+                        .header(positions: position...position))
                 let ours = {
                     if digest == nil {
                         digest = try Self.rowDigestReading(db, tables: self.replicatedTables, own: self.replica.id)
@@ -96,7 +105,7 @@ extension Store {
                         watermark: watermark,
                         signedAt: (row?[1] as Int64?).map(HLCTimestamp.init(packed:)), behindTransactions: behind,
                         behindChanges: changes,
-                        lackingSince: since, rows: try Self.compare(ours, at: token, with: peer.id, db))
+                        lackingSince: since, rows: try Self.compare(ours, at: token, tables: tables, with: peer.id, db))
                     member.behindBytes = bytes
                     result.append(member)
                 }
@@ -126,11 +135,14 @@ extension Store {
     }
 
     /// Compares this replica's row digest at `token` with the one `peer`'s latest watermark carried.
+    /// `tables` is the fingerprint of this store's tables as its current version names them.
     private static func compare(
-        _ digest: () throws -> RowDigest, at token: History.Token, with peer: Replica.ID, _ db: Database
+        _ digest: () throws -> RowDigest, at token: History.Token, tables: String, with peer: Replica.ID,
+        _ db: Database
     ) throws -> RowComparison {
-        guard let (theirs, at) = try watermarkDigest(of: peer, db) else { return .unknown }
+        guard let (theirs, at, theirTables) = try watermarkDigest(of: peer, db) else { return .unknown }
         guard at == token else { return .otherToken(at) }
+        if let theirTables, theirTables != tables { return .otherSchema }
         let tables = try digest().differingTables(from: theirs)
         return tables.isEmpty ? .same : .differ(tables: tables)
     }

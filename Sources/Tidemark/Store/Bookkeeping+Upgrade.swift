@@ -46,6 +46,10 @@ extension Bookkeeping {
             try db.execute(sql: "ALTER TABLE tidemark_watermarks ADD COLUMN digest BLOB")
             try db.execute(sql: "ALTER TABLE tidemark_watermarks ADD COLUMN digest_token TEXT")
         }
+        if try !db.columns(in: "tidemark_watermarks").contains(where: { $0.name == "digest_schema" }) {
+            // Digests kept before are compared as before, whatever schema they were made under.
+            try db.execute(sql: "ALTER TABLE tidemark_watermarks ADD COLUMN digest_schema TEXT")
+        }
         for table in try String.fetchAll(db, sql: rowMetadataOfAnEarlierLayout) {
             try rewriteRowMetadata(db, table: table)
         }
@@ -76,7 +80,7 @@ extension Bookkeeping {
             || !db.columns(in: "tidemark_held").contains { $0.name == "encrypted" }
             || !db.tableExists("tidemark_digests") || String.fetchOne(db, sql: rowMetadataOfAnEarlierLayout) != nil
             || Int.fromDatabaseValue(meta(db, Meta.format)) ?? 0 < formatVersion
-            || !db.columns(in: "tidemark_watermarks").contains { $0.name == "digest" }
+            || !db.columns(in: "tidemark_watermarks").contains { $0.name == "digest_schema" }
             || !db.tableExists("tidemark_epochs")
             || !db.columns(in: "tidemark_epochs").contains { $0.name == "dropped" }
             || !db.columns(in: "tidemark_peers").contains { $0.name == "added_at" }

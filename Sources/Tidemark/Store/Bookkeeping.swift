@@ -126,7 +126,8 @@ enum Bookkeeping {
                     token TEXT NOT NULL,              -- the latest token the replica is known to hold, signed by it
                     signed_at INTEGER NOT NULL,       -- the replica's clock when it signed that token (packed)
                     digest BLOB,                      -- the row digest its latest watermark carried (RowDigest.bytes)
-                    digest_token TEXT                 -- the token that digest describes
+                    digest_token TEXT,                -- the token that digest describes
+                    digest_schema TEXT                -- the tables that watermark listed (Store.tablesFingerprint)
                 ) WITHOUT ROWID;
                 CREATE TABLE tidemark_folders(
                     path TEXT PRIMARY KEY NOT NULL,   -- exchange folders this replica has pushed to or pulled from

@@ -40,15 +40,20 @@ enum CaptureTriggers {
         return try tables.filter { $0.untrackedAt == nil }.compactMap { table in
             let current = present.filter { names(for: table).contains($0.key) }
             let wanted = try sql(for: table, in: db)
-            let scratch = wanted.contains { $0.name.hasSuffix("_displacing_insert") } ? scratchDDL(for: table) : nil
+            let scratch =
+                wanted.contains { $0.name.hasSuffix("_displacing_insert") } ? scratchDDL(for: table).table : nil
             guard
                 current.count != wanted.count || wanted.contains(where: { current[$0.name] != $0.sql })
                     || (scratch != nil && present[Bookkeeping.displacedTable(table)] != scratch)
             else {
                 return nil
             }
+            // Only a trigger of the four every table has tells of writes gone unrecorded: the
+            // displacing ones come and go with the table's unique indexes.
+            let base = names(for: table).prefix(4)
             return Repair(
-                table: table, present: current, missing: wanted.contains { current[$0.name] == nil })
+                table: table, present: current,
+                missing: wanted.contains { base.contains($0.name) && current[$0.name] == nil })
         }
     }
 
@@ -93,20 +98,23 @@ enum CaptureTriggers {
         return table.columns.indices.filter(kept.contains)
     }
 
-    /// The CREATE TABLE statement of `table`'s scratch table of displaced rows (`DisplacedRows`).
-    static func scratchDDL(for table: TrackedTable) -> String {
+    /// The statements that make `table`'s scratch table of displaced rows (`DisplacedRows`).
+    static func scratchDDL(for table: TrackedTable) -> (table: String, index: String) {
         Bookkeeping.displacedTableDDL(table, kept: keptColumns(of: table))
     }
 
-    /// Makes `table`'s scratch table of displaced rows as its triggers need it, unless it is.
+    /// Makes `table`'s scratch table of displaced rows as its triggers need it, or empties it: what
+    /// it holds between statements is left by writes that kept the other row, and a row deleted
+    /// meanwhile with the triggers lifted (by an import) must not be taken for one displaced.
     private static func makeScratch(for table: TrackedTable, in db: Database) throws {
         let name = Bookkeeping.displacedTable(table)
         let present = try String.fetchOne(
             db, sql: "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?", arguments: [name])
         let ddl = scratchDDL(for: table)
-        guard present != ddl else { return }
+        if present == ddl.table { return try db.execute(sql: "DELETE FROM \(name)") }
         if present != nil { try db.execute(sql: "DROP TABLE \(name)") }
-        try db.execute(sql: ddl)
+        try db.execute(sql: ddl.table)
+        try db.execute(sql: ddl.index)
     }
 
     /// Removes the triggers of `table` and its scratch table of displaced rows: it is no longer tracked.
@@ -255,46 +263,50 @@ enum CaptureTriggers {
             : "INSERT INTO \(tombstoneTarget) SELECT \(table.id), \(deleteOp), \(tombstoneMask), \(tombstoneValues) WHERE \(keyed);"
 
         // Rows a REPLACE displaces through a unique index (`DisplacedRows`): copied by a BEFORE
-        // trigger, recorded deleted by the AFTER trigger of the same row, before its own change.
+        // trigger, tagged with the key of the row written; recorded deleted by that row's AFTER
+        // trigger, before its own change, when they are gone. Writes nested between the two (a
+        // foreign key's action, an app's trigger) touch only the copies tagged with their own row.
         var confirm = ""
         var forgetDisplaced = ""
         var displacing: [(name: String, sql: String)] = []
         if let displaced {
             let scratch = Bookkeeping.displacedTable(table)
-            // A row deleted with its trigger fired (recursive triggers on, or an app's trigger)
-            // has its tombstone already.
-            let copyOfOld = table.keyIndexes.map { "\(Bookkeeping.valueColumn(table.slots[$0])) IS OLD.\(cols[$0])" }
+            let copied = { (i: Int) in "d.\(Bookkeeping.valueColumn(table.slots[i]))" }
+            let tag = table.keyIndexes.map { "b\(table.slots[$0])" }
+            let tagged = zip(tag, table.keyIndexes).map { "\($0) = NEW.\(cols[$1])" }.joined(separator: " AND ")
+            let gone = table.keyIndexes.map { "r.\(cols[$0]) IS \(copied($0))" }.joined(separator: " AND ")
+            confirm = """
+                INSERT INTO \(tombstoneTarget) SELECT \(table.id), \(deleteOp), \(tombstoneMask), \(keptIndexes.map(copied).joined(separator: ", "))
+                    FROM \(scratch) AS d WHERE \(tagged) AND NOT EXISTS (SELECT 1 FROM \(t) AS r WHERE \(gone));
+                  DELETE FROM \(scratch) WHERE \(tagged);
+
+                """
+            // A row deleted with its trigger fired (recursive triggers on, an app's trigger) has
+            // its tombstone already.
+            let victim = table.keyIndexes.map { "\(Bookkeeping.valueColumn(table.slots[$0])) = OLD.\(cols[$0])" }
                 .joined(separator: " AND ")
-            forgetDisplaced = "\n  DELETE FROM \(scratch) WHERE \(copyOfOld);"
+            forgetDisplaced = "\n  DELETE FROM \(scratch) WHERE \(victim);"
             let same = { (row: String, other: String) in
                 table.keyIndexes.map { "\(row).\(cols[$0]) IS \(other).\(cols[$0])" }.joined(separator: " AND ")
             }
-            let gone = table.keyIndexes.map { "r.\(cols[$0]) IS d.\(Bookkeeping.valueColumn(table.slots[$0]))" }
-                .joined(separator: " AND ")
-            let copied = keptIndexes.map { "d.\(Bookkeeping.valueColumn(table.slots[$0]))" }.joined(separator: ", ")
-            confirm = """
-                INSERT INTO \(tombstoneTarget) SELECT \(table.id), \(deleteOp), \(tombstoneMask), \(copied) FROM \(scratch) AS d
-                    WHERE NOT EXISTS (SELECT 1 FROM \(t) AS r WHERE \(gone));
-                  DELETE FROM \(scratch);
-
-                """
-            let conflict = displaced.conflict("r", with: "NEW", columns: cols)
+            let conflict = displaced.conflict("r", with: "NEW")
             let victimKeyed = nullableKeys.sorted().map { " AND r.\(cols[$0]) IS NOT NULL" }.joined()
             let victims = { (excluding: [String]) in
                 "FROM \(t) AS r WHERE (\(conflict))\(excluding.map { " AND NOT (\(same("r", $0)))" }.joined())\(victimKeyed)"
             }
+            let scratchColumns = (keptIndexes.map { Bookkeeping.valueColumn(table.slots[$0]) } + tag)
+                .joined(separator: ", ")
             let copy = { (excluding: [String]) in
-                """
-                  DELETE FROM \(scratch);
-                  INSERT INTO \(scratch) SELECT \(keptIndexes.map { "r.\(cols[$0])" }.joined(separator: ", ")) \(victims(excluding));
-                """
+                let values = keptIndexes.map { "r.\(cols[$0])" } + table.keyIndexes.map { "NEW.\(cols[$0])" }
+                return """
+                      INSERT OR REPLACE INTO \(scratch)(\(scratchColumns)) SELECT \(values.joined(separator: ", ")) \(victims(excluding));
+                    """
             }
             displacing = [
                 (
                     names[4],
                     """
-                    CREATE TRIGGER \(n[4]) BEFORE INSERT ON \(t)
-                      WHEN EXISTS (SELECT 1 FROM \(scratch)) OR EXISTS (SELECT 1 \(victims(["NEW"]))) BEGIN
+                    CREATE TRIGGER \(n[4]) BEFORE INSERT ON \(t) WHEN EXISTS (SELECT 1 \(victims(["NEW"]))) BEGIN
                     \(copy(["NEW"]))
                     END
                     """
@@ -303,8 +315,7 @@ enum CaptureTriggers {
                     names[5],
                     """
                     CREATE TRIGGER \(n[5]) BEFORE UPDATE ON \(t)
-                      WHEN EXISTS (SELECT 1 FROM \(scratch))
-                        OR ((\(displaced.changesIndexedValues(columns: cols))) AND EXISTS (SELECT 1 \(victims(["NEW", "OLD"])))) BEGIN
+                      WHEN (\(displaced.changesIndexedValues())) AND EXISTS (SELECT 1 \(victims(["NEW", "OLD"]))) BEGIN
                     \(copy(["NEW", "OLD"]))
                     END
                     """

@@ -9,18 +9,23 @@ import GRDB
 ///
 /// Before a row is inserted, or updated with new values in a unique index, a `BEFORE` trigger
 /// copies into the table's scratch table (`Bookkeeping.displacedTable`) what a tombstone keeps of
-/// each row that holds those values under another key. The `AFTER` trigger of the same row first
-/// records the delete of each of those rows that is gone, then empties the scratch table, then
-/// records the row's own change: on every replica the displaced row is deleted before the new one
-/// takes its values. A statement that keeps the row instead (`OR IGNORE`, an upsert, an error)
-/// leaves its copies behind, and the next `BEFORE` trigger on the table empties them first.
+/// each row that holds those values under another key, tagged with the key of the row being
+/// written. The `AFTER` trigger of a row first records the delete of each row tagged with its key
+/// that is gone, and drops the copies so tagged, then records the row's own change: on every
+/// replica the displaced row is deleted before the new one takes its values. Writes nested between
+/// the two triggers of a row (a foreign key's `SET NULL`, an app's trigger, on that row too) touch
+/// only the copies tagged with their own row's key, and a row deleted with its trigger fired has
+/// its copies dropped. A statement that keeps the other row (`OR IGNORE`, an upsert, an error)
+/// leaves its copies behind; they are dropped with the row's next write, and whenever the
+/// triggers are made again (every import does).
 ///
 /// A unique index on an expression or with a `WHERE` clause is not read: a row displaced through
-/// one is still not recorded.
+/// one is not recorded, and the row digest does not show it either (it follows captured changes).
 struct DisplacedRows {
-    /// The table's unique indexes other than its key, each as its columns (indexes into the
-    /// table's columns) with the collation the index compares them in, in index name order.
-    let indexes: [[(column: Int, collation: String)]]
+    /// The table's unique indexes other than its key, each as its columns (by name: a generated
+    /// column is not tracked, but a trigger sees its value) with the collation the index compares
+    /// them in, in index name order.
+    let indexes: [[(column: String, collation: String)]]
 
     /// The unique indexes of `table` in `db` that a REPLACE can displace a row through; nil when
     /// it has none.
@@ -33,16 +38,15 @@ struct DisplacedRows {
                 ORDER BY name
                 """,
             arguments: [table.name])
-        var indexes: [[(column: Int, collation: String)]] = []
+        var indexes: [[(column: String, collation: String)]] = []
         for name in names {
-            var columns: [(column: Int, collation: String)] = []
+            var columns: [(column: String, collation: String)] = []
             for row in try Row.fetchAll(
                 db, sql: "SELECT cid, name, coll FROM pragma_index_xinfo(?) WHERE key = 1 ORDER BY seqno",
                 arguments: [name])
             {
                 // An expression (cid -2) or the rowid (-1): the index is left out.
-                guard (row[0] as Int) >= 0, let columnName = row[1] as String?, let column = table.index(of: columnName)
-                else {
+                guard (row[0] as Int) >= 0, let column = row[1] as String? else {
                     columns = []
                     break
                 }
@@ -55,19 +59,19 @@ struct DisplacedRows {
 
     /// The condition that the row `row` holds the values `values` (`NEW`) gives some unique index.
     /// NULLs never conflict, as in the index.
-    func conflict(_ row: String, with values: String, columns: [String]) -> String {
+    func conflict(_ row: String, with values: String) -> String {
         indexes.map { index in
-            "("
-                + index.map {
-                    "\(row).\(columns[$0.column]) = \(values).\(columns[$0.column]) COLLATE \($0.collation.quotedIdentifier)"
-                }
-                .joined(separator: " AND ") + ")"
+            let columns = index.map {
+                let name = $0.column.quotedIdentifier
+                return "\(row).\(name) = \(values).\(name) COLLATE \($0.collation.quotedIdentifier)"
+            }
+            return "(" + columns.joined(separator: " AND ") + ")"
         }.joined(separator: " OR ")
     }
 
     /// Whether `NEW` differs from `OLD` in a column of some unique index, compared as stored.
-    func changesIndexedValues(columns: [String]) -> String {
-        Set(indexes.flatMap { $0.map(\.column) }).sorted()
-            .map { "NEW.\(columns[$0]) IS NOT OLD.\(columns[$0]) COLLATE BINARY" }.joined(separator: " OR ")
+    func changesIndexedValues() -> String {
+        Set(indexes.flatMap { $0.map(\.column) }).sorted().map(\.quotedIdentifier)
+            .map { "NEW.\($0) IS NOT OLD.\($0) COLLATE BINARY" }.joined(separator: " OR ")
     }
 }

@@ -323,16 +323,24 @@ enum Bookkeeping {
         )
     }
 
-    /// The scratch table of `table`'s rows that an insert or update about to run would displace
-    /// (`DisplacedRows`): one column per column a tombstone keeps (the key, then the preserved
-    /// columns, named `c<slot>` as in `tidemark_changes`). Empty but between a row's `BEFORE` and
-    /// `AFTER` triggers; never part of history.
+    /// The scratch table of `table`'s rows that an insert or update under way may displace
+    /// (`DisplacedRows`): per row, what its tombstone keeps (the key, then the preserved columns,
+    /// named `c<slot>` as in `tidemark_changes`), and the key of the row being written that may
+    /// displace it (`b<slot>`, indexed). Between statements it holds nothing that matters, and is
+    /// emptied whenever the triggers are made again. Never part of history.
     static func displacedTable(_ table: TrackedTable) -> String { "tidemark_displaced_\(table.id)" }
 
-    /// The CREATE TABLE statement of `table`'s scratch table of displaced rows, for the slots
-    /// `kept` (the columns a tombstone keeps).
-    static func displacedTableDDL(_ table: TrackedTable, kept: [Int]) -> String {
-        "CREATE TABLE \(displacedTable(table))(\(kept.map { valueColumn(table.slots[$0]) }.joined(separator: ", ")))"
+    /// The CREATE TABLE and CREATE INDEX statements of `table`'s scratch table of displaced rows,
+    /// for the columns a tombstone keeps (`kept`, indexes into its columns).
+    static func displacedTableDDL(_ table: TrackedTable, kept: [Int]) -> (table: String, index: String) {
+        let name = displacedTable(table)
+        let keys = table.keyIndexes.map { valueColumn(table.slots[$0]) }
+        let by = table.keyIndexes.map { "b\(table.slots[$0])" }
+        let columns = kept.map { valueColumn(table.slots[$0]) } + by
+        return (
+            "CREATE TABLE \(name)(\(columns.joined(separator: ", ")), PRIMARY KEY(\(keys.joined(separator: ", "))))",
+            "CREATE INDEX \(name)_by ON \(name)(\(by.joined(separator: ", ")))"
+        )
     }
 
     /// The replicated membership table: one row per member, `retired` 1 once a replica retired it.

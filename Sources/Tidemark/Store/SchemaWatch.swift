@@ -117,6 +117,15 @@ struct SchemaWatch {
         if let changed = Self.firstChanged(before: bookkeeping ?? [:], after: try Self.objects(db)) {
             throw StoreError.bookkeepingChanged(statement: statement.sql, object: changed)
         }
+        // A unique index made or dropped changes which rows a REPLACE can displace
+        // (`DisplacedRows`): the capture triggers follow at once, for the statements after it.
+        let repairs = try CaptureTriggers.repairs(tables, in: db)
+        guard !repairs.isEmpty else { return }
+        for repair in repairs {
+            try CaptureTriggers.install(repair.table, in: db, current: repair.present, droppingUnusedScratch: true)
+        }
+        bookkeeping = try Self.objects(db)
+        cookies = try Self.cookies(db)
     }
 
     /// The first object, by name, whose SQL differs between `before` and `after` (`objects`), or

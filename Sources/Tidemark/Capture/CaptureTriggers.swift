@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 
 /// The SQL triggers that record every insert, update and delete on a tracked table into
@@ -148,12 +149,15 @@ enum CaptureTriggers {
         affinity != .real && affinity != .text
     }
 
-    /// The column names the insert trigger's SQL gives `NEW`, in order: the table's columns in
-    /// slot order, as SQLite left them after renaming a column it names (it rewrites the
-    /// trigger with the new name, quoted).
-    static func insertedColumns(in sql: String) -> [String] {
+    /// The column names the insert trigger's SQL of `table` gives `NEW` in the values it records,
+    /// in order: the table's columns in slot order, as SQLite left them after renaming a column it
+    /// names (it rewrites the trigger with the new name, quoted). Read from the recording of the
+    /// insert on: what comes before it (the deletes of displaced rows) names the key too.
+    static func insertedColumns(in sql: String, of table: TrackedTable) -> [String] {
         var names: [String] = []
+        let recording = "VALUES (\(table.id), \(Bookkeeping.Op.insert.rawValue), "
         var rest = Substring(sql)
+        if let start = rest.range(of: recording, options: .backwards) { rest = rest[start.upperBound...] }
         while let found = rest.range(of: "NEW.") {
             rest = rest[found.upperBound...]
             guard rest.first == "\"" else { continue }

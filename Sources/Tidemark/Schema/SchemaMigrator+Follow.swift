@@ -20,7 +20,7 @@ extension SchemaMigrator {
         var tableName = old.name
         if let trigger {
             tableName = trigger[0]
-            let renamed = CaptureTriggers.insertedColumns(in: trigger[1])
+            let renamed = CaptureTriggers.insertedColumns(in: trigger[1], of: old)
             if renamed.count == old.columns.count { names = Dictionary(uniqueKeysWithValues: zip(old.slots, renamed)) }
         }
         guard let shape = try TrackedTable.shapeIfPresent(of: tableName, in: db) else {

@@ -34,9 +34,9 @@ extension SyncCLI {
             }
             Output.line("schema   \(SchemaWording.current(status.lineage))")
             for wait in status.waiting { Output.line("waiting  \(SchemaWording.waiting(wait))") }
+            let names = Self.names(members)
             for fork in status.forks {
-                let name = members.first { $0.id == fork.peer }?.name ?? fork.peer.description
-                Output.line("fork     \(SchemaWording.fork(fork, peer: name))")
+                Output.line("fork     \(SchemaWording.fork(fork, peer: names[fork.peer] ?? fork.peer.description))")
             }
             if encrypted { Output.line("encrypt  on: exchange files are encrypted for the group's members") }
             var history = "history  \(status.transactionCount) transactions, \(status.changeCount) changes"
@@ -73,7 +73,7 @@ extension SyncCLI {
 
         /// The object `status --json` prints.
         static func json(_ status: Store.Status, members: [Store.Member], encrypted: Bool, digest: RowDigest) -> JSON {
-            let names = Dictionary(members.map { ($0.id, $0.name) }, uniquingKeysWith: { first, _ in first })
+            let names = Self.names(members)
             let list = members.map { m in
                 [
                     "rows": rowsJSON(m.rows),
@@ -104,6 +104,11 @@ extension SyncCLI {
                 "restored_from_older_copy": .string(status.restoredFromOlderCopy.map { "\($0)" }),
             ]
             return document
+        }
+
+        /// The members' names by id.
+        static func names(_ members: [Store.Member]) -> [Replica.ID: String] {
+            Dictionary(members.map { ($0.id, $0.name) }, uniquingKeysWith: { first, _ in first })
         }
 
         /// A member's `"rows"`: how its rows compare with this replica's.

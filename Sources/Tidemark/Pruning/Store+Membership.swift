@@ -60,11 +60,19 @@ extension Store {
                 let token = try Self.currentToken(db)
                 // Counted only when a member's latest digest is of this token.
                 var digest: RowDigest?
-                try registrations.refresh(db)
-                let position = try SchemaLineage.position(db)
-                let tables = Self.tablesFingerprint(
-                    SchemaNaming(registrations: registrations.all, lineage: try SchemaLineage.fetch(db))
-                        .header(positions: position...position))
+                // Made only when a member's digest is of this token, as the digest is: the prune
+                // every pull runs reads the members too.
+                var fingerprint: String?
+                let tables = {
+                    if fingerprint == nil {
+                        try self.registrations.refresh(db)
+                        let position = try SchemaLineage.position(db)
+                        fingerprint = Self.tablesFingerprint(
+                            SchemaNaming(registrations: self.registrations.all, lineage: try SchemaLineage.fetch(db))
+                                .header(positions: position...position))
+                    }
+                    return fingerprint!
+                }
                 let ours = {
                     if digest == nil {
                         digest = try Self.rowDigestReading(db, tables: self.replicatedTables, own: self.replica.id)
@@ -135,14 +143,14 @@ extension Store {
     }
 
     /// Compares this replica's row digest at `token` with the one `peer`'s latest watermark carried.
-    /// `tables` is the fingerprint of this store's tables as its current version names them.
+    /// `tables` gives the fingerprint of this store's tables as its current version names them.
     private static func compare(
-        _ digest: () throws -> RowDigest, at token: History.Token, tables: String, with peer: Replica.ID,
+        _ digest: () throws -> RowDigest, at token: History.Token, tables: () throws -> String, with peer: Replica.ID,
         _ db: Database
     ) throws -> RowComparison {
         guard let (theirs, at, theirTables) = try watermarkDigest(of: peer, db) else { return .unknown }
         guard at == token else { return .otherToken(at) }
-        if let theirTables, theirTables != tables { return .otherSchema }
+        if let theirTables, try theirTables != tables() { return .otherSchema }
         let tables = try digest().differingTables(from: theirs)
         return tables.isEmpty ? .same : .differ(tables: tables)
     }

@@ -603,9 +603,8 @@ import TidemarkTestSupport
         #expect(try a.store.fetchHistory().last?.changes.map(\.key) == [[.init("id", .text("i2"))]])
     }
 
-    /// An import lifts the capture triggers and puts them back, which changes the schema cookie;
-    /// the store counts them as checked at the new cookie, but a trigger another client drops
-    /// after the import is still put back before the next write, which is recorded.
+    /// A trigger another client drops after an import is put back before the store's next write,
+    /// which is recorded: the import leaves the triggers checked at the schema as it was.
     @Test func aStoreThatImportedRepairsCaptureTriggersDroppedAfterTheImport() throws {
         let group = try Self.group(["a", "b"])
         let (a, b) = (group["a"], group["b"])
@@ -624,8 +623,8 @@ import TidemarkTestSupport
     }
 
     /// A trigger another client drops while a store is open, when the store's next operation is an
-    /// import: the import puts the trigger back as it lifts and restores them all, and the store
-    /// still says so, since the other client's writes meanwhile were not recorded.
+    /// import: the import puts the trigger back before it merges, and the store says so, since the
+    /// other client's writes meanwhile were not recorded.
     @Test func anImportAfterATriggerWasDroppedReportsTheRestoration() throws {
         let group = try Self.group(["a", "b"])
         let (a, b) = (group["a"], group["b"])

@@ -106,7 +106,7 @@ enum CaptureTriggers {
 
     /// Makes `table`'s scratch table of displaced rows as its triggers need it, or empties it: what
     /// it holds between statements is left by writes that kept the other row, and a row deleted
-    /// meanwhile with the triggers lifted (by an import) must not be taken for one displaced.
+    /// meanwhile with capture paused (by an import) must not be taken for one displaced.
     private static func makeScratch(for table: TrackedTable, in db: Database) throws {
         let name = Bookkeeping.displacedTable(table)
         let present = try String.fetchOne(
@@ -183,15 +183,35 @@ enum CaptureTriggers {
         return names
     }
 
-    /// Runs `body` with the triggers of `tables` lifted, so that what it writes is not captured as
-    /// this replica's own changes, and puts them back after it. Runs inside a transaction that
-    /// rolls back when `body` throws, which puts them back too.
-    static func suspended<T>(_ tables: [TrackedTable], in db: Database, _ body: () throws -> T) throws -> T {
-        try Store.ownSchemaChange(db) {
-            for table in tables { try remove(table, in: db) }
+    /// What every capture trigger's `WHEN` requires: that capture is not paused (`paused`).
+    static let running = "NOT EXISTS (SELECT 1 FROM \(Bookkeeping.pausedTable))"
+
+    /// Runs `body` with capture paused, so that what it writes (an import's merge) is not captured
+    /// as this replica's own changes. The triggers stay: one row in `Bookkeeping.pausedTable`
+    /// turns them all off, written and deleted inside the caller's transaction, so that no other
+    /// connection ever sees it and a crash rolls it back. The schema does not change, so no other
+    /// connection parses it again, and the cost does not grow with the number of tracked tables.
+    /// The scratch tables of displaced rows of `tables` are emptied first: a copy left by a write
+    /// that kept the other row must not be taken for a row displaced, once the merge deleted it.
+    static func paused<T>(_ tables: [TrackedTable], in db: Database, _ body: () throws -> T) throws -> T {
+        let scratch = Set(
+            try String.fetchAll(
+                db,
+                sql:
+                    "SELECT name FROM sqlite_schema WHERE type = 'table' AND name LIKE 'tidemark\\_displaced\\_%' ESCAPE '\\'"
+            ))
+        for table in tables where scratch.contains(Bookkeeping.displacedTable(table)) {
+            try db.execute(sql: "DELETE FROM \(Bookkeeping.displacedTable(table))")
+        }
+        try db.execute(sql: "INSERT INTO \(Bookkeeping.pausedTable) VALUES (1)")
+        do {
             let result = try body()
-            for table in tables { try install(table, in: db) }
+            try db.execute(sql: "DELETE FROM \(Bookkeeping.pausedTable)")
             return result
+        } catch {
+            // Whoever catches this and commits all the same must not be left with capture off.
+            try? db.execute(sql: "DELETE FROM \(Bookkeeping.pausedTable)")
+            throw error
         }
     }
 
@@ -258,7 +278,6 @@ enum CaptureTriggers {
         // kept by a migration that rebuilt its table) was never replicated: its update and delete
         // are not recorded, nor the end of its life when its key changes; a new key starts one.
         let keyed = nullableKeys.sorted().map { "OLD.\(cols[$0]) IS NOT NULL" }.joined(separator: " AND ")
-        let whenKeyed = keyed.isEmpty ? "" : " WHEN \(keyed)"
         let tombstone =
             "INSERT INTO \(tombstoneTarget) VALUES (\(table.id), \(deleteOp), \(tombstoneMask), \(tombstoneValues));"
         let keyedTombstone =
@@ -310,7 +329,7 @@ enum CaptureTriggers {
                 (
                     names[4],
                     """
-                    CREATE TRIGGER \(n[4]) BEFORE INSERT ON \(t) WHEN EXISTS (SELECT 1 \(victims(["NEW"]))) BEGIN
+                    CREATE TRIGGER \(n[4]) BEFORE INSERT ON \(t) WHEN \(running) AND EXISTS (SELECT 1 \(victims(["NEW"]))) BEGIN
                     \(copy(["NEW"]))
                     END
                     """
@@ -319,7 +338,7 @@ enum CaptureTriggers {
                     names[5],
                     """
                     CREATE TRIGGER \(n[5]) BEFORE UPDATE ON \(t)
-                      WHEN (\(displaced.changesIndexedValues())) AND EXISTS (SELECT 1 \(victims(["NEW", "OLD"]))) BEGIN
+                      WHEN \(running) AND (\(displaced.changesIndexedValues())) AND EXISTS (SELECT 1 \(victims(["NEW", "OLD"]))) BEGIN
                     \(copy(["NEW", "OLD"]))
                     END
                     """
@@ -329,18 +348,18 @@ enum CaptureTriggers {
 
         var statements = [
             """
-            CREATE TRIGGER \(n[0]) AFTER INSERT ON \(t) BEGIN
+            CREATE TRIGGER \(n[0]) AFTER INSERT ON \(t) WHEN \(running) BEGIN
               \(confirm)INSERT INTO \(target) VALUES (\(table.id), \(insertOp), \(allMask), \(insertValues));
             END
             """,
             """
-            CREATE TRIGGER \(n[2]) AFTER UPDATE ON \(t) WHEN \(keyDiffers) BEGIN
+            CREATE TRIGGER \(n[2]) AFTER UPDATE ON \(t) WHEN \(keyDiffers) AND \(running) BEGIN
               \(confirm)\(keyedTombstone)
               INSERT INTO \(target) VALUES (\(table.id), \(insertOp), \(allMask), \(insertValues));
             END
             """,
             """
-            CREATE TRIGGER \(n[3]) AFTER DELETE ON \(t)\(whenKeyed) BEGIN
+            CREATE TRIGGER \(n[3]) AFTER DELETE ON \(t) WHEN \(keyed.isEmpty ? "" : "\(keyed) AND ")\(running) BEGIN
               \(tombstone)\(forgetDisplaced)
             END
             """,
@@ -363,7 +382,7 @@ enum CaptureTriggers {
             }.joined(separator: ", ")
             statements.append(
                 """
-                CREATE TRIGGER \(n[1]) AFTER UPDATE ON \(t) WHEN \(keyed.isEmpty ? "" : "\(keyed) AND ")\(keySame) AND (\(anyChanged)) BEGIN
+                CREATE TRIGGER \(n[1]) AFTER UPDATE ON \(t) WHEN \(keyed.isEmpty ? "" : "\(keyed) AND ")\(keySame) AND (\(anyChanged)) AND \(running) BEGIN
                   \(confirm)INSERT INTO \(target) VALUES (\(table.id), \(updateOp), \(mask), \(values));
                 END
                 """)

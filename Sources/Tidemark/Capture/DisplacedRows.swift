@@ -16,8 +16,8 @@ import GRDB
 /// the two triggers of a row (a foreign key's `SET NULL`, an app's trigger, on that row too) touch
 /// only the copies tagged with their own row's key, and a row deleted with its trigger fired has
 /// its copies dropped. A statement that keeps the other row (`OR IGNORE`, an upsert, an error)
-/// leaves its copies behind; they are dropped with the row's next write, and whenever the
-/// triggers are made again (every import does).
+/// leaves its copies behind; they are dropped with the row's next write, whenever the
+/// triggers are made again, and by every import.
 ///
 /// A unique index on an expression or with a `WHERE` clause is not read: a row displaced through
 /// one is not recorded, and the row digest does not show it either (it follows captured changes).

@@ -3,7 +3,7 @@ import GRDB
 import TidemarkCore
 
 /// Applies a bundle inside the caller's write transaction as its decoder reads and verifies it:
-/// writes the rows and records the transactions in history, with the capture triggers lifted so
+/// writes the rows and records the transactions in history, with capture paused so
 /// imported changes are not captured a second time as local ones. A record, chain or signature that
 /// fails throws, and the caller's transaction rolls back.
 struct BundleApplier {
@@ -37,7 +37,7 @@ struct BundleApplier {
         let started = try ReplicaState.fetch(db).lastTimestamp
         var engine = MergeEngine(db: db, store: store) { max(started, newest) }
         try engine.discarded.sender(through: decoder.header.through)
-        let (verified, changed) = try store.withCaptureLifted(in: db) {
+        let (verified, changed) = try store.withCapturePaused(in: db) {
             let verified = try decode(decoder) {
                 while let head = try decoder.nextTransaction() {
                     if head.sequence <= context.token[head.origin] {
@@ -133,7 +133,7 @@ struct BundleApplier {
     }
 
     /// Opens an import: local writes join row metadata before anything merges against it, and
-    /// foreign-key checks wait for the end. The merge then runs with the capture triggers lifted.
+    /// foreign-key checks wait for the end. The merge then runs with capture paused.
     private func begin() throws {
         try LocalFold(db: db, store: store).run()
         try db.execute(sql: "PRAGMA defer_foreign_keys = ON")
@@ -194,7 +194,7 @@ struct BundleApplier {
         var liveRows = 0
         // Derived from the sender's key by a hash: once, not per row.
         let sender = decoder.sender
-        let (verified, changed) = try store.withCaptureLifted(in: db) {
+        let (verified, changed) = try store.withCapturePaused(in: db) {
             // The floors the sender declares, by this store's tables.
             let floors: [(TrackedTable, Int64)] = decoder.header.floors.compactMap { floor in
                 let position = decoder.header.lineage.count

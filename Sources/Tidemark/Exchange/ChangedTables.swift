@@ -5,7 +5,7 @@ enum ChangedTables {
     /// `tables` and every table a write to one of them may change in turn, transitively: those
     /// whose foreign keys reference it (`ON DELETE CASCADE`, `SET NULL`) and those the app's own
     /// triggers on it name (a counter, an audit table, a full-text index kept in step). The import
-    /// lifts only the capture triggers, so the app's run; a table a trigger names but does not
+    /// pauses only the capture triggers, so the app's run; a table a trigger names but does not
     /// write is told of too, which costs its observers a fetch and nothing else.
     static func closing(_ tables: Set<String>, in db: Database) throws -> Set<String> {
         guard !tables.isEmpty else { return [] }

@@ -1,8 +1,7 @@
 import GRDB
 import TidemarkCore
 
-/// Reads and writes user rows by key, for the merge engine (capture triggers are lifted while it
-/// runs), with statements prepared once per access.
+/// Reads and writes user rows by key, for the merge engine (capture is paused while it runs), with statements prepared once per access.
 final class RowAccess {
     let db: Database
     let table: TrackedTable

@@ -52,8 +52,8 @@ extension Store {
             })
     }
 
-    /// Runs `body`, a schema change Tidemark makes itself (capture triggers lifted for an import,
-    /// a migration), without making the row digests look untrustworthy: when they were trusted
+    /// Runs `body`, a schema change Tidemark makes itself (a migration, capture triggers made
+    /// again), without making the row digests look untrustworthy: when they were trusted
     /// before, they stay so.
     static func ownSchemaChange<T>(_ db: Database, _ body: () throws -> T) throws -> T {
         let trusted = try RowDigests.trusted(db)

@@ -21,6 +21,8 @@ extension Bookkeeping {
         try createAuthorship(db)
         try createRemoteFiles(db)
         try createCheckedFiles(db)
+        // Capture triggers made before read no switch; the store's open makes them again.
+        try createPaused(db)
         if try !hasSlots(db) {
             // The registrations gain slots, and an untracked table's name may be tracked again.
             try addSharedClockWidth(db)
@@ -76,7 +78,7 @@ extension Bookkeeping {
         try !db.tableExists("tidemark_authorship") || !db.tableExists("tidemark_schemas")
             || !db.tableExists("tidemark_held")
             || !hasSlots(db) || !db.tableExists(settingsTable) || !db.tableExists("tidemark_remote_files")
-            || !db.tableExists("tidemark_checked_files")
+            || !db.tableExists("tidemark_checked_files") || !db.tableExists(pausedTable)
             || !db.columns(in: "tidemark_held").contains { $0.name == "encrypted" }
             || !db.tableExists("tidemark_digests") || String.fetchOne(db, sql: rowMetadataOfAnEarlierLayout) != nil
             || Int.fromDatabaseValue(meta(db, Meta.format)) ?? 0 < formatVersion

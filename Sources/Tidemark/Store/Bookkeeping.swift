@@ -162,6 +162,7 @@ enum Bookkeeping {
         try createRemoteFiles(db)
         try createCheckedFiles(db)
         try createTombstones(db)
+        try createPaused(db)
     }
 
     /// The registrations of tracked tables (`TrackedTable`), untracked ones included.
@@ -341,6 +342,16 @@ enum Bookkeeping {
             "CREATE TABLE \(name)(\(columns.joined(separator: ", ")), PRIMARY KEY(\(keys.joined(separator: ", "))))",
             "CREATE INDEX \(name)_by ON \(name)(\(by.joined(separator: ", ")))"
         )
+    }
+
+    /// The switch that pauses capture (`CaptureTriggers.paused`): every capture trigger fires only
+    /// while this table is empty. An import writes its one row before it merges and deletes it
+    /// before it commits, so that no other connection ever sees it; a crash rolls it back.
+    static let pausedTable = "tidemark_paused"
+
+    /// Creates the switch that pauses capture.
+    static func createPaused(_ db: Database) throws {
+        try db.execute(sql: "CREATE TABLE IF NOT EXISTS tidemark_paused(id INTEGER PRIMARY KEY CHECK (id = 1))")
     }
 
     /// The replicated membership table: one row per member, `retired` 1 once a replica retired it.

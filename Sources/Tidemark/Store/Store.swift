@@ -215,22 +215,43 @@ public final class Store: Sendable {
     public var restoredCaptureTriggers: [String] { restoration.withLock { $0 } }
 
     /// Puts back the capture triggers another client removed from tracked tables, and makes again
-    /// those that read otherwise than this build makes them (an earlier build's). A store opened
-    /// read-only cannot, and says nothing: nothing is written through it either.
+    /// those that read otherwise than this build makes them (an earlier build's). Capture found
+    /// paused outside an import (only another client can leave it so) is resumed, and every table
+    /// named in `restoredCaptureTriggers`. A store opened read-only cannot, and says nothing:
+    /// nothing is written through it either.
     private func restoreCaptureTriggers() throws {
         // Looked at without a lock; a repair looks again in an immediate transaction, where no
         // other process can make the same repair meanwhile.
         let needed = try database.read { db in
             let repairs = try CaptureTriggers.repairs(replicatedTables, in: db)
-            if repairs.isEmpty { try noteTriggersChecked(db) }
-            return !repairs.isEmpty
+            let paused = try Self.capturePaused(db)
+            if repairs.isEmpty && !paused { try noteTriggersChecked(db) }
+            return !repairs.isEmpty || paused
         }
         guard needed else { return }
         do {
-            try writeImmediately { db in try repairCaptureTriggers(db, checkingShapes: false) }
+            try writeImmediately { db in
+                if try Self.capturePaused(db) {
+                    try db.execute(sql: "DELETE FROM \(Bookkeeping.pausedTable)")
+                    // Writes went unrecorded meanwhile, without a schema change to say so.
+                    try RowDigests.forgetAll(db)
+                    let names = trackedTables.map(\.name)
+                    db.afterNextTransaction(onCommit: { [restoration] _ in
+                        restoration.withLock { restored in restored += names.filter { !restored.contains($0) } }
+                    })
+                }
+                try repairCaptureTriggers(db, checkingShapes: false)
+            }
         } catch let error as DatabaseError where error.resultCode == .SQLITE_READONLY {
             return
         }
+    }
+
+    /// Whether capture is paused (`CaptureTriggers.paused`) as `db` sees the store. A store of an
+    /// earlier build, opened read-only before its upgrade, has no switch.
+    private static func capturePaused(_ db: Database) throws -> Bool {
+        try db.tableExists(Bookkeeping.pausedTable)
+            && Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(Bookkeeping.pausedTable))") == true
     }
 
     /// Before a write through this store, when the schema changed since the capture triggers were
@@ -269,23 +290,13 @@ public final class Store: Sendable {
         })
     }
 
-    /// Runs `body` with the capture triggers of the replicated tables lifted, so that what it
-    /// writes (an import's merge) is not captured, and puts them back as this build makes them
-    /// (`CaptureTriggers.suspended`). A trigger another client removed since they were last
+    /// Runs `body` with capture paused, so that what it writes (an import's merge) is not
+    /// captured (`CaptureTriggers.paused`). A trigger another client removed since they were last
     /// checked is repaired first, as before a write, so that `restoredCaptureTriggers` names its
-    /// table rather than the import putting it back unnoticed. Lifting them changes the schema
-    /// cookie: when the triggers were checked at the cookie it started from, they count as checked
-    /// at the one it leaves once its transaction commits, and the next write does not read and
-    /// compare them all again.
-    func withCaptureLifted<T>(in db: Database, _ body: () throws -> T) throws -> T {
+    /// table and the writes after the import are captured.
+    func withCapturePaused<T>(in db: Database, _ body: () throws -> T) throws -> T {
         try repairCaptureTriggersIfSchemaChanged(db)
-        let before = Int(try db.schemaVersion())
-        let result = try CaptureTriggers.suspended(replicatedTables, in: db, body)
-        let after = Int(try db.schemaVersion())
-        db.afterNextTransaction(onCommit: { [triggersChecked] _ in
-            triggersChecked.withLock { checked in if checked == before { checked = after } }
-        })
-        return result
+        return try CaptureTriggers.paused(replicatedTables, in: db, body)
     }
 
     /// Notes that the capture triggers are as this build makes them at the current schema cookie.

@@ -75,6 +75,12 @@ struct SchemaMigrator {
         let newlyTracked = try trackNew(
             migration.track, after: after, nextID: (registrations.map(\.id).max() ?? 0) + 1, preserve: preserve,
             summary: &summary, operations: &operations)
+        // A trigger the SQL made on a tracked table must fire after capture (`CaptureTriggers.outranked`).
+        let outranked = try CaptureTriggers.outranked(in: db)
+        for table in after where table.untrackedAt == nil && outranked.contains(table.name.lowercased()) {
+            try CaptureTriggers.remove(table, in: db)
+            try CaptureTriggers.install(table, in: db)
+        }
         if !operations.isEmpty { summary.version = try SchemaLineage.append(db, Schema.Change(operations)) }
         try store.registrations.reload(db)
         // A change another client made (no SQL here) came with writes to the columns it added.

@@ -122,7 +122,7 @@ struct SchemaWatch {
         let repairs = try CaptureTriggers.repairs(tables, in: db)
         guard !repairs.isEmpty else { return }
         for repair in repairs {
-            try CaptureTriggers.install(repair.table, in: db, current: repair.present, droppingUnusedScratch: true)
+            try CaptureTriggers.apply(repair, in: db, droppingUnusedScratch: true)
         }
         bookkeeping = try Self.objects(db)
         cookies = try Self.cookies(db)

@@ -281,7 +281,7 @@ public final class Store: Sendable {
             if !changed { try noteTriggersChecked(db) }
             return
         }
-        for repair in repairs { try CaptureTriggers.install(repair.table, in: db, current: repair.present) }
+        for repair in repairs { try CaptureTriggers.apply(repair, in: db) }
         let missing = repairs.filter(\.missing).map(\.table.name)
         let checked = Int(try db.schemaVersion())
         db.afterNextTransaction(onCommit: { [restoration, triggersChecked] _ in

@@ -92,7 +92,13 @@ final class RowDigests {
             tables.filter { table in pending.contains { $0.table == table.id && $0.delta.merged } }.map(\.name))
         pending = []
         if !merged.isEmpty {
-            for table in tables where try Self.foreignKeyActions(of: table, db).contains(where: merged.contains) {
+            // Rows the merge did not write itself, and did not count: a foreign key's action, and
+            // the app's triggers on merged tables, which run as rows merge.
+            let triggered = try AppTriggers.reach(from: merged, in: db)
+            for table in tables
+            where try triggered.contains(table.name.lowercased())
+                || Self.foreignKeyActions(of: table, db).contains(where: merged.contains)
+            {
                 try Self.forget(table.id, db)
             }
         }

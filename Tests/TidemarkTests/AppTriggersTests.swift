@@ -4,11 +4,12 @@ import Testing
 import Tidemark
 import TidemarkTestSupport
 
-/// An app's trigger on a tracked table made after tracking began, by a migration or by another
-/// client, fires after the capture triggers, as one made before tracking does
+/// An app's own triggers on tracked tables. One made after tracking began, by a migration or by
+/// another client, fires after the capture triggers, as one made before tracking does
 /// (`CaptureTriggers.outranked`): the writes it nests are recorded after the write that fired it,
-/// and peers that apply them in that order end with the same rows.
-@Suite struct AppTriggerOrderTests {
+/// and peers that apply them in that order end with the same rows. They run when a peer merges
+/// the write, and what they write then is counted (`AppTriggers`).
+@Suite struct AppTriggersTests {
     static let schema = """
         CREATE TABLE u(id TEXT PRIMARY KEY, email TEXT UNIQUE ON CONFLICT REPLACE, n TEXT, updated INT DEFAULT 0);
         """
@@ -74,5 +75,31 @@ import TidemarkTestSupport
         let expected: [[SQLValue]] = [[.text("1"), .text("e1"), .text("why"), .integer(2)]]
         #expect(try Self.rows(a) == expected)
         #expect(try Self.rows(b) == expected)
+    }
+
+    /// An app's trigger that writes another tracked table (an audit row with a new key) runs again
+    /// as a peer merges the write that fired it, and what it writes then is not captured: the
+    /// replicas hold different rows, and their row digests say so instead of "same rows".
+    @Test func rowsAnAppTriggerWritesDuringAMergeAreCounted() throws {
+        let schema = """
+            CREATE TABLE items(id TEXT PRIMARY KEY, name TEXT);
+            CREATE TABLE audit(id TEXT PRIMARY KEY, item TEXT, what TEXT);
+            CREATE TRIGGER audit_items AFTER UPDATE OF name ON items BEGIN
+              INSERT INTO audit VALUES (lower(hex(randomblob(8))), NEW.id, NEW.name);
+            END;
+            """
+        let group = try ExchangeGroup(["a", "b"], schema: schema, preserve: [])
+        let (a, b) = (group["a"], group["b"])
+        _ = try a.store.execute(sql: "INSERT INTO items VALUES ('1', 'x')")
+        _ = try group.round(prune: false)
+        #expect(try a.store.rowDigest().digest == b.store.rowDigest().digest)
+
+        _ = try a.store.execute(sql: "UPDATE items SET name = 'y' WHERE id = '1'")
+        _ = try group.round(prune: false)
+        _ = try group.round(prune: false)
+        #expect(try a.store.execute(sql: "SELECT count(*) FROM audit").0[0].rows == [[.integer(1)]])
+        #expect(try b.store.execute(sql: "SELECT count(*) FROM audit").0[0].rows == [[.integer(2)]])
+        #expect(try b.store.rowDigest().digest.tables.first { $0.name == "audit" }?.rows == 2)
+        #expect(try a.store.rowDigest().digest != b.store.rowDigest().digest)
     }
 }

@@ -42,10 +42,9 @@ enum CaptureTriggers {
             try String.fetchAll(
                 db,
                 sql: """
-                    SELECT DISTINCT lower(app.tbl_name) FROM sqlite_schema AS app JOIN sqlite_schema AS capture
-                      ON capture.type = 'trigger' AND capture.tbl_name = app.tbl_name COLLATE NOCASE AND capture.rowid < app.rowid
-                    WHERE app.type = 'trigger' AND app.name NOT LIKE 'tidemark\\_%' ESCAPE '\\'
-                      AND capture.name LIKE 'tidemark\\_%' ESCAPE '\\'
+                    SELECT lower(tbl_name) FROM sqlite_schema WHERE type = 'trigger' GROUP BY lower(tbl_name)
+                    HAVING max(CASE WHEN name NOT LIKE 'tidemark\\_%' ESCAPE '\\' THEN rowid END)
+                      > min(CASE WHEN name LIKE 'tidemark\\_%' ESCAPE '\\' THEN rowid END)
                     """))
     }
 

@@ -25,7 +25,12 @@ enum ChangedTables {
                 frontier.append(follower)
             }
         }
-        return closed
+        guard closed.count > tables.count else { return closed }
+        // A view a trigger writes through is followed to the tables its triggers change, and is
+        // no table that changed itself.
+        let views = try String.fetchAll(
+            db, sql: "SELECT name FROM pragma_table_list WHERE schema = 'main' AND type = 'view'")
+        return closed.subtracting(views.filter { !tables.contains($0) })
     }
 
     /// Tells the connection's transaction observers that `tables` changed in the current

@@ -92,13 +92,22 @@ final class RowDigests {
             tables.filter { table in pending.contains { $0.table == table.id && $0.delta.merged } }.map(\.name))
         pending = []
         if !merged.isEmpty {
-            // Rows the merge did not write itself, and did not count: a foreign key's action, and
-            // the app's triggers on merged tables, which run as rows merge.
-            let triggered = try AppTriggers.reach(from: merged, in: db)
-            for table in tables
-            where try triggered.contains(table.name.lowercased())
-                || Self.foreignKeyActions(of: table, db).contains(where: merged.contains)
-            {
+            // Rows the merge did not write itself, and did not count: those a foreign key's action
+            // and the app's triggers (which run as rows merge) change, and what these change in turn.
+            let mergedNames = Set(merged.map { $0.lowercased() })
+            let parents = try Dictionary(
+                uniqueKeysWithValues: tables.map {
+                    ($0.name.lowercased(), Set(try Self.foreignKeyActions(of: $0, db).map { $0.lowercased() }))
+                })
+            var reached: Set<String> = []
+            while true {
+                let sources = mergedNames.union(reached)
+                var next = try AppTriggers.reach(from: sources, in: db)
+                next.formUnion(parents.filter { !$0.value.isDisjoint(with: sources) }.keys)
+                guard !next.isSubset(of: reached) else { break }
+                reached.formUnion(next)
+            }
+            for table in tables where reached.contains(table.name.lowercased()) {
                 try Self.forget(table.id, db)
             }
         }

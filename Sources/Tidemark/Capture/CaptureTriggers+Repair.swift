@@ -73,9 +73,13 @@ extension CaptureTriggers {
     /// Makes `repair`'s triggers what this build makes: all of them anew when they are
     /// `outranked`, so that they are the newest on their table again.
     static func apply(_ repair: Repair, in db: Database, droppingUnusedScratch: Bool = false) throws {
-        if repair.outranked { try remove(repair.table, in: db) }
-        try install(
-            repair.table, in: db, current: repair.outranked ? [:] : repair.present,
-            droppingUnusedScratch: droppingUnusedScratch)
+        if repair.outranked { return try remake(repair.table, in: db) }
+        try install(repair.table, in: db, current: repair.present, droppingUnusedScratch: droppingUnusedScratch)
+    }
+
+    /// Drops `table`'s capture triggers and makes them all anew, so that they are the newest on it.
+    static func remake(_ table: TrackedTable, in db: Database) throws {
+        try remove(table, in: db)
+        try install(table, in: db)
     }
 }

@@ -140,6 +140,21 @@ enum CaptureTriggers {
         return names
     }
 
+    /// Whether capture is paused (`paused`) as `db` sees the store. A store of an earlier build,
+    /// opened read-only before its upgrade, has no switch.
+    static func isPaused(_ db: Database) throws -> Bool {
+        try db.tableExists(Bookkeeping.pausedTable)
+            && Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(Bookkeeping.pausedTable))") == true
+    }
+
+    /// Turns capture back on where it was left paused outside an import (only another client can
+    /// leave it so). Returns whether it was.
+    static func resume(_ db: Database) throws -> Bool {
+        guard try isPaused(db) else { return false }
+        try db.execute(sql: "DELETE FROM \(Bookkeeping.pausedTable)")
+        return true
+    }
+
     /// What every capture trigger's `WHEN` requires: that capture is not paused (`paused`).
     static let running = "NOT EXISTS (SELECT 1 FROM \(Bookkeeping.pausedTable))"
 

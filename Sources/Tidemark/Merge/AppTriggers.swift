@@ -67,8 +67,8 @@ enum AppTriggers {
     /// The tables (and views) that the app's triggers on `tables` name, and those that the
     /// triggers on these name, and so on: those whose rows a write to `tables` may change through
     /// such a trigger (lowercased; one of `tables` only when a trigger's body names it).
-    static func reach(from tables: Set<String>, in db: Database) throws -> Set<String> {
-        let targets = try targets(db)
+    /// `targets` is what `targets(_:)` read.
+    static func reach(from tables: Set<String>, targets: [String: Set<String>]) -> Set<String> {
         guard !targets.isEmpty else { return [] }
         var reached: Set<String> = []
         var frontier = tables.map { $0.lowercased() }

@@ -99,10 +99,11 @@ final class RowDigests {
                 uniqueKeysWithValues: tables.map {
                     ($0.name.lowercased(), Set(try Self.foreignKeyActions(of: $0, db).map { $0.lowercased() }))
                 })
+            let targets = try AppTriggers.targets(db)
             var reached: Set<String> = []
             while true {
                 let sources = mergedNames.union(reached)
-                var next = try AppTriggers.reach(from: sources, in: db)
+                var next = AppTriggers.reach(from: sources, targets: targets)
                 next.formUnion(parents.filter { !$0.value.isDisjoint(with: sources) }.keys)
                 guard !next.isSubset(of: reached) else { break }
                 reached.formUnion(next)

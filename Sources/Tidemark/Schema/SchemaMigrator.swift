@@ -78,8 +78,7 @@ struct SchemaMigrator {
         // A trigger the SQL made on a tracked table must fire after capture (`CaptureTriggers.outranked`).
         let outranked = try CaptureTriggers.outranked(in: db)
         for table in after where table.untrackedAt == nil && outranked.contains(table.name.lowercased()) {
-            try CaptureTriggers.remove(table, in: db)
-            try CaptureTriggers.install(table, in: db)
+            try CaptureTriggers.remake(table, in: db)
         }
         if !operations.isEmpty { summary.version = try SchemaLineage.append(db, Schema.Change(operations)) }
         try store.registrations.reload(db)

@@ -224,15 +224,14 @@ public final class Store: Sendable {
         // other process can make the same repair meanwhile.
         let needed = try database.read { db in
             let repairs = try CaptureTriggers.repairs(replicatedTables, in: db)
-            let paused = try Self.capturePaused(db)
+            let paused = try CaptureTriggers.isPaused(db)
             if repairs.isEmpty && !paused { try noteTriggersChecked(db) }
             return !repairs.isEmpty || paused
         }
         guard needed else { return }
         do {
             try writeImmediately { db in
-                if try Self.capturePaused(db) {
-                    try db.execute(sql: "DELETE FROM \(Bookkeeping.pausedTable)")
+                if try CaptureTriggers.resume(db) {
                     // Writes went unrecorded meanwhile, without a schema change to say so.
                     try RowDigests.forgetAll(db)
                     let names = trackedTables.map(\.name)
@@ -245,13 +244,6 @@ public final class Store: Sendable {
         } catch let error as DatabaseError where error.resultCode == .SQLITE_READONLY {
             return
         }
-    }
-
-    /// Whether capture is paused (`CaptureTriggers.paused`) as `db` sees the store. A store of an
-    /// earlier build, opened read-only before its upgrade, has no switch.
-    private static func capturePaused(_ db: Database) throws -> Bool {
-        try db.tableExists(Bookkeeping.pausedTable)
-            && Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(Bookkeeping.pausedTable))") == true
     }
 
     /// Before a write through this store, when the schema changed since the capture triggers were

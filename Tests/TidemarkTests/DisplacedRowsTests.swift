@@ -225,7 +225,11 @@ import TidemarkTestSupport
     /// replica kept the other's row and they never converged. The merge now overrides the clause,
     /// and the unique rule settles it as for any unique index.
     @Test func concurrentClaimsOfAReplacingUniqueValueAreSettledByTheMerge() async throws {
-        let group = try ExchangeGroup(["a", "b"], schema: Self.schema, preserve: [])
+        // a's claim is the earlier one whatever the millisecond each write falls in: on equal
+        // timestamps the replica ids would decide, and they are random.
+        let group = try ExchangeGroup(
+            ["a", "b"], schema: Self.schema, preserve: [],
+            options: { Store.Options(clock: FixedWallClock(milliseconds: $0 == "a" ? 1_000_000 : 2_000_000)) })
         let (a, b) = (group["a"], group["b"])
         _ = try a.store.execute(sql: "INSERT INTO users VALUES ('u1', NULL, 'first', 'h')")
         _ = try b.store.execute(sql: "INSERT INTO users VALUES ('u2', NULL, 'second', 'h')")

@@ -105,8 +105,9 @@ struct BundleApplier {
             if first == nil { first = last }
             count += 1
         }
-        // Before the clock moves past this transaction: what a batch settles is noted at its time.
-        try engine.flushNewRows()
+        // Before the clock moves past this transaction: what a batch or a deferred row settles is
+        // noted at its time.
+        try engine.settleDeferred()
         try history.flush()
         try HistoryWriter.recordTransaction(
             db, origin: head.origin, sequence: head.sequence, timestamp: head.timestamp,
@@ -231,6 +232,8 @@ struct BundleApplier {
             }
             // Rows the sender saw deleted and then forgot are deleted here too.
             touched.formUnion(try forgotten.settle(&engine, sender: sender))
+            // Rows whose write was refused, now that every row state is in and forgotten rows gone.
+            try engine.settleDeferred()
             // Lives this store starts where the sender dropped tombstones must outrank them too.
             for (table, floor) in floors { try Tombstones(db: db).raiseFloor(of: table.id, to: floor) }
             try skipHistory(through: verified.header.through)

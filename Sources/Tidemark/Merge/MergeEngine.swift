@@ -20,6 +20,16 @@ struct MergeEngine {
     private var replaying = false
     /// The table looked up last, and its target.
     private var recentTarget: (name: String, target: Target)?
+    /// Rows whose write a constraint refused, deferred to the end of their transaction or snapshot.
+    var deferred = DeferredRows()
+    /// Set while `settleDeferred` merges deferred rows for the last time: a refusal is settled then.
+    var settling = false
+
+    /// What the engine merges: a change written at a clock, or a row state from its sender.
+    enum Source {
+        case change(History.Change, MergeClock)
+        case state(RowState, Replica.ID)
+    }
 
     init(db: Database, store: Store, now: @escaping () -> HLCTimestamp) {
         self.db = db
@@ -44,8 +54,26 @@ struct MergeEngine {
         discarded = DiscardedEdits(db: db, replica: store.replica.id)
     }
 
-    /// Merges one change written at `clock`.
+    /// Merges one change written at `clock`. A change of a row deferred in this transaction joins
+    /// its deferred change; a write a constraint refuses is deferred (`DeferredRows`).
     mutating func apply(_ change: History.Change, clock: MergeClock) throws {
+        if deferred.join(change) { return }
+        do {
+            try merge(change, clock: clock)
+        } catch is RefusedWrite {
+            deferred.add(.change(change, clock), table: change.table, key: change.key)
+        }
+    }
+
+    /// Merges what `source` holds, as `apply` does.
+    mutating func apply(_ source: Source) throws {
+        switch source {
+        case .change(let change, let clock): try apply(change, clock: clock)
+        case .state(let state, let sender): try apply(state, from: sender)
+        }
+    }
+
+    private mutating func merge(_ change: History.Change, clock: MergeClock) throws {
         guard let target = target(named: change.table) else { return }
         let key = change.key.map { $0.value }
         // A change of the members table may retire or bring back the writer of the next one.
@@ -63,6 +91,8 @@ struct MergeEngine {
             if try startNew(key: key, generation: generation, cells: cells, into: target) { return }
         } else {
             try flushNewRows()
+            // The batch may have deferred this row.
+            if deferred.join(change) { return }
         }
         let (table, store, access) = (target.table, target.metadata, target.rows)
         var known = try store.fetch(db, key: key)
@@ -139,8 +169,16 @@ struct MergeEngine {
     }
 
     /// Merges one row state from a snapshot sent by `sender`: the same rules, with each column's own
-    /// clock.
+    /// clock. A state whose write a constraint refuses is deferred (`DeferredRows`).
     mutating func apply(_ state: RowState, from sender: Replica.ID) throws {
+        do {
+            try merge(state, from: sender)
+        } catch is RefusedWrite {
+            deferred.add(.state(state, sender), table: state.table, key: state.key)
+        }
+    }
+
+    private mutating func merge(_ state: RowState, from sender: Replica.ID) throws {
         guard let target = target(named: state.table) else { return }
         let key = state.key.map { $0.value }
         var cells: [Cell] = []
@@ -209,9 +247,14 @@ struct MergeEngine {
             return false
         }
         guard try target.metadata.saveNew(db, key: key, &metadata) else { return false }
-        _ = try write(
-            key: key, columns: cells.map { ($0.index, $0.value) }, upsert: true, into: target, metadata: &metadata,
-            saved: true)
+        do {
+            _ = try write(
+                key: key, columns: cells.map { ($0.index, $0.value) }, upsert: true, into: target,
+                metadata: &metadata, saved: true)
+        } catch let refused as RefusedWrite {
+            try target.metadata.takeBackNew(db, key: key, metadata)
+            throw refused
+        }
         return true
     }
 
@@ -240,7 +283,7 @@ struct MergeEngine {
     /// written with others of its table by one statement each for rows and metadata; returns false
     /// when it cannot be (see `newRow`; Tidemark's own tables are merged one row at a time).
     private mutating func batchNew(
-        key: [SQLValue], generation: Int64, cells: [Cell], into target: Target, _ source: NewRowBatch.Source
+        key: [SQLValue], generation: Int64, cells: [Cell], into target: Target, _ source: Source
     ) throws -> Bool {
         guard !replaying, !target.isInternal, target.refusedBatches < target.writtenBatches + 4,
             let (values, metadata) = try newRow(key: key, generation: generation, cells: cells, in: target)
@@ -274,19 +317,15 @@ struct MergeEngine {
         }
         replaying = true
         defer { replaying = false }
-        for source in batch.sources {
-            switch source {
-            case .change(let change, let clock): try apply(change, clock: clock)
-            case .state(let state, let sender): try apply(state, from: sender)
-            }
-        }
+        for source in batch.sources { try apply(source) }
     }
 
     /// Writes merged values without reading the row first: sets them, and when `upsert` inserts
     /// the row if it is absent, then saves `metadata` with the row's new hash (unless `saved`: it
     /// holds that hash and was saved already). Returns false when the row is absent and was not
-    /// inserted (nothing is saved then). A constraint the merged row breaks is settled by the
-    /// resolver, which saves the metadata of the rows it deletes.
+    /// inserted (nothing is saved then). A constraint the merged row breaks throws `RefusedWrite`,
+    /// having saved nothing, unless the engine is `settling` or the table is one of Tidemark's own;
+    /// then the resolver settles it, and saves the metadata of the rows it deletes.
     private mutating func write(
         key: [SQLValue], columns: [(Int, SQLValue)], upsert: Bool, into target: Target, metadata: inout RowMetadata,
         saved: Bool = false
@@ -310,6 +349,7 @@ struct MergeEngine {
                 try store.save(db, key: key, &metadata)
                 return true
             } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                if !readBefore, !settling, !target.isInternal { throw RefusedWrite() }
                 // Once the resolver has settled the constraint, the row is hashed again as written.
                 saved = false
                 if !readBefore {
@@ -330,45 +370,5 @@ struct MergeEngine {
             }
         }
         throw StoreError.database(path: "", message: "could not settle constraints on table '\(table.name)'")
-    }
-
-    /// One table's registration, row metadata and rows. A class: looked up once per change, it is
-    /// then one reference to retain, where a copy of the registration retained each of its arrays.
-    final class Target {
-        let table: TrackedTable
-        let metadata: RowMetadataStore
-        let rows: RowAccess
-        /// Whether the table is one of Tidemark's own (`TrackedTable.isInternal`), kept to save the
-        /// name comparison per change.
-        let isInternal: Bool
-        /// Batches of new rows written whole, and refused (each then merged one row at a time): once
-        /// refusals outnumber them by 4, the table's new rows are merged one at a time only.
-        var writtenBatches = 0
-        var refusedBatches = 0
-        /// The names of the non-key columns and their indexes, scanned for a narrow table: cheaper
-        /// than hashing a name.
-        private let nonKeyNames: [String]
-        private let nonKeyIndexes: [Int]
-        /// The index of each non-key column by name, for a wide table: a change names each column it
-        /// carries, and a scan per name grew with the square of the width (200 columns: a fifth of
-        /// an import).
-        private let wideIndex: [String: Int]?
-
-        init(table: TrackedTable, metadata: RowMetadataStore, rows: RowAccess) {
-            self.table = table
-            self.metadata = metadata
-            self.rows = rows
-            isInternal = table.isInternal
-            nonKeyIndexes = table.columns.indices.filter { !table.keyIndexes.contains($0) }
-            nonKeyNames = nonKeyIndexes.map { table.columns[$0] }
-            wideIndex =
-                nonKeyIndexes.count > 16 ? Dictionary(uniqueKeysWithValues: zip(nonKeyNames, nonKeyIndexes)) : nil
-        }
-
-        /// The index of the non-key column `name`, or nil when the table has none of that name.
-        func nonKeyColumn(_ name: String) -> Int? {
-            if let wideIndex { return wideIndex[name] }
-            return nonKeyNames.firstIndex(of: name).map { nonKeyIndexes[$0] }
-        }
     }
 }

@@ -7,12 +7,6 @@ import TidemarkCore
 /// most of what writing such a row costs. Each keeps the change or row state it came from, which
 /// the engine merges on its own when the batch cannot be written whole.
 struct NewRowBatch {
-    /// Where a new row came from.
-    enum Source {
-        case change(History.Change, MergeClock)
-        case state(RowState, Replica.ID)
-    }
-
     /// The table the rows belong to; nil while the batch is empty.
     private(set) var target: MergeEngine.Target?
     /// Each row's metadata, in the order `RowMetadataStore.insertNew` takes it.
@@ -20,7 +14,7 @@ struct NewRowBatch {
     /// Each row whole, in column order.
     private(set) var rowValues: [SQLValue] = []
     private(set) var hashes: [Int64?] = []
-    private(set) var sources: [Source] = []
+    private(set) var sources: [MergeEngine.Source] = []
     /// Rows per statement: at most 64, fewer where their values would pass SQLite's limit on
     /// parameters.
     private var capacity = 0
@@ -31,7 +25,7 @@ struct NewRowBatch {
     /// Adds a row: `values` by column index (every column set), and its `metadata`, hash included.
     mutating func add(
         _ db: Database, key: [SQLValue], values: [SQLValue?], metadata: RowMetadata, into target: MergeEngine.Target,
-        _ source: Source
+        _ source: MergeEngine.Source
     ) throws {
         if self.target == nil {
             self.target = target

@@ -120,6 +120,16 @@ final class RowMetadataStore {
         return saved
     }
 
+    /// Takes back the metadata `saveNew` saved for the row with `key` (`metadata` as it left it),
+    /// and its hash from the row digest: the row's write was refused, to be merged again later.
+    func takeBackNew(_ db: Database, key: [SQLValue], _ metadata: RowMetadata) throws {
+        let statement = try RawStatement.reusing(&removeStatement, db) { removeSQL }
+        try statement.bind(key)
+        try statement.execute()
+        digests?.replace(table: table, old: metadata.saved, new: nil)
+        newRows -= 1
+    }
+
     /// Whether a row life that starts in this table is worth taking as a new row first (`saveNew`),
     /// which spares the read that finds no metadata, and costs a statement when it finds some: until
     /// such finds outnumber the new rows by 16, so that they cost at most 16 statements more than the
@@ -236,10 +246,7 @@ final class RowMetadataStore {
     /// Removes the metadata `insertNew` added for the rows of `values`, which it left as the
     /// only metadata of their keys.
     func removeNew(_ db: Database, _ values: [SQLValue], count: Int) throws {
-        let statement = try RawStatement.reusing(&removeStatement, db) {
-            let keyMatch = table.keyIndexes.indices.map { "k\($0) = ?" }.joined(separator: " AND ")
-            return "DELETE FROM \(Bookkeeping.rowMetadataTable(table)) WHERE \(keyMatch)"
-        }
+        let statement = try RawStatement.reusing(&removeStatement, db) { removeSQL }
         for row in 0..<count {
             statement.reset()
             try statement.bind(values[(row * newRowWidth)..<(row * newRowWidth + table.keyIndexes.count)])
@@ -256,6 +263,10 @@ final class RowMetadataStore {
 
     private var newRowInsert: MultiRowInsert?
     private var removeStatement: RawStatement?
+    private var removeSQL: String {
+        let keyMatch = table.keyIndexes.indices.map { "k\($0) = ?" }.joined(separator: " AND ")
+        return "DELETE FROM \(Bookkeeping.rowMetadataTable(table)) WHERE \(keyMatch)"
+    }
 
     /// The clock stored in columns `index` (packed timestamp) and `index + 1` (origin number).
     private func clock(_ statement: RawStatement, _ index: Int32) throws -> MergeClock? {

@@ -55,6 +55,26 @@ import TidemarkTestSupport
         #expect(try Self.rows(b) == expected)
     }
 
+    /// `execute` runs SQL that makes a trigger on a tracked table and then writes through it: the
+    /// capture triggers are made newest again before the write, in the same call.
+    @Test func aTriggerMadeThroughExecuteFiresAfterCaptureForTheStatementsAfterIt() throws {
+        let group = try ExchangeGroup(["a", "b"], schema: Self.schema, preserve: [])
+        let (a, b) = (group["a"], group["b"])
+        _ = try a.store.execute(sql: "INSERT INTO u(id, email, n) VALUES ('1', 'e1', 'x')")
+        _ = try group.round(prune: false)
+        for (i, replica) in [a, b].enumerated() {
+            _ = try replica.store.execute(
+                sql: "CREATE TABLE notes(id INTEGER PRIMARY KEY); " + Self.triggers
+                    + (i == 0 ? "UPDATE u SET n = 'Why' WHERE id = '1';" : ""))
+            #expect(try Self.captureIsNewest(replica))
+        }
+        _ = try group.round(prune: false)
+        _ = try group.round(prune: false)
+        let expected: [[SQLValue]] = [[.text("1"), .text("e1"), .text("why"), .integer(2)]]
+        #expect(try Self.rows(a) == expected)
+        #expect(try Self.rows(b) == expected)
+    }
+
     @Test func aTriggerAnotherClientMakesIsOutrankedBeforeTheStoresNextWrite() throws {
         let group = try ExchangeGroup(["a", "b"], schema: Self.schema, preserve: [])
         let (a, b) = (group["a"], group["b"])

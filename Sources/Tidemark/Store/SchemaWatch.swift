@@ -15,6 +15,9 @@ struct SchemaWatch {
     private var cookies: [Int]
     /// Tidemark's objects as they were before the first schema change, once there was one.
     private var bookkeeping: [String: String]?
+    /// The app's indexes and triggers on tracked tables, as they were before the last schema
+    /// change: the only objects besides the tables that decide what the capture triggers must be.
+    private var dependents: [String: String] = [:]
     /// Whether the kept row digests could be vouched for before the first schema change.
     private var digestsTrusted = false
     /// Whether a statement changed the schema.
@@ -37,6 +40,7 @@ struct SchemaWatch {
         }
         guard bookkeeping == nil, Self.changesSchema(statement) else { return }
         bookkeeping = try Self.objects(db)
+        dependents = try Self.dependents(of: tables, db)
         digestsTrusted = try RowDigests.trusted(db)
     }
 
@@ -118,7 +122,12 @@ struct SchemaWatch {
             throw StoreError.bookkeepingChanged(statement: statement.sql, object: changed)
         }
         // A unique index made or dropped changes which rows a REPLACE can displace
-        // (`DisplacedRows`): the capture triggers follow at once, for the statements after it.
+        // (`DisplacedRows`), and a trigger made on a tracked table must fire after capture
+        // (`CaptureTriggers.outranked`): the capture triggers follow at once, for the statements
+        // after it. Any other schema change leaves them as they are.
+        let dependentsNow = try Self.dependents(of: tables, db)
+        guard dependentsNow != dependents else { return }
+        dependents = dependentsNow
         let repairs = try CaptureTriggers.repairs(tables, in: db)
         guard !repairs.isEmpty else { return }
         for repair in repairs {
@@ -142,6 +151,24 @@ struct SchemaWatch {
     /// digests still hold, as they did before.
     func finish() throws {
         if changed, digestsTrusted { try RowDigests.trust(db) }
+    }
+
+    /// The SQL of every index and trigger of main on a table of `tables` that is not Tidemark's,
+    /// by name.
+    private static func dependents(of tables: [TrackedTable], _ db: Database) throws -> [String: String] {
+        let names = tables.map { $0.name.lowercased() }
+        var found: [String: String] = [:]
+        for row in try Row.fetchAll(
+            db,
+            sql: """
+                SELECT name, sql FROM sqlite_schema WHERE type IN ('index', 'trigger')
+                    AND name NOT LIKE 'tidemark\\_%' ESCAPE '\\'
+                    AND lower(tbl_name) IN (\(names.map { _ in "?" }.joined(separator: ", ")))
+                """, arguments: StatementArguments(names))
+        {
+            found[row[0]] = row[1] ?? ""
+        }
+        return found
     }
 
     /// The schema cookies of main and temp, which every schema change increments.

@@ -67,6 +67,89 @@ import TidemarkTestSupport
         try Self.expectNoConflict(cluster)
     }
 
+    /// Two rows that swap values through a third that only the receiver's row holds: each needs
+    /// the other's value first, so their values are moved aside, and both are merged.
+    @Test func rowsSwappedThroughAValueOnlyTheReceiverHoldsAreBothMerged() throws {
+        let cluster = try Self.cluster()
+        try cluster.write(0, "INSERT INTO users VALUES ('u1', 'a@example.com', 'one'), ('u2', 'b@example.com', 'two')")
+        try cluster.send(0, to: 1)
+        try cluster.write(1, "INSERT INTO users VALUES ('u9', 'tmp@example.com', 'receiver')")
+        cluster.time.advance(by: 10)
+        try cluster.write(
+            0,
+            "UPDATE users SET email = 'tmp@example.com' WHERE id = 'u1'; "
+                + "UPDATE users SET email = 'a@example.com' WHERE id = 'u2'; "
+                + "UPDATE users SET email = 'b@example.com' WHERE id = 'u1'")
+        try ConflictResolutionTests.converge(cluster)
+        let expected: [[SQLValue]] = [
+            [.text("u1"), .text("b@example.com"), .text("one")],
+            [.text("u2"), .text("a@example.com"), .text("two")],
+            [.text("u9"), .text("tmp@example.com"), .text("receiver")],
+        ]
+        #expect(try Self.rows(cluster, 0, "users") == expected)
+        try Self.expectNoConflict(cluster)
+        for replica in cluster.replicas.prefix(2) {
+            #expect(try replica.store.rowDigest().digest == replica.tables().rowDigest)
+        }
+    }
+
+    /// Twenty rows each move to a value only the receiver's rows hold, then shift by one, each
+    /// taking the next row's value: on the receiver each row needs the next one merged first.
+    @Test func aLongShiftThroughValuesTheReceiverHoldsIsMergedWhole() throws {
+        let cluster = try Self.cluster()
+        let ids = (1...20).map { String(format: "r%02d", $0) }
+        try cluster.write(
+            0, ids.enumerated().map { "INSERT INTO users VALUES ('\($1)', 'e\($0 + 1)', NULL);" }.joined())
+        try cluster.send(0, to: 1)
+        try cluster.write(
+            1, ids.indices.map { "INSERT INTO users VALUES ('l\($0)', 'tmp\($0)', 'receiver');" }.joined())
+        cluster.time.advance(by: 10)
+        try cluster.write(
+            0,
+            ids.enumerated().map { "UPDATE users SET email = 'tmp\($0)' WHERE id = '\($1)';" }.joined()
+                + ids.enumerated().map { "UPDATE users SET email = 'e\($0 + 2)' WHERE id = '\($1)';" }.joined())
+        try ConflictResolutionTests.converge(cluster)
+        #expect(try Self.rows(cluster, 0, "users").count == 40)
+        try Self.expectNoConflict(cluster)
+    }
+
+    /// A list shifted by one reaches a replica that catches up from a snapshot: in key order,
+    /// each row needs the value of the row after it.
+    @Test func aSnapshotOfAListShiftedByOneIsMergedWhole() throws {
+        let ids = (1...40).map { String(format: "r%02d", $0) }
+        let (group, rows) = try Self.catchUp(
+            from: ids.enumerated().map { ($1, "e\($0 + 1)") }, to: ids.enumerated().map { ($1, "e\($0 + 2)") })
+        #expect(rows == ids.enumerated().map { [.text($1), .text("e\($0 + 2)")] })
+        #expect(try group["b"].store.conflicts().isEmpty)
+    }
+
+    /// An app's trigger that counts writes of the row that fired it: the count it made where the
+    /// transaction was written is a later change of the same transaction, and the receiver's
+    /// trigger fires as the merge writes the row. Deferred and written as the transaction left it,
+    /// the row must end with the writer's count, not one more.
+    @Test(arguments: [
+        "CREATE TRIGGER counted AFTER INSERT ON t BEGIN UPDATE t SET n = n + 1 WHERE id = NEW.id; END;",
+        "CREATE TRIGGER counted AFTER UPDATE OF u ON t BEGIN UPDATE t SET n = n + 1 WHERE id = NEW.id; END;",
+    ])
+    func aRowItsOwnTriggerCountsEndsWithTheWritersCount(trigger: String) throws {
+        let seeds = (0..<2).map { i in [UInt8](repeating: UInt8(0x50 + i), count: 32) }
+        let cluster = try ConvergenceCluster(
+            schema: "CREATE TABLE t(id TEXT PRIMARY KEY, u TEXT UNIQUE, n INTEGER NOT NULL DEFAULT 0); " + trigger,
+            keySeeds: seeds, skews: [0, 0], label: "tidemark-deferred-counter")
+        try cluster.write(0, "INSERT INTO t(id, u) VALUES ('x', '1')")
+        try cluster.send(0, to: 1)
+        try cluster.write(1, "INSERT INTO t(id, u) VALUES ('l', 'v')")
+        cluster.time.advance(by: 10)
+        try cluster.write(
+            0,
+            "INSERT INTO t(id, u) VALUES ('y', 'v'); UPDATE t SET u = 'w' WHERE id = 'y'; "
+                + "UPDATE t SET u = 'v' WHERE id = 'x'; UPDATE t SET u = 'z' WHERE id = 'x'")
+        try ConflictResolutionTests.converge(cluster)
+        let writer = try Self.rows(cluster, 0, "t").filter { $0[0] != .text("l") }
+        #expect(try Self.rows(cluster, 1, "t").filter { $0[0] != .text("l") } == writer)
+        #expect(writer.map { $0[1] } == [.text("z"), .text("w")])
+    }
+
     /// A value still taken when the transaction ends is a clash as before, settled on the row as the
     /// transaction left it: its later values are the ones listed.
     @Test func aValueTakenAtTheEndIsSettledAsTheTransactionLeftTheRow() throws {
@@ -97,18 +180,15 @@ import TidemarkTestSupport
     }
 
     /// Two rows that swapped values (a list reordered by a UNIQUE position) reach a replica that
-    /// catches up from a snapshot: each needs the other's value first, so no order merges them,
-    /// and one is settled as a clash (merge.md §5.0).
+    /// catches up from a snapshot: each needs the other's value first, so no order merges them;
+    /// their values are moved aside, and both are merged (merge.md §5.0).
     @Test func aSnapshotOfTwoRowsThatSwappedValuesKeepsBoth() throws {
         let (group, rows) = try Self.catchUp(
             from: [("a1", "x@example.com"), ("b2", "w@example.com")],
             to: [("a1", "w@example.com"), ("b2", "x@example.com")])
         let b = group["b"]
-        let conflicts = try b.store.conflicts()
-        withKnownIssue("rows that need each other's values are settled as a clash") {
-            #expect(rows == [[.text("a1"), .text("w@example.com")], [.text("b2"), .text("x@example.com")]])
-            #expect(conflicts.isEmpty)
-        }
+        #expect(rows == [[.text("a1"), .text("w@example.com")], [.text("b2"), .text("x@example.com")]])
+        #expect(try b.store.conflicts().isEmpty)
         #expect(try b.store.rowDigest().digest == b.tables().rowDigest)
     }
 
@@ -191,6 +271,17 @@ import TidemarkTestSupport
                     "UPDATE OR IGNORE users SET email = \(email()) WHERE id = \(key()); "
                         + "UPDATE OR IGNORE users SET email = \(email()), nick = 'm\(step)' WHERE id = \(key())")
             case 5:
+                // Two rows swap values through a third: each stashes its own in `nick` first.
+                let (first, second) = (key(), key())
+                try cluster.write(
+                    replica,
+                    "UPDATE users SET nick = email WHERE id IN (\(first), \(second)); "
+                        + "UPDATE OR IGNORE users SET email = 'swap' WHERE id = \(first); "
+                        + "UPDATE OR IGNORE users SET email = (SELECT nick FROM users WHERE id = \(first)) "
+                        + "WHERE id = \(second); "
+                        + "UPDATE OR IGNORE users SET email = (SELECT nick FROM users WHERE id = \(second)) "
+                        + "WHERE id = \(first)")
+            case 6 where Int.random(in: 0..<2, using: &rng) == 0:
                 try cluster.write(replica, "DELETE FROM users WHERE id = \(key())")
             case 6:
                 try cluster.write(replica, "UPDATE users SET nick = 'n\(step)' WHERE id = \(key())")
@@ -203,6 +294,8 @@ import TidemarkTestSupport
         try ExchangeExpect.sameTables(cluster.replicas, "seed \(seed)")
         for replica in cluster.replicas {
             #expect(try replica.store.rowDigest().digest == replica.tables().rowDigest, "seed \(seed)")
+            let aside = try replica.store.execute(sql: "SELECT count(*) FROM users WHERE typeof(email) = 'blob'")
+            #expect(aside.0.first?.rows == [[.integer(0)]], "no value moved aside is left: seed \(seed)")
         }
     }
 }

@@ -8,7 +8,11 @@ import TidemarkCore
 /// first one clashed on; settling the first refusal at once deleted a row its writer had kept.
 ///
 /// Each later change of a deferred row in the transaction joins its deferred change (`join`), so
-/// that the row is merged once, as the transaction left it.
+/// that the row is first written as the transaction left it; the later changes are then merged
+/// again, in order, each with the values the transaction left (`take`): they change no value, but
+/// an app's triggers fire as often as they fired where the transaction was written, and what they
+/// write is set as that transaction's later changes set it (a counter the row's own trigger keeps
+/// would otherwise count the joined write once more).
 struct DeferredRows {
     /// A row identity: its table and key values.
     private struct Row: Hashable {
@@ -18,14 +22,26 @@ struct DeferredRows {
 
     private var order: [Row] = []
     private var sources: [Row: MergeEngine.Source] = [:]
+    /// Per row, the changes joined to its deferred change, in order.
+    private var later: [Row: [History.Change]] = [:]
+    /// Per row, the columns its write set when a UNIQUE index refused it (`RefusedWrite`).
+    private var refused: [Row: [Int]] = [:]
 
     var isEmpty: Bool { order.isEmpty }
     var count: Int { order.count }
 
-    /// Defers `source`, the change or row state of row `key` of `table`.
-    mutating func add(_ source: MergeEngine.Source, table: String, key: [History.Column]) {
+    /// Defers `source`, the change or row state of row `key` of `table`, whose write `refusal`
+    /// refused.
+    mutating func add(_ source: MergeEngine.Source, table: String, key: [History.Column], _ refusal: RefusedWrite) {
         let row = Row(table: table, key: key.map(\.value))
         if sources.updateValue(source, forKey: row) == nil { order.append(row) }
+        refused[row] = refusal.uniqueColumns
+    }
+
+    /// The deferred rows whose write a UNIQUE index refused, in order: table, key and the columns
+    /// the write set.
+    var uniqueRefusals: [(table: String, key: [SQLValue], columns: [Int])] {
+        order.compactMap { row in refused[row].flatMap { $0.isEmpty ? nil : (row.table, row.key, $0) } }
     }
 
     /// Joins `change` to the deferred change of its row, of the same transaction; false, changing
@@ -35,6 +51,7 @@ struct DeferredRows {
         let row = Row(table: change.table, key: change.key.map(\.value))
         guard case .change(let first, let clock)? = sources[row] else { return false }
         sources[row] = .change(Self.joined(first, then: change), clock)
+        later[row, default: []].append(change)
         return true
     }
 
@@ -55,40 +72,110 @@ struct DeferredRows {
         return result
     }
 
-    /// Takes every deferred row out, in the order they were first deferred.
-    mutating func take() -> [MergeEngine.Source] {
+    /// Takes every deferred row out, in the order they were first deferred (or the reverse): for
+    /// each, what to merge in turn: its joined change or row state, then the updates of the same
+    /// life joined to it, each with the values the joined change leaves.
+    mutating func take(reversed: Bool = false) -> [[MergeEngine.Source]] {
         defer {
             order = []
             sources = [:]
+            later = [:]
+            refused = [:]
         }
-        return order.map { sources[$0]! }
+        return (reversed ? order.reversed() : order).map { row in
+            let source = sources[row]!
+            guard case .change(let final, let clock) = source, final.type != .delete, let after = later[row] else {
+                return [source]
+            }
+            let values = Dictionary(final.values.map { ($0.name, $0.value) }, uniquingKeysWith: { $1 })
+            return [source]
+                + after.filter { $0.type == .update && $0.generation == final.generation }.map { change in
+                    var replay = change
+                    replay.values = change.values.map { History.Column($0.name, values[$0.name] ?? $0.value) }
+                    return .change(replay, clock)
+                }
+        }
     }
 }
 
 /// A write a constraint refused, which the engine defers instead of settling (`DeferredRows`). Thrown
 /// before anything of the write is saved.
-struct RefusedWrite: Error {}
+struct RefusedWrite: Error {
+    /// When a UNIQUE index refused it, the columns the write set; else empty.
+    var uniqueColumns: [Int]
+}
 
 extension MergeEngine {
     /// Merges the deferred rows again once the rest of their transaction or snapshot is in, as long
     /// as a pass merges any of them (each merged row may free a value another needs); what is
     /// refused still is then settled by the conflict rules (Protocol/merge.md §5), in the order it
-    /// was deferred.
-    /// Rows that need each other's values (two rows that swapped values through a third that the
-    /// receiver's own row holds) are settled as clashes: no order merges them.
+    /// was deferred. When a pass merges none, the rows may need each other's values (two rows
+    /// that swapped them): their refused values are moved aside once (`vacate`), and the
+    /// passes go on.
     mutating func settleDeferred() throws {
         try flushNewRows()
-        // Each pass but the last merges one row at least: at most one pass per row, and a bound.
-        for _ in 0..<16 where !deferred.isEmpty {
-            let rows = deferred.take()
-            for source in rows { try apply(source) }
+        var vacated = false
+        var reversed = false
+        // Each pass but the last merges a row at least, so there are at most as many as rows. A
+        // pass goes the other way from the one before: a row that needs the value of a row after
+        // it (a list shifted by one, in key order) is merged in the next pass, not one row a pass.
+        while !deferred.isEmpty {
+            let rows = deferred.count
+            let refusals = deferred.uniqueRefusals
+            for sources in deferred.take(reversed: reversed) {
+                for source in sources { try apply(source) }
+            }
             try flushNewRows()
-            if deferred.count == rows.count { break }
+            reversed.toggle()
+            if deferred.count == rows {
+                // One row alone needs no other's value: what holds its own is no deferred row.
+                if vacated || rows < 2 { break }
+                vacated = true
+                guard try vacate(refusals) else { break }
+            }
         }
         guard !deferred.isEmpty else { return }
         settling = true
         defer { settling = false }
-        for source in deferred.take() { try apply(source) }
+        for sources in deferred.take() {
+            for source in sources { try apply(source) }
+        }
         try flushNewRows()
+    }
+
+    /// Sets the values that UNIQUE indexes refused, in deferred rows this store holds, to values no
+    /// other row holds (a blob of its own each), so that the rows that need them can take them;
+    /// each deferred row's write sets them again, or its resolution deletes it. A row the new
+    /// values do not fit (a CHECK, a STRICT column) keeps its own. Returns whether one was moved.
+    private mutating func vacate(_ refusals: [(table: String, key: [SQLValue], columns: [Int])]) throws -> Bool {
+        var moved = false
+        var indexed: [String: Set<Int>] = [:]
+        for (number, (table, key, written)) in refusals.enumerated() {
+            guard let target = targets[table] else { continue }
+            if indexed[table] == nil { indexed[table] = try Self.uniqueIndexColumns(of: target.table, db) }
+            let columns = written.filter { indexed[table]!.contains($0) }
+            guard !columns.isEmpty else { continue }
+            let aside = columns.map { ($0, SQLValue.blob(Array("tidemark-aside-\(number)-\($0)".utf8))) }
+            do {
+                if try target.rows.update(key: key, columns: aside) {
+                    digests.noteMerged(target.table)
+                    moved = true
+                }
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                continue
+            }
+        }
+        return moved
+    }
+
+    /// The columns of `table` that a UNIQUE index other than the key's names.
+    private static func uniqueIndexColumns(of table: TrackedTable, _ db: Database) throws -> Set<Int> {
+        let names = try String.fetchAll(
+            db,
+            sql: """
+                SELECT i.name FROM pragma_index_list(?) l, pragma_index_info(l.name) i
+                WHERE l."unique" = 1 AND l.origin <> 'pk' AND i.name IS NOT NULL
+                """, arguments: [table.name])
+        return Set(names.compactMap(table.index(of:)))
     }
 }

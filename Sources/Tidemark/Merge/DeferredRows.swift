@@ -24,24 +24,14 @@ struct DeferredRows {
     private var sources: [Row: MergeEngine.Source] = [:]
     /// Per row, the changes joined to its deferred change, in order.
     private var later: [Row: [History.Change]] = [:]
-    /// Per row, the columns its write set when a UNIQUE index refused it (`RefusedWrite`).
-    private var refused: [Row: [Int]] = [:]
 
     var isEmpty: Bool { order.isEmpty }
     var count: Int { order.count }
 
-    /// Defers `source`, the change or row state of row `key` of `table`, whose write `refusal`
-    /// refused.
-    mutating func add(_ source: MergeEngine.Source, table: String, key: [History.Column], _ refusal: RefusedWrite) {
+    /// Defers `source`, the change or row state of row `key` of `table`.
+    mutating func add(_ source: MergeEngine.Source, table: String, key: [History.Column]) {
         let row = Row(table: table, key: key.map(\.value))
         if sources.updateValue(source, forKey: row) == nil { order.append(row) }
-        refused[row] = refusal.uniqueColumns
-    }
-
-    /// The deferred rows whose write a UNIQUE index refused, in order: table, key and the columns
-    /// the write set.
-    var uniqueRefusals: [(table: String, key: [SQLValue], columns: [Int])] {
-        order.compactMap { row in refused[row].flatMap { $0.isEmpty ? nil : (row.table, row.key, $0) } }
     }
 
     /// Joins `change` to the deferred change of its row, of the same transaction; false, changing
@@ -80,7 +70,6 @@ struct DeferredRows {
             order = []
             sources = [:]
             later = [:]
-            refused = [:]
         }
         return (reversed ? order.reversed() : order).map { row in
             let source = sources[row]!
@@ -100,39 +89,29 @@ struct DeferredRows {
 
 /// A write a constraint refused, which the engine defers instead of settling (`DeferredRows`). Thrown
 /// before anything of the write is saved.
-struct RefusedWrite: Error {
-    /// When a UNIQUE index refused it, the columns the write set; else empty.
-    var uniqueColumns: [Int]
-}
+struct RefusedWrite: Error {}
 
 extension MergeEngine {
     /// Merges the deferred rows again once the rest of their transaction or snapshot is in, as long
     /// as a pass merges any of them (each merged row may free a value another needs); what is
     /// refused still is then settled by the conflict rules (Protocol/merge.md §5), in the order it
-    /// was deferred. When a pass merges none, the rows may need each other's values (two rows
-    /// that swapped them): their refused values are moved aside once (`vacate`), and the
-    /// passes go on.
+    /// was deferred. Rows that need each other's values (two that swapped them, arriving in one
+    /// snapshot) are settled so: moving a value aside to let them pass would run the app's triggers
+    /// and foreign-key actions on it, which no replica can undo.
     mutating func settleDeferred() throws {
         try flushNewRows()
-        var vacated = false
         var reversed = false
         // Each pass but the last merges a row at least, so there are at most as many as rows. A
         // pass goes the other way from the one before: a row that needs the value of a row after
         // it (a list shifted by one, in key order) is merged in the next pass, not one row a pass.
         while !deferred.isEmpty {
             let rows = deferred.count
-            let refusals = deferred.uniqueRefusals
             for sources in deferred.take(reversed: reversed) {
                 for source in sources { try apply(source) }
             }
             try flushNewRows()
             reversed.toggle()
-            if deferred.count == rows {
-                // One row alone needs no other's value: what holds its own is no deferred row.
-                if vacated || rows < 2 { break }
-                vacated = true
-                guard try vacate(refusals) else { break }
-            }
+            if deferred.count == rows { break }
         }
         guard !deferred.isEmpty else { return }
         settling = true
@@ -141,41 +120,5 @@ extension MergeEngine {
             for source in sources { try apply(source) }
         }
         try flushNewRows()
-    }
-
-    /// Sets the values that UNIQUE indexes refused, in deferred rows this store holds, to values no
-    /// other row holds (a blob of its own each), so that the rows that need them can take them;
-    /// each deferred row's write sets them again, or its resolution deletes it. A row the new
-    /// values do not fit (a CHECK, a STRICT column) keeps its own. Returns whether one was moved.
-    private mutating func vacate(_ refusals: [(table: String, key: [SQLValue], columns: [Int])]) throws -> Bool {
-        var moved = false
-        var indexed: [String: Set<Int>] = [:]
-        for (number, (table, key, written)) in refusals.enumerated() {
-            guard let target = targets[table] else { continue }
-            if indexed[table] == nil { indexed[table] = try Self.uniqueIndexColumns(of: target.table, db) }
-            let columns = written.filter { indexed[table]!.contains($0) }
-            guard !columns.isEmpty else { continue }
-            let aside = columns.map { ($0, SQLValue.blob(Array("tidemark-aside-\(number)-\($0)".utf8))) }
-            do {
-                if try target.rows.update(key: key, columns: aside) {
-                    digests.noteMerged(target.table)
-                    moved = true
-                }
-            } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
-                continue
-            }
-        }
-        return moved
-    }
-
-    /// The columns of `table` that a UNIQUE index other than the key's names.
-    private static func uniqueIndexColumns(of table: TrackedTable, _ db: Database) throws -> Set<Int> {
-        let names = try String.fetchAll(
-            db,
-            sql: """
-                SELECT i.name FROM pragma_index_list(?) l, pragma_index_info(l.name) i
-                WHERE l."unique" = 1 AND l.origin <> 'pk' AND i.name IS NOT NULL
-                """, arguments: [table.name])
-        return Set(names.compactMap(table.index(of:)))
     }
 }

@@ -60,8 +60,8 @@ struct MergeEngine {
         if deferred.join(change) { return }
         do {
             try merge(change, clock: clock)
-        } catch let refusal as RefusedWrite {
-            deferred.add(.change(change, clock), table: change.table, key: change.key, refusal)
+        } catch is RefusedWrite {
+            deferred.add(.change(change, clock), table: change.table, key: change.key)
         }
     }
 
@@ -173,8 +173,8 @@ struct MergeEngine {
     mutating func apply(_ state: RowState, from sender: Replica.ID) throws {
         do {
             try merge(state, from: sender)
-        } catch let refusal as RefusedWrite {
-            deferred.add(.state(state, sender), table: state.table, key: state.key, refusal)
+        } catch is RefusedWrite {
+            deferred.add(.state(state, sender), table: state.table, key: state.key)
         }
     }
 
@@ -349,10 +349,7 @@ struct MergeEngine {
                 try store.save(db, key: key, &metadata)
                 return true
             } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
-                if !readBefore, !settling, !target.isInternal {
-                    let unique = error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE
-                    throw RefusedWrite(uniqueColumns: unique ? columns.map(\.0) : [])
-                }
+                if !readBefore, !settling, !target.isInternal { throw RefusedWrite() }
                 // Once the resolver has settled the constraint, the row is hashed again as written.
                 saved = false
                 if !readBefore {

@@ -96,7 +96,7 @@ extension MergeEngine {
     /// as a pass merges any of them (each merged row may free a value another needs); what is
     /// refused still is then settled by the conflict rules (Protocol/merge.md §5), in the order it
     /// was deferred. Rows that need each other's values (two that swapped them, arriving in one
-    /// snapshot) are settled so: moving a value aside to let them pass would run the app's triggers
+    /// snapshot) are settled as clashes: moving a value aside to let them pass would run the app's triggers
     /// and foreign-key actions on it, which no replica can undo.
     mutating func settleDeferred() throws {
         try flushNewRows()

@@ -158,9 +158,12 @@ struct BundleApplier {
         try engine.flushNewRows()
         try ReplicaState.advance(to: newest, db)
         try engine.resolver.settleOrphans()
-        try engine.digests.flush(tables: store.replicatedTables)
+        let written = touched.union(engine.resolver.deletes.map(\.table))
+        // Read once for both: the digests forget what the app's triggers reached, observers hear of it.
+        let appTriggers = written.isEmpty ? [:] : try AppTriggers.targets(db)
+        try engine.digests.flush(tables: store.replicatedTables, appTriggers: appTriggers)
         try sealResolutions(engine.resolver.deletes)
-        let changed = try ChangedTables.closing(touched.union(engine.resolver.deletes.map(\.table)), in: db)
+        let changed = try ChangedTables.closing(written, appTriggers: appTriggers, in: db)
         // Rows were written through raw statements, which GRDB's observation does not see.
         try ChangedTables.notify(changed, in: db)
         return changed.filter { !$0.hasPrefix(Bookkeeping.prefix) }

@@ -6,8 +6,11 @@ enum ChangedTables {
     /// whose foreign keys reference it (`ON DELETE CASCADE`, `SET NULL`) and those the app's own
     /// triggers on it name (a counter, an audit table, a full-text index kept in step). The import
     /// pauses only the capture triggers, so the app's run; a table a trigger names but does not
-    /// write is told of too, which costs its observers a fetch and nothing else.
-    static func closing(_ tables: Set<String>, in db: Database) throws -> Set<String> {
+    /// write is told of too, which costs its observers a fetch and nothing else. `appTriggers` is
+    /// what `AppTriggers.targets` read.
+    static func closing(_ tables: Set<String>, appTriggers: [String: Set<String>], in db: Database) throws
+        -> Set<String>
+    {
         guard !tables.isEmpty else { return [] }
         var followers: [String: Set<String>] = [:]
         let rows = try Row.fetchAll(
@@ -17,7 +20,7 @@ enum ChangedTables {
                 WHERE t.schema = 'main' AND t.type = 'table'
                 """)
         for row in rows { followers[(row[1] as String).lowercased(), default: []].insert(row[0]) }
-        for (table, names) in try AppTriggers.targets(db) { followers[table, default: []].formUnion(names) }
+        for (table, names) in appTriggers { followers[table, default: []].formUnion(names) }
         var closed = tables
         var frontier = Array(tables)
         while let table = frontier.popLast() {

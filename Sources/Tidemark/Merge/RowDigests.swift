@@ -72,7 +72,8 @@ final class RowDigests {
     }
 
     /// Adds what was replaced to the stored digests, and forgets those it can no longer vouch for.
-    func flush(tables: [TrackedTable]) throws {
+    /// `appTriggers` is what `AppTriggers.targets` reads, when the caller read it already.
+    func flush(tables: [TrackedTable], appTriggers: [String: Set<String>]? = nil) throws {
         for (id, delta) in pending where delta.changed {
             guard
                 let row = try Row.fetchOne(
@@ -99,7 +100,7 @@ final class RowDigests {
                 uniqueKeysWithValues: tables.map {
                     ($0.name.lowercased(), Set(try Self.foreignKeyActions(of: $0, db).map { $0.lowercased() }))
                 })
-            let targets = try AppTriggers.targets(db)
+            let targets = try appTriggers ?? AppTriggers.targets(db)
             var reached: Set<String> = []
             while true {
                 let sources = mergedNames.union(reached)

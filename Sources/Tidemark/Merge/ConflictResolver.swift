@@ -171,7 +171,8 @@ struct ConflictResolver {
                     found = true
                     try systemDelete(
                         table: table, key: key, values: values, kind: .foreignKey,
-                        detail: "its parent row in '\(parent)' was deleted")
+                        detail: "the row of '\(parent)' it references is gone: deleted, or its referenced value changed"
+                    )
                 }
             }
             if !found { return }

@@ -121,7 +121,7 @@ extension Store {
             sink: sink, signingKey: key.privateKey, header: header, compressionLevel: Self.snapshotCompressionLevel)
         var rows = 0
         let origins = OriginNumbers(db: db)
-        for table in replicatedTables {
+        for table in try SnapshotOrder.parentsFirst(replicatedTables, in: db) {
             rows += try SnapshotReader(db: db, table: table, origins: origins).readAll { try encoder.add($0) }
         }
         _ = try encoder.finish { _, _, _ in preconditionFailure("a snapshot has no origin ranges") }

@@ -35,7 +35,7 @@ struct BundleApplier {
         var skipped = 0
         var newest = HLCTimestamp.zero
         let started = try ReplicaState.fetch(db).lastTimestamp
-        var engine = MergeEngine(db: db, store: store) { max(started, newest) }
+        var engine = try MergeEngine(db: db, store: store) { max(started, newest) }
         try engine.discarded.sender(through: decoder.header.through)
         let (verified, changed) = try store.withCapturePaused(in: db) {
             let verified = try decode(decoder) {
@@ -157,10 +157,11 @@ struct BundleApplier {
     private func end(_ engine: inout MergeEngine, newest: HLCTimestamp, touched: Set<String>) throws -> Set<String> {
         try engine.flushNewRows()
         try ReplicaState.advance(to: newest, db)
-        try engine.resolver.settleOrphans()
+        // Read once for all three: orphans are looked for, and digests forgotten, where the app's
+        // triggers reached, and observers hear of it.
+        let appTriggers = touched.isEmpty && engine.resolver.deletes.isEmpty ? [:] : try AppTriggers.targets(db)
+        try engine.resolver.settleOrphans(appTriggers: appTriggers)
         let written = touched.union(engine.resolver.deletes.map(\.table))
-        // Read once for both: the digests forget what the app's triggers reached, observers hear of it.
-        let appTriggers = written.isEmpty ? [:] : try AppTriggers.targets(db)
         try engine.digests.flush(tables: store.replicatedTables, appTriggers: appTriggers)
         try sealResolutions(engine.resolver.deletes)
         let changed = try ChangedTables.closing(written, appTriggers: appTriggers, in: db)
@@ -192,7 +193,7 @@ struct BundleApplier {
         // still carries its timestamp: so does this store's (exchange.md §4.4 relies on it).
         var newest = decoder.header.created
         let started = try ReplicaState.fetch(db).lastTimestamp
-        var engine = MergeEngine(db: db, store: store) { started }
+        var engine = try MergeEngine(db: db, store: store) { started }
         try engine.discarded.sender(through: decoder.header.through)
         var rows = 0
         var liveRows = 0

@@ -29,6 +29,10 @@ struct ConflictResolver {
     let replica: Replica.ID
     let tables: [String: TrackedTable]
     let metadata: [String: RowMetadataStore]
+    /// The foreign keys of the tracked tables, and the rows the merge touched, where orphans are
+    /// looked for.
+    let foreignKeys: ForeignKeys
+    let touched: TouchedRows
     /// The timestamp a resolution is stamped with (detected at).
     let now: () -> HLCTimestamp
     /// System deletes made so far, to be sealed as one transaction of this replica.
@@ -36,12 +40,14 @@ struct ConflictResolver {
 
     init(
         db: Database, replica: Replica.ID, tables: [String: TrackedTable], metadata: [String: RowMetadataStore],
-        now: @escaping () -> HLCTimestamp
+        foreignKeys: ForeignKeys, touched: TouchedRows, now: @escaping () -> HLCTimestamp
     ) {
         self.db = db
         self.replica = replica
         self.tables = tables
         self.metadata = metadata
+        self.foreignKeys = foreignKeys
+        self.touched = touched
         self.now = now
     }
 
@@ -128,7 +134,9 @@ struct ConflictResolver {
     mutating func systemDelete(table: TrackedTable, key: [SQLValue], values: [SQLValue], kind: Kind, detail: String)
         throws
     {
-        try RowAccess(db: db, table: table).delete(key: key)
+        let rows = RowAccess(db: db, table: table)
+        rows.touched = touched
+        try rows.delete(key: key)
         let store = metadata[table.name]!
         var known = try store.fetch(db, key: key)
         let generation = known.afterDelete
@@ -161,62 +169,23 @@ struct ConflictResolver {
     }
 
     /// Deletes rows of tracked tables whose parent row is gone (an orphaned child follows its
-    /// parent's delete), repeating until none is left.
-    mutating func settleOrphans() throws {
+    /// parent's delete), repeating until none is left. Looks only where the merge, and the deletes
+    /// before, wrote or removed rows (`ForeignKeys.orphans`); `appTriggers` is what
+    /// `AppTriggers.targets` read.
+    mutating func settleOrphans(appTriggers: [String: Set<String>]) throws {
         for _ in 0..<16 {
-            var found = false
-            for table in tables.values.sorted(by: { $0.id < $1.id }) {
-                let keys = try ForeignKeys.orphans(of: table, in: db)
-                for (key, values, parent) in keys {
-                    found = true
-                    try systemDelete(
-                        table: table, key: key, values: values, kind: .foreignKey,
-                        detail: "the row of '\(parent)' it references is gone: deleted, or its referenced value changed"
-                    )
-                }
+            let orphans = try foreignKeys.orphans(after: touched, appTriggers: appTriggers)
+            guard !orphans.isEmpty else { return }
+            for orphan in orphans {
+                try systemDelete(
+                    table: orphan.table, key: orphan.key, values: orphan.values, kind: .foreignKey,
+                    detail:
+                        "the row of '\(orphan.parent)' it references is gone: deleted, or its referenced value changed")
             }
-            if !found { return }
         }
     }
 
     private func keyJSON(_ table: TrackedTable, _ key: [SQLValue]) -> String {
         JSONText.object(zip(table.keyColumns, key).map { ($0, $1) })
-    }
-}
-
-/// Foreign keys of tracked tables.
-enum ForeignKeys {
-    /// Rows of `table` whose foreign key names a parent row that does not exist: (key, all values, parent table).
-    static func orphans(of table: TrackedTable, in db: Database) throws -> [([SQLValue], [SQLValue], String)] {
-        let list = try Row.fetchAll(
-            db, sql: "SELECT id, \"table\", \"from\", \"to\" FROM pragma_foreign_key_list(?) ORDER BY id, seq",
-            arguments: [table.name])
-        var byID: [Int: (parent: String, from: [String], to: [String?])] = [:]
-        for row in list {
-            let id: Int = row[0]
-            byID[id, default: (row[1], [], [])].from.append(row[2])
-            byID[id]!.to.append(row[3])
-        }
-        var result: [([SQLValue], [SQLValue], String)] = []
-        for (_, fk) in byID.sorted(by: { $0.key < $1.key }) {
-            var to = fk.to.compactMap { $0 }
-            if to.count != fk.from.count {
-                to = try String.fetchAll(
-                    db, sql: "SELECT name FROM pragma_table_info(?) WHERE pk > 0 ORDER BY pk", arguments: [fk.parent])
-            }
-            guard to.count == fk.from.count else { continue }
-            let child = table.name.quotedIdentifier
-            let notNull = fk.from.map { "c.\($0.quotedIdentifier) IS NOT NULL" }.joined(separator: " AND ")
-            let match = zip(fk.from, to).map { "p.\($1.quotedIdentifier) = c.\($0.quotedIdentifier)" }
-                .joined(separator: " AND ")
-            let columns = table.columns.map { "c.\($0.quotedIdentifier)" }.joined(separator: ", ")
-            let rows = try RawStatement.rows(
-                db,
-                sql:
-                    "SELECT \(columns) FROM \(child) c WHERE \(notNull) AND NOT EXISTS (SELECT 1 FROM \(fk.parent.quotedIdentifier) p WHERE \(match))"
-            )
-            for values in rows { result.append((table.keyIndexes.map { values[$0] }, values, fk.parent)) }
-        }
-        return result
     }
 }

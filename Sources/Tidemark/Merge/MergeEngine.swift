@@ -31,11 +31,13 @@ struct MergeEngine {
         case state(RowState, Replica.ID)
     }
 
-    init(db: Database, store: Store, now: @escaping () -> HLCTimestamp) {
+    init(db: Database, store: Store, now: @escaping () -> HLCTimestamp) throws {
         self.db = db
         let origins = OriginNumbers(db: db)
         let digests = RowDigests(db: db)
         self.digests = digests
+        let foreignKeys = try ForeignKeys(db: db, tables: store.replicatedTables)
+        let touched = TouchedRows(watching: foreignKeys.tables)
         var tables: [String: TrackedTable] = [:]
         var metadata: [String: RowMetadataStore] = [:]
         var targets: [String: Target] = [:]
@@ -45,12 +47,14 @@ struct MergeEngine {
             let store = RowMetadataStore(table: table, origins: origins, digests: digests)
             tables[table.name] = table
             metadata[table.name] = store
-            targets[table.name] = Target(
-                table: table, metadata: store,
-                rows: RowAccess(db: db, table: table, catchesWrittenRows: ownConnection))
+            let rows = RowAccess(db: db, table: table, catchesWrittenRows: ownConnection)
+            rows.touched = touched
+            targets[table.name] = Target(table: table, metadata: store, rows: rows)
         }
         self.targets = targets
-        resolver = ConflictResolver(db: db, replica: store.replica.id, tables: tables, metadata: metadata, now: now)
+        resolver = ConflictResolver(
+            db: db, replica: store.replica.id, tables: tables, metadata: metadata, foreignKeys: foreignKeys,
+            touched: touched, now: now)
         discarded = DiscardedEdits(db: db, replica: store.replica.id)
     }
 

@@ -23,6 +23,9 @@ final class RowAccess {
     /// The key and hash of the row the last update or upsert wrote, as caught; taken by the next
     /// hash of that row.
     private var caught: (key: [SQLValue], hash: Int64)?
+    /// Where the rows this access writes and deletes are noted, for the orphans they may leave
+    /// (`ForeignKeys`); nil where no one asks.
+    var touched: TouchedRows?
 
     init(db: Database, table: TrackedTable, catchesWrittenRows: Bool = false) {
         self.db = db
@@ -80,6 +83,7 @@ final class RowAccess {
         try statement.bind(key)
         try statement.bind(ordered.lazy.map { $0.1 }, from: Int32(key.count) + 1)
         try executeCatchingRow(statement, key: key)
+        touched?.note(table, key: key)
     }
 
     /// Runs `statement`, which writes at most the row with `key`, catching the row it writes
@@ -112,7 +116,9 @@ final class RowAccess {
         try statement.bind(ordered.lazy.map { $0.1 })
         try statement.bind(key, from: Int32(ordered.count) + 1)
         try executeCatchingRow(statement, key: key)
-        return db.changesCount > 0
+        guard db.changesCount > 0 else { return false }
+        touched?.note(table, key: key)
+        return true
     }
 
     /// The hash of the row with `key` just after a write of `columns` (index, value), or nil when
@@ -159,7 +165,9 @@ final class RowAccess {
             newRowInsert = MultiRowInsert(
                 db, into: quotedTable, columns: table.columns.map(\.quotedIdentifier))
         }
-        return try newRowInsert!.insertUnlessRefused(values, count: count)
+        guard try newRowInsert!.insertUnlessRefused(values, count: count) else { return false }
+        touched?.note(table, rows: values, count: count)
+        return true
     }
 
     private var newRowInsert: MultiRowInsert?
@@ -173,6 +181,7 @@ final class RowAccess {
         let statement = try RawStatement.reusing(&deleteStatement, db) { deleteSQL }
         try statement.bind(key)
         try statement.execute()
+        touched?.note(table, key: key)
     }
 }
 

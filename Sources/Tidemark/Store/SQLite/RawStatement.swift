@@ -41,11 +41,17 @@ final class RawStatement {
     /// GRDB's rows cut it at its first NUL character (Protocol/bundle.md §4.1 lets text hold one).
     /// For the statements that read the values of an app's rows outside the per-change loops.
     static func rows(_ db: Database, sql: String, arguments: [SQLValue] = []) throws -> [[SQLValue]] {
-        let statement = try RawStatement(db, sql: sql)
-        try statement.bind(arguments)
-        let count = sqlite3_column_count(statement.statement)
+        try RawStatement(db, sql: sql).rows(binding: arguments)
+    }
+
+    /// Every row this statement selects with `arguments` bound, as `rows(_:sql:arguments:)`
+    /// reads them; the statement can run again after.
+    func rows(binding arguments: [SQLValue]) throws -> [[SQLValue]] {
+        reset()
+        try bind(arguments)
+        let count = sqlite3_column_count(statement)
         var rows: [[SQLValue]] = []
-        while try statement.step() { rows.append((0..<count).map(statement.value)) }
+        while try step() { rows.append((0..<count).map(value)) }
         return rows
     }
 

@@ -1,0 +1,90 @@
+import Foundation
+import Testing
+import TidemarkTestSupport
+
+@testable import Tidemark
+
+/// Protocol/merge.md §5.3: a child whose parent is gone after an import follows its parent's
+/// delete. `ForeignKeys` looks for such children among the rows an import wrote or removed and
+/// their children only; these cases reach each way it looks: by the child's key, by the removed
+/// parent's key through an index, by a scan where there is no index or too many rows, and down a
+/// chain that a foreign-key action changed behind the merge.
+@Suite struct ForeignKeysTests {
+    static func schema(indexed: Bool) -> String {
+        """
+        CREATE TABLE lists(id TEXT PRIMARY KEY, title TEXT);
+        CREATE TABLE entries(id TEXT PRIMARY KEY, list TEXT REFERENCES lists(id) ON DELETE CASCADE, body TEXT);
+        CREATE TABLE notes(id TEXT PRIMARY KEY, entry TEXT REFERENCES entries(id), text TEXT);
+        """ + (indexed ? "CREATE INDEX entries_list ON entries(list); CREATE INDEX notes_entry ON notes(entry);" : "")
+    }
+
+    /// Both replicas' rows of `table`, after rounds until quiet, checked equal.
+    static func converged(_ group: ExchangeGroup, _ table: String) throws -> [[SQLValue]] {
+        try group.round()
+        try group.round()
+        #expect(try group.tableDifferences() == [])
+        for replica in group.replicas {
+            #expect(try replica.store.rowDigest().digest == (try replica.tables().rowDigest), "\(replica.name)")
+        }
+        return try group["a"].tables()[table]?.rows ?? []
+    }
+
+    /// b adds a note to an entry while a deletes the entry's list: on a the note arrives without
+    /// its entry (found by its own key); on b the list's delete cascades to the entry behind the
+    /// merge, and the note is found under the entry the cascade removed.
+    @Test(arguments: [false, true])
+    func aNoteUnderAnEntryWhoseListWentIsSettledOnBoth(indexed: Bool) throws {
+        let group = try ExchangeGroup(["a", "b"], schema: Self.schema(indexed: indexed), preserve: [])
+        let (a, b) = (group["a"], group["b"])
+        _ = try a.store.execute(
+            sql: "INSERT INTO lists VALUES ('l', 'groceries'); INSERT INTO entries VALUES ('e', 'l', 'milk')")
+        try group.round()
+        _ = try b.store.execute(sql: "INSERT INTO notes VALUES ('n', 'e', 'skimmed')")
+        _ = try a.store.execute(sql: "DELETE FROM lists WHERE id = 'l'")
+        #expect(try Self.converged(group, "notes") == [])
+        #expect(try Self.converged(group, "entries") == [])
+        for replica in [a, b] {
+            #expect(try replica.store.conflicts().contains { $0.table == "notes" && $0.row.contains("skimmed") })
+        }
+    }
+
+    /// b adds entries to a list a deletes: on b the delete removes the list and cascades, the
+    /// entries merged from nowhere; on a the entries arrive without their list. With more entries
+    /// than are looked for one by one, the table is looked at whole.
+    @Test(arguments: [3, TouchedRows.limit + 10])
+    func entriesAddedToADeletedListAreSettled(count: Int) throws {
+        let group = try ExchangeGroup(["a", "b"], schema: Self.schema(indexed: true), preserve: [])
+        let (a, b) = (group["a"], group["b"])
+        _ = try a.store.execute(sql: "INSERT INTO lists VALUES ('l', 'groceries'), ('k', 'kept')")
+        try group.round()
+        _ = try b.store.execute(
+            sql: """
+                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(count))
+                INSERT INTO entries SELECT 'e' || i, CASE WHEN i % 2 = 0 THEN 'l' ELSE 'k' END, 'x' FROM n;
+                """)
+        _ = try a.store.execute(sql: "DELETE FROM lists WHERE id = 'l'")
+        let entries = try Self.converged(group, "entries")
+        #expect(entries.count == (count + 1) / 2)
+        #expect(entries.allSatisfy { $0[1] == .text("k") })
+    }
+
+    /// b adds a note to an entry that a deletes (no action on notes): on b the entry's delete
+    /// leaves the note without its entry, found by the removed entry's key (through the index, or
+    /// by a scan without one); on a the note arrives without its entry.
+    @Test(arguments: [false, true])
+    func aNoteUnderADeletedEntryIsSettledOnBoth(indexed: Bool) throws {
+        let group = try ExchangeGroup(["a", "b"], schema: Self.schema(indexed: indexed), preserve: [])
+        let (a, b) = (group["a"], group["b"])
+        _ = try a.store.execute(
+            sql:
+                "INSERT INTO lists VALUES ('l', 'groceries'); INSERT INTO entries VALUES ('e', 'l', 'milk'), ('f', 'l', 'tea')"
+        )
+        try group.round()
+        _ = try b.store.execute(sql: "INSERT INTO notes VALUES ('n', 'e', 'skimmed'), ('m', 'f', 'green')")
+        _ = try a.store.execute(sql: "DELETE FROM entries WHERE id = 'e'")
+        #expect(try Self.converged(group, "notes") == [[.text("m"), .text("f"), .text("green")]])
+        for replica in [a, b] {
+            #expect(try replica.store.conflicts().contains { $0.table == "notes" && $0.row.contains("skimmed") })
+        }
+    }
+}

@@ -1,10 +1,11 @@
 import GRDB
 
-/// The order a snapshot writes its tables' row states in: every table after the tables its
-/// foreign keys reference (Protocol/pruning.md §5.1). A receiver merges row states in the order
-/// they come, and merging a parent row runs the application's foreign-key actions (`ON UPDATE
-/// CASCADE`, …) on the child rows it holds then: a child row merged before its parent would be
-/// changed again by the parent's merge, after it took the value its writer left.
+/// The order a snapshot writes its tables' row states in (Protocol/pruning.md §5.1): live rows of
+/// each table after those of the tables its foreign keys reference, then tombstones in the
+/// opposite order. A receiver merges row states in the order they come, and merging a parent row
+/// runs the application's foreign-key actions (`ON UPDATE CASCADE`, `ON DELETE CASCADE`, …) on the
+/// child rows it holds then: a child merged before its parent's update would be changed again by
+/// it, and a child that moved away from a parent since deleted must have moved before the delete.
 enum SnapshotOrder {
     /// `tables` with each after the tables it references, in registration order otherwise. Tables
     /// that reference each other in a cycle keep their registration order among themselves; a

@@ -121,8 +121,15 @@ extension Store {
             sink: sink, signingKey: key.privateKey, header: header, compressionLevel: Self.snapshotCompressionLevel)
         var rows = 0
         let origins = OriginNumbers(db: db)
-        for table in try SnapshotOrder.parentsFirst(replicatedTables, in: db) {
-            rows += try SnapshotReader(db: db, table: table, origins: origins).readAll { try encoder.add($0) }
+        // Live rows with each table's parents before it, then tombstones with children first
+        // (Protocol/pruning.md §5.1).
+        let order = try SnapshotOrder.parentsFirst(replicatedTables, in: db)
+        for (tables, living) in [(order, true), (order.reversed(), false)] {
+            for table in tables {
+                rows += try SnapshotReader(db: db, table: table, origins: origins).readAll(living: living) {
+                    try encoder.add($0)
+                }
+            }
         }
         _ = try encoder.finish { _, _, _ in preconditionFailure("a snapshot has no origin ranges") }
         return ExportSummary(
@@ -148,8 +155,9 @@ struct SnapshotReader {
     let table: TrackedTable
     let origins: OriginNumbers
 
-    /// Calls `body` with each row state; returns how many.
-    func readAll(_ body: (RowState) throws -> Void) throws -> Int {
+    /// Calls `body` with each row state of a live row (`living`) or each tombstone, in key order;
+    /// returns how many.
+    func readAll(living: Bool, _ body: (RowState) throws -> Void) throws -> Int {
         let store = RowMetadataStore(table: table, origins: origins, digests: nil)
         let keys = table.keyIndexes.indices.map { "m.k\($0)" }
         let metadataColumns = store.selectedColumns(qualifiedBy: "m.")
@@ -163,7 +171,8 @@ struct SnapshotReader {
             sql:
                 "SELECT \((keys + metadataColumns + table.columns.map { "r.\($0.quotedIdentifier)" }).joined(separator: ", ")) "
                 + "FROM \(Bookkeeping.rowMetadataTable(table)) AS m LEFT JOIN \(table.name.quotedIdentifier) AS r "
-                + "ON \(match.joined(separator: " AND ")) ORDER BY \(keys.joined(separator: ", "))")
+                + "ON \(match.joined(separator: " AND ")) WHERE m.gen % 2 = \(living ? 1 : 0) "
+                + "ORDER BY \(keys.joined(separator: ", "))")
         let metadataAt = Int32(keys.count)
         let valuesAt = metadataAt + Int32(metadataColumns.count)
         // Matched on a key column, that column is not NULL when the row is present.

@@ -541,6 +541,34 @@ import TidemarkTestSupport
         #expect(try a.store.fetchHistory().last?.changes.first?.key == [.init("id", .text("i1"))])
     }
 
+    /// A table another client rebuilt with other columns lost its capture triggers too: the next
+    /// open adopts the change as a migration and makes them anew, and says the table's writes
+    /// meanwhile went unrecorded, as for a table rebuilt with the same columns.
+    @Test func captureTriggersLostWithARebuildThatDroppedAColumnAreReported() async throws {
+        let group = try Self.group(["a", "b"])
+        let a = group["a"]
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name, qty) VALUES ('i1', 'one', 1)")
+        let other = try DatabaseQueue(path: a.path)
+        try await other.write { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE items_new(id TEXT PRIMARY KEY, name TEXT);
+                    INSERT INTO items_new SELECT id, name FROM items; DROP TABLE items;
+                    ALTER TABLE items_new RENAME TO items;
+                    UPDATE items SET name = 'uno' WHERE id = 'i1';
+                    """)
+        }
+        let reopened = try Store.open(a.path)
+        #expect(reopened.adoptedSchemaChange?.droppedColumns == ["items": ["qty"]])
+        #expect(reopened.restoredCaptureTriggers == ["items"])
+        #expect(try Store.open(a.path).restoredCaptureTriggers.isEmpty, "reported once")
+        // A column added by `ALTER TABLE` keeps the triggers: nothing went unrecorded.
+        try await other.write { db in try db.execute(sql: "ALTER TABLE items ADD COLUMN color TEXT") }
+        let again = try Store.open(a.path)
+        #expect(again.adoptedSchemaChange != nil)
+        #expect(again.restoredCaptureTriggers.isEmpty)
+    }
+
     /// A table another client rebuilt with the same columns (made anew, filled, renamed into place)
     /// lost its capture triggers with the table it replaced: the next open puts them back, once,
     /// and that client's later writes are recorded again.

@@ -70,6 +70,21 @@ extension CaptureTriggers {
         }
     }
 
+    /// The ids of the tables of `tables` that lack their insert or delete capture trigger, which
+    /// every tracked table has: another client removed it, or rebuilt the table. Read before a
+    /// schema change that client made is adopted, which makes the triggers anew whatever was there.
+    static func lost(_ tables: [TrackedTable], in db: Database) throws -> Set<Int64> {
+        let present = Set(
+            try String.fetchAll(
+                db,
+                sql: "SELECT name FROM sqlite_schema WHERE type = 'trigger' AND name LIKE 'tidemark\\_%' ESCAPE '\\'"))
+        return Set(
+            tables.filter { table in
+                let names = names(for: table)
+                return table.untrackedAt == nil && (!present.contains(names[0]) || !present.contains(names[3]))
+            }.map(\.id))
+    }
+
     /// Makes `repair`'s triggers what this build makes: all of them anew when they are
     /// `outranked`, so that they are the newest on their table again.
     static func apply(_ repair: Repair, in db: Database, droppingUnusedScratch: Bool = false) throws {

@@ -148,7 +148,9 @@ public final class Store: Sendable {
                 registrations: tables, options: options)
             if let changed {
                 guard adopting else { return store }
+                let lost = try database.read { db in try CaptureTriggers.lost(tables, in: db) }
                 try store.adoptSchemaChange(refusedAs: changed)
+                try database.write { db in try store.noteLostTriggers(lost, db) }
             }
             try store.restoreCaptureTriggers()
             try store.attachedWriter?.follow(for: store, on: database)
@@ -182,6 +184,19 @@ public final class Store: Sendable {
         }
     }
 
+    /// Notes the tables of `ids` in `restoredCaptureTriggers`, by the names they have now: their
+    /// capture triggers were missing before a schema change another client made was adopted (the
+    /// table rebuilt with other columns), which made them anew. Writes made meanwhile went
+    /// unrecorded, so their digests are forgotten, to be counted again.
+    private func noteLostTriggers(_ ids: Set<Int64>, _ db: Database) throws {
+        guard !ids.isEmpty else { return }
+        for id in ids { try RowDigests.forget(id, db) }
+        let names = try TrackedTable.fetchAll(db).filter { ids.contains($0.id) }.map(\.name)
+        db.afterNextTransaction(onCommit: { [restoration] _ in
+            restoration.withLock { restored in restored += names.filter { !restored.contains($0) } }
+        })
+    }
+
     /// After a commit on the attached writer that changed the schema (`AttachedWriter`):
     /// adopts what the app changed in tracked tables without `migrate(_:in:)`, as `open` would,
     /// and puts back capture triggers it removed (a table rebuilt with the same columns), so that
@@ -192,8 +207,10 @@ public final class Store: Sendable {
             // In a transaction of its own, as a migration in the app's: the changes adoption
             // records end their author mark before it commits.
             var summary: MigrationSummary?
+            let lost = try CaptureTriggers.lost(tables, in: db)
             try db.inTransaction(.immediate) {
                 summary = try perform(Migration(), checkingForeignKeys: false, db)
+                try noteLostTriggers(lost, db)
                 return .commit
             }
             adoption.withLock { $0 = summary }

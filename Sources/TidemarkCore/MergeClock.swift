@@ -12,6 +12,22 @@ public struct MergeClock: Hashable, Comparable, Sendable {
         self.origin = origin
     }
 
+    /// The clock of an adoption's write (Protocol/merge.md §1.4): a row its table held when it
+    /// started being tracked, recorded by the transaction of `timestamp`. It orders below every
+    /// other write's clock, and among adoptions as their timestamps do: its timestamp is the
+    /// transaction's moved below zero, which no transaction's timestamp is.
+    public static func adoption(timestamp: HLCTimestamp, origin: Replica.ID) -> MergeClock {
+        MergeClock(timestamp: HLCTimestamp(packed: timestamp.packed &+ Int64.min), origin: origin)
+    }
+
+    /// Whether this is an adoption's clock.
+    public var isAdoption: Bool { timestamp.packed < 0 }
+
+    /// The timestamp of the transaction that wrote: this clock's, or an adoption's own.
+    public var writtenAt: HLCTimestamp {
+        isAdoption ? HLCTimestamp(packed: timestamp.packed &- Int64.min) : timestamp
+    }
+
     public static func < (lhs: MergeClock, rhs: MergeClock) -> Bool {
         lhs.timestamp != rhs.timestamp ? lhs.timestamp < rhs.timestamp : lhs.origin < rhs.origin
     }

@@ -54,7 +54,7 @@ import TidemarkTestSupport
         try #require(history.count == 1)
         #expect(history[0].sequence == 1)
         #expect(history[0].contextName == "adopt")
-        #expect(history[0].author == nil)
+        #expect(history[0].author == "tidemark")
         #expect(
             history[0].changes.rows == [
                 RowChange(

@@ -25,6 +25,30 @@ enum Sealer {
         /// Changes no one claimed: writes of another SQLite client.
         static let external = Authorship(author: nil, contextName: nil, processID: nil)
 
+        /// The rows a table held when it started being tracked (`init`, `migrate --track`),
+        /// recorded as inserts whose writes order below every other (Protocol/merge.md §1.4): every
+        /// replica that tracks the table records them, at its own time, and none of those records
+        /// may undo an edit another replica made meanwhile.
+        static func adoption(processID: Int32?) -> Authorship {
+            Authorship(author: adoptionAuthor, contextName: adoptionContext, processID: processID)
+        }
+        static let adoptionAuthor = "tidemark"
+        static let adoptionContext = "adopt"
+
+        /// Whether a transaction of this author and context name is an adoption.
+        static func isAdoption(author: String?, contextName: String?) -> Bool {
+            author == adoptionAuthor && contextName == adoptionContext
+        }
+
+        /// The clock of the writes of a transaction stamped `timestamp` by `origin` with this
+        /// author and context name: an adoption's, or the transaction's own (merge.md §1.4).
+        static func clock(
+            author: String?, contextName: String?, timestamp: HLCTimestamp, origin: Replica.ID
+        ) -> MergeClock {
+            isAdoption(author: author, contextName: contextName)
+                ? .adoption(timestamp: timestamp, origin: origin) : MergeClock(timestamp: timestamp, origin: origin)
+        }
+
         /// Throws `StoreError.invalidAuthorship` for an author or context name that a bundle cannot
         /// carry (bundle.md §4.1: 1 to `BundleFormat.maxNameLength` bytes): every peer would refuse
         /// the transaction, and every later one of this replica with it.
@@ -33,6 +57,13 @@ enum Sealer {
                 guard let value else { continue }
                 if value.isEmpty {
                     throw StoreError.invalidAuthorship(field: field, value: value, reason: "a name cannot be empty")
+                }
+                if Self.isAdoption(author: author, contextName: contextName), field == "context name" {
+                    throw StoreError.invalidAuthorship(
+                        field: field, value: value,
+                        reason:
+                            "author '\(Self.adoptionAuthor)' with context name '\(value)' marks the rows Tidemark adopts"
+                    )
                 }
                 let bytes = value.utf8.count
                 if bytes > BundleFormat.maxNameLength {

@@ -85,7 +85,8 @@ struct BundleApplier {
         var first: Int64?
         var last = try Int64.fetchOne(db, sql: "SELECT max(id) FROM tidemark_changes") ?? 0
         var count = 0
-        let clock = MergeClock(timestamp: head.timestamp, origin: head.origin)
+        let clock = Sealer.Authorship.clock(
+            author: head.author, contextName: head.contextName, timestamp: head.timestamp, origin: head.origin)
         let isResolution = head.author == Self.systemAuthor && head.contextName == Self.systemContext
         while let change = try decoder.nextChange() {
             // Named as the transaction's version names it; merged under today's names.

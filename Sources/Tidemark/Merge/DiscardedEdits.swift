@@ -39,8 +39,8 @@ struct DiscardedEdits {
         guard known.isAlive else { return [] }
         return known.clocks.indices.filter { i in
             guard let own = known.clocks[i], own.origin == replica else { return false }
-            if let clock, own.timestamp >= clock.timestamp { return true }
-            return unseenFrom.map { own.timestamp >= $0 } ?? false
+            if let clock, own.writtenAt >= clock.writtenAt { return true }
+            return unseenFrom.map { own.writtenAt >= $0 } ?? false
         }
     }
 

@@ -22,13 +22,15 @@ struct LocalFold {
         let transactions = try Row.fetchAll(
             db,
             sql:
-                "SELECT seq, hlc, first_change, last_change FROM tidemark_transactions WHERE replica = ? AND seq > ? ORDER BY seq",
+                "SELECT seq, hlc, first_change, last_change, author, context FROM tidemark_transactions WHERE replica = ? AND seq > ? ORDER BY seq",
             arguments: [own, foldedThrough])
         guard let last = transactions.last else { return }
         let digests = hashesRows ? RowDigests(db: db) : nil
         var pass = try FoldPass(db: db, store: store, digests: digests)
         for transaction in transactions {
-            let clock = MergeClock(timestamp: HLCTimestamp(packed: transaction[1]), origin: store.replica.id)
+            let clock = Sealer.Authorship.clock(
+                author: transaction[4], contextName: transaction[5], timestamp: HLCTimestamp(packed: transaction[1]),
+                origin: store.replica.id)
             try pass.fold(changes: transaction[2], through: transaction[3], at: clock)
         }
         try pass.finish()

@@ -182,7 +182,7 @@ struct ForgottenRows {
         switch coverage[origin]! {
         case .unknown: return false
         case .before(nil): return true
-        case .before(let first?): return clock.timestamp < first
+        case .before(let first?): return clock.writtenAt < first
         }
     }
 

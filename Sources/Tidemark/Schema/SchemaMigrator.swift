@@ -124,12 +124,18 @@ struct SchemaMigrator {
         return tracked
     }
 
-    /// Records the rows the newly tracked `tables` already hold as inserts, and the values rows
-    /// hold in columns another client added (`values`: written while the capture triggers did not
-    /// know them) as updates, in one transaction of their own, so that peers receive them.
+    /// Records the rows the newly tracked `tables` already hold as inserts, in an adoption of
+    /// their own (`Sealer.Authorship.adoption`: every replica that makes the migration records
+    /// them), and the values rows hold in columns another client added (`values`: written while
+    /// the capture triggers did not know them) as updates, in a transaction after it: edits of
+    /// this replica's, so that peers receive them.
     private func adoptRows(of tables: [TrackedTable], values: [(TrackedTable, [String])]) throws {
-        guard !tables.isEmpty || !values.isEmpty else { return }
         for table in tables { try Store.adoptRows(of: table, in: db) }
+        if try Sealer.hasPending(db) {
+            _ = try Sealer.seal(
+                db, replica: store.replica.id, clock: store.options.clock,
+                as: .adoption(processID: store.options.processID))
+        }
         for (table, columns) in values { try Store.adoptValues(of: table, columns: columns, in: db) }
         guard try Sealer.hasPending(db) else { return }
         _ = try Sealer.seal(

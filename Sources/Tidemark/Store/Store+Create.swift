@@ -168,7 +168,7 @@ extension Store {
         }
         _ = try Sealer.seal(
             db, replica: Replica.ID(publicKey: key.publicKey), clock: options.clock,
-            as: .init(author: nil, contextName: "adopt", processID: options.processID))
+            as: .adoption(processID: options.processID))
     }
 
     /// Registers `table` and gives it its row metadata, change columns and capture triggers.

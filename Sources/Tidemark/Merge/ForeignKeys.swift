@@ -12,9 +12,6 @@ struct ForeignKeys {
         /// The child's columns, and the parent's columns they reference, in the same order.
         let from: [String]
         let to: [String]
-        /// Whether deleting or updating a parent row changes child rows (`CASCADE`, `SET NULL`,
-        /// `SET DEFAULT`), which no merge records.
-        let acts: Bool
         /// Whether an index of the child table begins with `from`, so that the children of one
         /// parent row are found without a scan.
         let indexed: Bool
@@ -25,25 +22,27 @@ struct ForeignKeys {
     let keys: [Key]
     /// The tracked tables by lowercased name.
     private let tracked: [String: TrackedTable]
+    /// For every table, tracked or not, the tables whose changes its foreign-key actions follow
+    /// (`RowDigests.foreignKeyActionParents`): what changes behind the merge.
+    private let actionParents: [String: Set<String>]
 
     /// Reads the foreign keys of `tables`.
     init(db: Database, tables: [TrackedTable]) throws {
         self.db = db
         tracked = Dictionary(tables.map { ($0.name.lowercased(), $0) }, uniquingKeysWith: { first, _ in first })
+        actionParents = try RowDigests.foreignKeyActionParents(db)
         var keys: [Key] = []
         for table in tables.sorted(by: { $0.id < $1.id }) {
             let list = try Row.fetchAll(
                 db,
                 sql:
-                    "SELECT id, \"table\", \"from\", \"to\", on_update, on_delete FROM pragma_foreign_key_list(?) ORDER BY id, seq",
+                    "SELECT id, \"table\", \"from\", \"to\" FROM pragma_foreign_key_list(?) ORDER BY id, seq",
                 arguments: [table.name])
-            var byID: [Int: (parent: String, from: [String], to: [String?], acts: Bool)] = [:]
+            var byID: [Int: (parent: String, from: [String], to: [String?])] = [:]
             for row in list {
                 let id: Int = row[0]
-                let actions = [row[4] as String, row[5] as String].map { $0.uppercased() }
-                byID[id, default: (row[1], [], [], false)].from.append(row[2])
+                byID[id, default: (row[1], [], [])].from.append(row[2])
                 byID[id]!.to.append(row[3])
-                byID[id]!.acts = byID[id]!.acts || actions.contains { $0 != "NO ACTION" && $0 != "RESTRICT" }
             }
             guard !byID.isEmpty else { continue }
             let indexes = try Self.indexedPrefixes(of: table, in: db)
@@ -59,7 +58,7 @@ struct ForeignKeys {
                 let from = fk.from.map { $0.lowercased() }
                 keys.append(
                     Key(
-                        child: table, parent: fk.parent, from: fk.from, to: to, acts: fk.acts,
+                        child: table, parent: fk.parent, from: fk.from, to: to,
                         indexed: indexes.contains { $0.starts(with: from) }))
             }
         }
@@ -107,9 +106,8 @@ struct ForeignKeys {
         while grew {
             let before = whole.count
             whole.formUnion(AppTriggers.reach(from: written.union(whole), targets: appTriggers))
-            for key in self.keys where key.acts {
-                let parent = key.parent.lowercased()
-                if written.contains(parent) || whole.contains(parent) { whole.insert(key.child.name.lowercased()) }
+            for (child, parents) in actionParents where !parents.isDisjoint(with: written.union(whole)) {
+                whole.insert(child)
             }
             grew = whole.count > before
         }

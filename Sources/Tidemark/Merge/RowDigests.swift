@@ -96,10 +96,7 @@ final class RowDigests {
             // Rows the merge did not write itself, and did not count: those a foreign key's action
             // and the app's triggers (which run as rows merge) change, and what these change in turn.
             let mergedNames = Set(merged.map { $0.lowercased() })
-            let parents = try Dictionary(
-                uniqueKeysWithValues: tables.map {
-                    ($0.name.lowercased(), Set(try Self.foreignKeyActions(of: $0, db).map { $0.lowercased() }))
-                })
+            let parents = try Self.foreignKeyActionParents(db)
             let targets = try appTriggers ?? AppTriggers.targets(db)
             var reached: Set<String> = []
             while true {
@@ -154,16 +151,22 @@ final class RowDigests {
         try db.execute(sql: "DELETE FROM tidemark_digests")
     }
 
-    /// The parent tables whose deletes or updates change `table`'s rows by a foreign-key action.
-    static func foreignKeyActions(of table: TrackedTable, _ db: Database) throws -> Set<String> {
-        Set(
-            try String.fetchAll(
-                db,
-                sql: """
-                    SELECT "table" FROM pragma_foreign_key_list(?)
-                    WHERE on_delete NOT IN ('NO ACTION', 'RESTRICT') OR on_update NOT IN ('NO ACTION', 'RESTRICT')
-                    """,
-                arguments: [table.name]))
+    /// For each table of the main schema (lowercased), tracked or not, the parent tables whose
+    /// deletes or updates change its rows by a foreign-key action (lowercased): an action reaches
+    /// a tracked table through an untracked one too.
+    static func foreignKeyActionParents(_ db: Database) throws -> [String: Set<String>] {
+        var parents: [String: Set<String>] = [:]
+        for row in try Row.fetchAll(
+            db,
+            sql: """
+                SELECT t.name, f."table" FROM pragma_table_list AS t, pragma_foreign_key_list(t.name) AS f
+                WHERE t.schema = 'main' AND t.type = 'table'
+                  AND (f.on_delete NOT IN ('NO ACTION', 'RESTRICT') OR f.on_update NOT IN ('NO ACTION', 'RESTRICT'))
+                """)
+        {
+            parents[(row[0] as String).lowercased(), default: []].insert((row[1] as String).lowercased())
+        }
+        return parents
     }
 }
 

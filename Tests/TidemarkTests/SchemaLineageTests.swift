@@ -96,6 +96,21 @@ import TidemarkTestSupport
         #expect(try b.store.schemaWaits().isEmpty)
     }
 
+    /// A store that holds a bundle for a version, then makes another version in its place, has
+    /// forked: the held bundle is not said to apply with the next pull.
+    @Test func aHeldBundleOfAVersionMadeOtherwiseHereIsForked() throws {
+        let group = try ExchangeGroup(["a", "b"], schema: Self.v1, preserve: [])
+        let (a, b) = (group["a"], group["b"])
+        try a.store.migrate(Self.addNote)
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name, note) VALUES ('i1', 'one', 'first')")
+        let bundle = try #require(try group.push("a").path)
+        _ = try b.store.importBundle(at: bundle)
+        try b.store.migrate(Store.Migration(sql: "ALTER TABLE items ADD COLUMN color TEXT"))
+        let waits = try b.store.schemaWaits()
+        #expect(waits.map(\.isMade) == [false])
+        #expect(waits.map(\.isForked) == [true])
+    }
+
     /// A snapshot made under a version the store has not made is held like a change bundle, and
     /// the pull after the migration applies it, though the folder no longer has it: before, the
     /// pull took the held copy for a numbered bundle, refused it as not a change bundle on every

@@ -15,9 +15,11 @@ enum SchemaWording {
         "for schema \(wait.version) (\(clipped(wait.version.change))): \(wait.bundleCount) bundle\(wait.bundleCount == 1 ? "" : "s") held; "
             + (wait.isMade
                 ? "this store has made that version: the next pull applies them"
-                : wait.missingBefore == 0
-                    ? "make that migration (sync migrate), then pull"
-                    : "make the \(wait.missingBefore) migration\(wait.missingBefore == 1 ? "" : "s") before it and then that one (sync migrate), then pull")
+                : wait.isForked
+                    ? "this store made another version in its place (a fork, below): they will not apply here"
+                    : wait.missingBefore == 0
+                        ? "make that migration (sync migrate), then pull"
+                        : "make the \(wait.missingBefore) migration\(wait.missingBefore == 1 ? "" : "s") before it and then that one (sync migrate), then pull")
     }
 
     /// A fork with a peer, as `status` lists it: `b made v1 … (…) where this store made v1 … (…)`,
@@ -63,6 +65,7 @@ enum SchemaWording {
         let waiting = status.waiting.map { wait in
             [
                 "version": json(wait.version), "bundles": .integer(wait.bundleCount), "made": .bool(wait.isMade),
+                "forked": .bool(wait.isForked),
                 "missing_before": .integer(wait.missingBefore),
             ] as JSON
         }

@@ -12,6 +12,9 @@ extension Store {
         public var bundleCount: Int
         /// Whether the store has made the version since: the next pull applies the bundles.
         public var isMade: Bool = false
+        /// Whether the store has since made another version at its position (a fork, Protocol/
+        /// schema.md §5): the bundles will never apply here.
+        public var isForked: Bool = false
         /// How many versions before it the store has not made either: the migrations to make
         /// first, oldest first.
         public var missingBefore: Int = 0
@@ -72,19 +75,23 @@ enum HeldBundles {
     /// What the held bundles wait for, one entry per version.
     static func waits(_ db: Database) throws -> [Store.SchemaWait] {
         var waits: [Store.SchemaWait] = []
-        // A fork is refused, never held: a held version at or below the store's position is one it made.
-        let position = try SchemaLineage.position(db)
+        // A fork is refused, never held; but the store may make another version at a held one's
+        // position after holding it.
+        let lineage = try SchemaLineage.fetch(db)
+        let position = lineage.count
         for row in try Row.fetchAll(
             db,
             sql:
                 "SELECT position, waiting_for, change, count(*) FROM tidemark_held GROUP BY waiting_for ORDER BY position"
         ) {
             let change = try Schema.Change(encoded: [UInt8](row[2] as Data))
+            let version = Schema.Version(position: row[0], id: [UInt8](row[1] as Data), change: change)
+            let reached = version.position <= position
+            let made = reached && lineage[version.position - 1].id == version.id
             waits.append(
                 Store.SchemaWait(
-                    version: Schema.Version(position: row[0], id: [UInt8](row[1] as Data), change: change),
-                    bundleCount: row[3], isMade: row[0] <= position,
-                    missingBefore: max(0, (row[0] as Int) - 1 - position)))
+                    version: version, bundleCount: row[3], isMade: made, isForked: reached && !made,
+                    missingBefore: max(0, version.position - 1 - position)))
         }
         return waits
     }

@@ -352,6 +352,24 @@ extension TrackedTable {
         return shape.columns == columns && shape.keyColumns == keyColumns
     }
 
+    /// How a table's columns changed, as an error says it: the columns it gained and lost, at most
+    /// ten of each by name (a table of a thousand columns made a message of thousands of bytes), or
+    /// the new order when it has the same ones.
+    static func difference(from old: [String], to new: [String]) -> String {
+        let named = { (names: [String]) in
+            names.prefix(10).map { "'\($0)'" }.joined(separator: ", ")
+                + (names.count > 10 ? " and \(names.count - 10) more" : "")
+        }
+        let added = new.filter { !old.contains($0) }
+        let dropped = old.filter { !new.contains($0) }
+        guard !added.isEmpty || !dropped.isEmpty else {
+            return
+                "its columns were reordered, now (\(new.prefix(10).joined(separator: ", "))\(new.count > 10 ? ", …" : ""))"
+        }
+        return "it had \(old.count) columns and has \(new.count)"
+            + (added.isEmpty ? "" : "; gained \(named(added))") + (dropped.isEmpty ? "" : "; lost \(named(dropped))")
+    }
+
     /// Throws `StoreError.trackedTableChanged` if the table no longer has the registered columns.
     func checkShape(in db: Database) throws {
         guard let shape = try Self.shapeIfPresent(of: name, in: db) else {
@@ -360,9 +378,10 @@ extension TrackedTable {
         if shape.columns != columns || shape.keyColumns != keyColumns {
             throw StoreError.trackedTableChanged(
                 name,
-                now:
-                    "columns were (\(columns.joined(separator: ", "))) and are now (\(shape.columns.joined(separator: ", ")))"
-            )
+                now: shape.columns == columns
+                    ? "its primary key changed from (\(keyColumns.joined(separator: ", "))) to "
+                        + "(\(shape.keyColumns.joined(separator: ", ")))"
+                    : Self.difference(from: columns, to: shape.columns))
         }
         // The same names, rebuilt so that it can no longer be tracked (its key made a rowid).
         let reserved = name.lowercased().hasPrefix(Bookkeeping.prefix)

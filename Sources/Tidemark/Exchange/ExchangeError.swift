@@ -133,7 +133,10 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
         case .badBundle:
             return "the file is damaged, incomplete or not from Tidemark; ask its sender to export it again"
         case .schemaMismatch(_, _, let detail) where detail.contains("a migration this store has not made"):
-            return "make that migration here too (Store.migrate), then pull or import the file again"
+            return
+                "make that migration here too (Store.migrate), then pull or import the file again; a store created from "
+                + "the app's newer schema takes the group's versions on from a bundle of its current version (a pull "
+                + "imports one): make no migration its tables hold already, which would fork"
         case .schemaMismatch: return "both replicas must track the same tables with the same columns"
         case .schemaFork:
             return

@@ -90,7 +90,8 @@ struct ImportContext {
                     path: path, table: table.name,
                     detail:
                         "carries column(s) \(unknown.map { "'\($0)'" }.joined(separator: ", ")) this store does not have: "
-                        + "it was written after a migration this store has not made yet")
+                        + "it was written after a migration this store has not made yet, or before the migrations "
+                        + "that a store created from the app's newer schema holds already")
             }
         }
     }

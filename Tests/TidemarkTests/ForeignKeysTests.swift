@@ -109,4 +109,20 @@ import TidemarkTestSupport
         #expect(try Self.converged(group, "t") == [])
         #expect(try b.store.conflicts().contains { $0.table == "t" && $0.kind == "foreign_key" })
     }
+
+    /// A chain of 30 rows, each referencing the one before, added under a row another replica
+    /// deleted: each pass finds one level of orphans, and every level is settled, however deep.
+    @Test func aDeepChainUnderADeletedRowIsSettledWhole() throws {
+        let schema =
+            "CREATE TABLE n(id TEXT PRIMARY KEY, parent TEXT REFERENCES n(id)); CREATE INDEX n_parent ON n(parent);"
+        let group = try ExchangeGroup(["a", "b"], schema: schema, preserve: [])
+        let (a, b) = (group["a"], group["b"])
+        _ = try a.store.execute(sql: "INSERT INTO n VALUES ('n0', NULL)")
+        try group.round()
+        _ = try a.store.execute(
+            sql: (1...30).map { "INSERT INTO n VALUES ('n\($0)', 'n\($0 - 1)');" }.joined())
+        _ = try b.store.execute(sql: "DELETE FROM n WHERE id = 'n0'")
+        #expect(try Self.converged(group, "n") == [])
+        #expect(try b.store.conflicts().count == 30)
+    }
 }

@@ -53,6 +53,9 @@ struct BenchCommand: ParsableCommand {
                     ).run(in: scratch)
                     report.rows += result.rows
                     report.figures += result.figures
+                    report.rows.append(
+                        try ForeignKeyImport(rows: options.transactions, repetitions: options.repetitions).run(
+                            in: scratch))
                 case .schema:
                     report.rows += try SchemaWorkload(rows: options.rows, repetitions: options.repetitions).run(
                         in: scratch)

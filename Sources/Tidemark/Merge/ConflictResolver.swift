@@ -173,7 +173,10 @@ struct ConflictResolver {
     /// before, wrote or removed rows (`ForeignKeys.orphans`); `appTriggers` is what
     /// `AppTriggers.targets` read.
     mutating func settleOrphans(appTriggers: [String: Set<String>]) throws {
-        for _ in 0..<16 {
+        // Each pass finds the children of the rows the pass before deleted, one level of a chain
+        // at a time, and ends: every orphan it finds is deleted, and only rows written or removed
+        // since are looked at again.
+        while true {
             let orphans = try foreignKeys.orphans(after: touched, appTriggers: appTriggers)
             guard !orphans.isEmpty else { return }
             for orphan in orphans {

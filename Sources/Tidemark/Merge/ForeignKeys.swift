@@ -90,9 +90,8 @@ struct ForeignKeys {
     }
 
     /// The orphans that the rows `touched` took since it was last asked may have left, each row
-    /// once. A row a
-    /// write noted may itself name no parent; a row a write removed may have been some child's
-    /// parent. Where a table was noted whole, or changed behind the merge (by a foreign-key
+    /// once. A row a write noted may itself name no parent; a row a write removed may have been
+    /// some child's parent. Where a table was noted whole, or changed behind the merge (by a foreign-key
     /// action, or by an app's trigger as `appTriggers` says, `AppTriggers.targets`), every row of
     /// its foreign keys and of its children's is looked at.
     func orphans(after touched: TouchedRows, appTriggers: [String: Set<String>]) throws -> [Orphan] {

@@ -33,37 +33,16 @@ struct ForeignKeyImport {
             since: .zero, to: path("large-own") + ".tmb",
             key: try KeyFile.load(KeyFile.defaultPath(forStore: path("large"))))
         let (empty, _) = try Store.initialize(path("empty"), setup: setup("empty"))
-        var onLarge: [Double] = []
-        var onEmpty: [Double] = []
-        for round in 0...repetitions {
-            let peer = path("peer\(round)")
-            let (store, _) = try Store.initialize(peer, setup: setup("peer\(round)"))
-            _ = try store.write { db in
-                for i in 0..<smallBundleChanges {
-                    let n = rows + round * smallBundleChanges + i
-                    try db.execute(sql: ChangeMix.insertSQL, arguments: ChangeMix.insertArguments(n))
-                    try db.execute(
-                        sql: "INSERT INTO parts(id, item) VALUES (?, ?)", arguments: ["p\(n)", ChangeMix.key(n)])
-                }
-            }
-            let bundle = peer + ".tmb"
-            _ = try store.exportBundle(
-                since: .zero, to: bundle, key: try KeyFile.load(KeyFile.defaultPath(forStore: peer)))
-            for target in [large, empty] {
-                try target.addPeer(name: "peer\(round)", publicKeyBase64: Data(store.publicKey).base64EncodedString())
-            }
-            let largeTime = try timed { try large.importBundle(at: bundle) }
-            let emptyTime = try timed { try empty.importBundle(at: bundle) }
-            let expected = 2 * smallBundleChanges
-            guard largeTime.value.appliedChanges == expected, emptyTime.value.appliedChanges == expected else {
-                throw BenchError.unexpectedState(
-                    metric: "history.small_import_foreign_key", side: .tracked, what: "applied changes",
-                    expected: Int64(expected),
-                    found: Int64(min(largeTime.value.appliedChanges, emptyTime.value.appliedChanges)))
-            }
-            if round > 0 {
-                onLarge.append(largeTime.seconds)
-                onEmpty.append(emptyTime.seconds)
+        let (onLarge, onEmpty) = try SmallImports(
+            large: large, empty: empty,
+            makePeer: { name in (try Store.initialize(path(name), setup: setup(name)).store, path(name)) },
+            repetitions: repetitions, changes: 2 * smallBundleChanges, metric: "history.small_import_foreign_key"
+        ).run { db, round in
+            for i in 0..<smallBundleChanges {
+                let n = rows + round * smallBundleChanges + i
+                try db.execute(sql: ChangeMix.insertSQL, arguments: ChangeMix.insertArguments(n))
+                try db.execute(
+                    sql: "INSERT INTO parts(id, item) VALUES (?, ?)", arguments: ["p\(n)", ChangeMix.key(n)])
             }
         }
         return Report.Row(

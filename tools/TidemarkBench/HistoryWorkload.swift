@@ -38,37 +38,17 @@ struct HistoryWorkload {
         // Workload 8: one new peer per repetition (and one for the warm-up), each bundle applied to
         // the large store and to an empty replica.
         let (empty, _) = try Store.initialize(path("empty.sqlite"), setup: setup("empty"))
-        var onLarge: [Double] = []
-        var onEmpty: [Double] = []
-        for round in 0...repetitions {
-            let peer = path("peer\(round).sqlite")
-            let (store, _) = try Store.initialize(peer, setup: setup("peer\(round)"))
-            _ = try store.write { db in
-                for i in 0..<smallBundleChanges {
-                    try db.execute(
-                        sql: ChangeMix.insertSQL,
-                        arguments: ChangeMix.insertArguments(transactions + round * smallBundleChanges + i))
-                }
-            }
-            let bundle = path("small\(round).tmb")
-            _ = try store.exportBundle(
-                since: .zero, to: bundle, key: try KeyFile.load(KeyFile.defaultPath(forStore: peer)))
-            for target in [large, empty] {
-                try target.addPeer(name: "peer\(round)", publicKeyBase64: Data(store.publicKey).base64EncodedString())
-            }
-            let largeTime = try timed { try large.importBundle(at: bundle) }
-            let emptyTime = try timed { try empty.importBundle(at: bundle) }
-            guard largeTime.value.appliedChanges == smallBundleChanges,
-                emptyTime.value.appliedChanges == smallBundleChanges
-            else {
-                throw BenchError.unexpectedState(
-                    metric: "history.small_import", side: .tracked, what: "applied changes",
-                    expected: Int64(smallBundleChanges),
-                    found: Int64(min(largeTime.value.appliedChanges, emptyTime.value.appliedChanges)))
-            }
-            if round > 0 {
-                onLarge.append(largeTime.seconds)
-                onEmpty.append(emptyTime.seconds)
+        let (onLarge, onEmpty) = try SmallImports(
+            large: large, empty: empty,
+            makePeer: { name in
+                (try Store.initialize(path(name + ".sqlite"), setup: setup(name)).store, path(name + ".sqlite"))
+            },
+            repetitions: repetitions, changes: smallBundleChanges, metric: "history.small_import"
+        ).run { db, round in
+            for i in 0..<smallBundleChanges {
+                try db.execute(
+                    sql: ChangeMix.insertSQL,
+                    arguments: ChangeMix.insertArguments(transactions + round * smallBundleChanges + i))
             }
         }
 

@@ -33,6 +33,8 @@ struct ConflictResolver {
     /// looked for.
     let foreignKeys: ForeignKeys
     let touched: TouchedRows
+    /// Told of each system delete: a foreign-key action may follow it.
+    let digests: RowDigests
     /// The timestamp a resolution is stamped with (detected at).
     let now: () -> HLCTimestamp
     /// System deletes made so far, to be sealed as one transaction of this replica.
@@ -40,7 +42,7 @@ struct ConflictResolver {
 
     init(
         db: Database, replica: Replica.ID, tables: [String: TrackedTable], metadata: [String: RowMetadataStore],
-        foreignKeys: ForeignKeys, touched: TouchedRows, now: @escaping () -> HLCTimestamp
+        foreignKeys: ForeignKeys, touched: TouchedRows, digests: RowDigests, now: @escaping () -> HLCTimestamp
     ) {
         self.db = db
         self.replica = replica
@@ -48,6 +50,7 @@ struct ConflictResolver {
         self.metadata = metadata
         self.foreignKeys = foreignKeys
         self.touched = touched
+        self.digests = digests
         self.now = now
     }
 
@@ -137,6 +140,7 @@ struct ConflictResolver {
         let rows = RowAccess(db: db, table: table)
         rows.touched = touched
         try rows.delete(key: key)
+        digests.noteMerged(table)
         let store = metadata[table.name]!
         var known = try store.fetch(db, key: key)
         let generation = known.afterDelete

@@ -95,17 +95,18 @@ struct ForeignKeys {
     /// action, or by an app's trigger as `appTriggers` says, `AppTriggers.targets`), every row of
     /// its foreign keys and of its children's is looked at.
     func orphans(after touched: TouchedRows, appTriggers: [String: Set<String>]) throws -> [Orphan] {
-        let (keys, noted, others) = touched.take()
+        let (keys, noted, others, existing) = touched.take()
         guard !keys.isEmpty || !noted.isEmpty || !others.isEmpty else { return [] }
         // What changed behind the merge: the tables an app's trigger on a changed table may write,
-        // and the children with an action of a changed parent, and so on.
+        // and the children with an action of a parent with rows removed or updated (an insert sets
+        // none off), and so on.
         let written = Set(keys.keys).union(others)
         var whole = noted
         var grew = true
         while grew {
             let before = whole.count
             whole.formUnion(AppTriggers.reach(from: written.union(whole), targets: appTriggers))
-            for (child, parents) in actionParents where !parents.isDisjoint(with: written.union(whole)) {
+            for (child, parents) in actionParents where !parents.isDisjoint(with: existing.union(whole)) {
                 whole.insert(child)
             }
             grew = whole.count > before

@@ -54,7 +54,7 @@ struct MergeEngine {
         self.targets = targets
         resolver = ConflictResolver(
             db: db, replica: store.replica.id, tables: tables, metadata: metadata, foreignKeys: foreignKeys,
-            touched: touched, now: now)
+            touched: touched, digests: digests, now: now)
         discarded = DiscardedEdits(db: db, replica: store.replica.id)
     }
 
@@ -311,7 +311,7 @@ struct MergeEngine {
             if try target.metadata.insertNew(db, batch.metadataValues, count: batch.count) {
                 if try target.rows.insertNew(batch.rowValues, count: batch.count) {
                     target.metadata.noteNew(hashes: batch.hashes)
-                    digests.noteMerged(target.table)
+                    digests.noteMerged(target.table, existing: false)
                     target.writtenBatches += 1
                     return
                 }
@@ -335,7 +335,8 @@ struct MergeEngine {
         saved: Bool = false
     ) throws -> Bool {
         let (table, store, access) = (target.table, target.metadata, target.rows)
-        digests.noteMerged(table)
+        // Saved already only for a row new here (`startNew`), which no foreign-key action follows.
+        digests.noteMerged(table, existing: !saved)
         var upsert = upsert
         var saved = saved
         // Read once, at the first broken constraint: a failed statement leaves the row as it was.
@@ -344,7 +345,7 @@ struct MergeEngine {
         for _ in 0..<8 {
             do {
                 if upsert {
-                    try access.write(key: key, columns: columns)
+                    try access.write(key: key, columns: columns, isNew: saved)
                 } else if try !access.update(key: key, columns: columns) {
                     return false
                 }

@@ -66,8 +66,9 @@ final class RowAccess {
     /// or inserts it with the key and those columns. One statement, with no read before it.
     /// `OR ABORT`, here and in `update`, overrides a constraint declared `ON CONFLICT REPLACE`:
     /// a merge must never delete another row unrecorded, and a refused write is settled by the
-    /// conflict rules (Protocol/merge.md §5.1).
-    func write(key: [SQLValue], columns: [(Int, SQLValue)]) throws {
+    /// conflict rules (Protocol/merge.md §5.1). `isNew`: the merge holds nothing of the row, so
+    /// this inserts it (no foreign-key action follows an insert).
+    func write(key: [SQLValue], columns: [(Int, SQLValue)], isNew: Bool = false) throws {
         let ordered = columns.sorted { $0.0 < $1.0 }
         let statement = try RawStatement.reusing(&upserts[ordered.map(\.0)], db) {
             let names = (table.keyIndexes + ordered.map(\.0)).map { table.columns[$0].quotedIdentifier }
@@ -83,7 +84,7 @@ final class RowAccess {
         try statement.bind(key)
         try statement.bind(ordered.lazy.map { $0.1 }, from: Int32(key.count) + 1)
         try executeCatchingRow(statement, key: key)
-        touched?.note(table, key: key)
+        touched?.note(table, key: key, existing: !isNew)
     }
 
     /// Runs `statement`, which writes at most the row with `key`, catching the row it writes
@@ -117,7 +118,7 @@ final class RowAccess {
         try statement.bind(key, from: Int32(ordered.count) + 1)
         try executeCatchingRow(statement, key: key)
         guard db.changesCount > 0 else { return false }
-        touched?.note(table, key: key)
+        touched?.note(table, key: key, existing: true)
         return true
     }
 
@@ -181,7 +182,7 @@ final class RowAccess {
         let statement = try RawStatement.reusing(&deleteStatement, db) { deleteSQL }
         try statement.bind(key)
         try statement.execute()
-        touched?.note(table, key: key)
+        touched?.note(table, key: key, existing: true)
     }
 }
 

@@ -26,8 +26,11 @@ final class RowDigests {
         var changed = false
         /// A row with no metadata was saved for the first time.
         var firstSeen = false
-        /// The merge wrote or removed rows (foreign-key actions may follow).
+        /// The merge wrote or removed rows (an app's triggers may follow).
         var merged = false
+        /// The merge removed or updated rows (foreign-key actions may follow too; an insert of a
+        /// new row sets none off).
+        var changedExisting = false
 
         mutating func replace(old: RowMetadata.Saved, new: Int64?) {
             if !old.exists { firstSeen = true }
@@ -57,7 +60,12 @@ final class RowDigests {
     }
 
     /// Notes that the merge wrote or removed rows of `table` (foreign-key actions may follow).
-    func noteMerged(_ table: TrackedTable) { pending[slot(table.id)].delta.merged = true }
+    /// Notes that the merge wrote or removed rows of `table`: rows it had (`existing`), or new ones
+    /// only.
+    func noteMerged(_ table: TrackedTable, existing: Bool = true) {
+        pending[slot(table.id)].delta.merged = true
+        if existing { pending[slot(table.id)].delta.changedExisting = true }
+    }
 
     /// The index of `table`'s entry in `pending`, made when it has none.
     private func slot(_ table: Int64) -> Int {
@@ -89,20 +97,27 @@ final class RowDigests {
                 sql: "UPDATE tidemark_digests SET rows = ?, sum = ? WHERE table_id = ?",
                 arguments: [(row[0] as Int64) + delta.rows, Int64(bitPattern: sum), id])
         }
-        let merged = Set(
-            tables.filter { table in pending.contains { $0.table == table.id && $0.delta.merged } }.map(\.name))
-        pending = []
-        if !merged.isEmpty {
-            // Rows the merge did not write itself, and did not count: those a foreign key's action
-            // and the app's triggers (which run as rows merge) change, and what these change in turn.
-            let mergedNames = Set(merged.map { $0.lowercased() })
+        let pending = self.pending
+        let names = { (included: (Pending) -> Bool) in
+            Set(
+                tables.filter { table in pending.contains { $0.table == table.id && included($0.delta) } }.map {
+                    $0.name.lowercased()
+                })
+        }
+        let mergedNames = names(\.merged)
+        let existingNames = names(\.changedExisting)
+        self.pending = []
+        if !mergedNames.isEmpty {
+            // Rows the merge did not write itself, and did not count: those the app's triggers
+            // (which run as rows merge) and a foreign key's action (which a delete or an update
+            // sets off) change, and what these change in turn.
             let parents = try Self.foreignKeyActionParents(db)
             let targets = try appTriggers ?? AppTriggers.targets(db)
             var reached: Set<String> = []
             while true {
-                let sources = mergedNames.union(reached)
-                var next = AppTriggers.reach(from: sources, targets: targets)
-                next.formUnion(parents.filter { !$0.value.isDisjoint(with: sources) }.keys)
+                var next = AppTriggers.reach(from: mergedNames.union(reached), targets: targets)
+                let acting = existingNames.union(reached)
+                next.formUnion(parents.filter { !$0.value.isDisjoint(with: acting) }.keys)
                 guard !next.isSubset(of: reached) else { break }
                 reached.formUnion(next)
             }

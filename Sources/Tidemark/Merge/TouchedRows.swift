@@ -21,14 +21,24 @@ final class TouchedRows {
     private var others: Set<String> = []
     /// The table of `others` noted last, so that a run of rows of one table is noted once.
     private var lastOther: String?
+    /// Tables, watched or not, with rows removed or updated since the last `take`, by lowercased
+    /// name: a foreign key's action follows those changes, never an insert of a new row.
+    private var existing: Set<String> = []
+    /// The table of `existing` noted last.
+    private var lastExisting: String?
 
     init(watching tables: Set<String>) {
         watched = tables
     }
 
-    /// Notes that the row `key` of `table` was written or removed.
-    func note(_ table: TrackedTable, key: [SQLValue]) {
+    /// Notes that the row `key` of `table` was written or removed: one it held (`existing`:
+    /// removed, updated, or perhaps either), or a new one.
+    func note(_ table: TrackedTable, key: [SQLValue], existing changed: Bool) {
         guard !watched.isEmpty else { return }
+        if changed, lastExisting != table.name {
+            existing.insert(table.name.lowercased())
+            lastExisting = table.name
+        }
         guard lastOther != table.name else { return }
         let name = table.name.lowercased()
         guard watched.contains(name) else {
@@ -47,19 +57,21 @@ final class TouchedRows {
     func note(_ table: TrackedTable, rows values: [SQLValue], count: Int) {
         guard !watched.isEmpty, count > 0 else { return }
         let width = table.columns.count
-        for row in 0..<count { note(table, key: table.keyIndexes.map { values[row * width + $0] }) }
+        for row in 0..<count { note(table, key: table.keyIndexes.map { values[row * width + $0] }, existing: false) }
     }
 
-    /// What was noted since the last call, and forgets it: the keys by table, the tables whole and
-    /// the tables no foreign key names.
-    func take() -> (keys: [String: Set<[SQLValue]>], whole: Set<String>, others: Set<String>) {
+    /// What was noted since the last call, and forgets it: the keys by table, the tables whole,
+    /// the tables no foreign key names, and the tables with rows removed or updated.
+    func take() -> (keys: [String: Set<[SQLValue]>], whole: Set<String>, others: Set<String>, existing: Set<String>) {
         defer {
             keys = [:]
             whole = []
             others = []
             lastOther = nil
+            existing = []
+            lastExisting = nil
         }
-        return (keys, whole, others)
+        return (keys, whole, others, existing)
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Testing
 import Tidemark
 import TidemarkTestSupport
@@ -85,5 +86,17 @@ import TidemarkTestSupport
             return (error as? StoreError)?.hint?.contains("untrack the table and track it again") == true
         }
         #expect(try a.everything() == before)
+
+        // The same column added by another client: every open says the limit, not a way out that
+        // the limit refuses too (untracking and tracking again).
+        let other = try DatabaseQueue(path: a.path)
+        try await other.write { db in try db.execute(sql: "ALTER TABLE wide ADD COLUMN extra TEXT") }
+        try other.close()
+        #expect {
+            _ = try Store.open(a.path)
+        } throws: { error in
+            guard case StoreError.tooManyColumnSlots("wide", widest + 1, widest) = error else { return false }
+            return true
+        }
     }
 }

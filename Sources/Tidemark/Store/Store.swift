@@ -177,10 +177,15 @@ public final class Store: Sendable {
             let summary = try migrate(Migration())
             adoption.withLock { $0 = summary }
         } catch let error as StoreError {
-            if case .unsupportedMigration(let table, let change) = error {
+            switch error {
+            case .unsupportedMigration(let table, let change):
                 throw StoreError.trackedTableChanged(table, now: change)
+            case .tooManyColumnSlots:
+                // Untracking and tracking again would not help: say the limit.
+                throw error
+            default:
+                throw refusal
             }
-            throw refusal
         }
     }
 

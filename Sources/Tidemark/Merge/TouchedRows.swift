@@ -2,9 +2,11 @@ import TidemarkCore
 
 /// The rows of tracked tables that a merge wrote or removed, by table, so that the orphans it may
 /// have left are looked for among those rows and their children (Protocol/merge.md §5.3) instead
-/// of in every row of every table with a foreign key, at every import. Only tables a foreign key
-/// names are noted. Past `limit` rows of a table the table counts as touched whole, and a table a
-/// foreign-key action or an app's trigger may have changed is taken whole by `ForeignKeys`.
+/// of in every row of every table with a foreign key, at every import. Keys are noted for the
+/// tables a foreign key names; of the others, only that rows were written. Past `limit` rows of a
+/// table the table counts as touched whole, and a table a foreign-key action or an app's trigger
+/// may have changed is taken whole by `ForeignKeys`. Nothing is noted in a store with no foreign
+/// key between tracked tables.
 final class TouchedRows {
     /// Rows of one table noted one by one, past which the table counts whole: looking for the
     /// orphans of that many rows by key costs about as much as a scan of the table.

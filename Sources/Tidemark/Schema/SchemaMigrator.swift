@@ -130,8 +130,9 @@ struct SchemaMigrator {
     /// the capture triggers did not know them) as updates, in a transaction after it: edits of
     /// this replica's, so that peers receive them.
     private func adoptRows(of tables: [TrackedTable], values: [(TrackedTable, [String])]) throws {
+        guard !tables.isEmpty || !values.isEmpty else { return }
         for table in tables { try Store.adoptRows(of: table, in: db) }
-        if try Sealer.hasPending(db) {
+        if !tables.isEmpty, try Sealer.hasPending(db) {
             _ = try Sealer.seal(
                 db, replica: store.replica.id, clock: store.options.clock,
                 as: .adoption(processID: store.options.processID))

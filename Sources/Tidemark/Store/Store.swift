@@ -150,7 +150,7 @@ public final class Store: Sendable {
                 guard adopting else { return store }
                 let lost = try database.read { db in try CaptureTriggers.lost(tables, in: db) }
                 try store.adoptSchemaChange(refusedAs: changed)
-                try database.write { db in try store.noteLostTriggers(lost, db) }
+                if !lost.isEmpty { try database.write { db in try store.noteLostTriggers(lost, db) } }
             }
             try store.restoreCaptureTriggers()
             try store.attachedWriter?.follow(for: store, on: database)

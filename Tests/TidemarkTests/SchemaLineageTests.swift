@@ -109,6 +109,10 @@ import TidemarkTestSupport
         let waits = try b.store.schemaWaits()
         #expect(waits.map(\.isMade) == [false])
         #expect(waits.map(\.isForked) == [true])
+        // A pull says so of the folder's file, not of a copy of the held one under a name of its own.
+        let pulled = try group.pull("b", prune: false)
+        #expect(pulled.warnings.count == 1 && pulled.warnings.allSatisfy { $0.contains("schema lineage fork") })
+        #expect(!pulled.warnings.contains { $0.contains("tidemark-held") }, "\(pulled.warnings)")
     }
 
     /// A snapshot made under a version the store has not made is held like a change bundle, and

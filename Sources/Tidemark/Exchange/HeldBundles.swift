@@ -52,13 +52,26 @@ enum HeldBundles {
         try db.execute(sql: "DELETE FROM tidemark_held WHERE digest = ?", arguments: [Data(digest)])
     }
 
-    /// The held bundles, with the position of the version each needs.
-    static func all(_ db: Database) throws -> [(digest: [UInt8], position: Int, bytes: [UInt8], encrypted: Bool)] {
+    /// The held bundles, with the position and id of the version each needs.
+    static func all(_ db: Database) throws -> [(
+        digest: [UInt8], position: Int, id: [UInt8], bytes: [UInt8], encrypted: Bool
+    )] {
         try Row.fetchAll(
-            db, sql: "SELECT digest, position, bundle, encrypted FROM tidemark_held ORDER BY position, sender, digest"
+            db,
+            sql:
+                "SELECT digest, position, waiting_for, bundle, encrypted FROM tidemark_held ORDER BY position, sender, digest"
         ).map {
-            ([UInt8]($0[0] as Data), $0[1], [UInt8]($0[2] as Data), $0[3])
+            ([UInt8]($0[0] as Data), $0[1], [UInt8]($0[2] as Data), [UInt8]($0[3] as Data), $0[4])
         }
+    }
+
+    /// The held bundles the store can apply now: it has made the version each needs, and not
+    /// another in its place (a fork, which only `waits` reports).
+    static func applicable(_ db: Database) throws -> [(
+        digest: [UInt8], position: Int, id: [UInt8], bytes: [UInt8], encrypted: Bool
+    )] {
+        let lineage = try SchemaLineage.fetch(db)
+        return try all(db).filter { $0.position <= lineage.count && lineage[$0.position - 1].id == $0.id }
     }
 
     /// What the store will hold once every held bundle applies: `token` merged with each held

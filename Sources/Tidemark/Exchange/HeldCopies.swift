@@ -15,13 +15,9 @@ struct HeldCopies {
     init(store: Store) throws {
         self.store = store
         // Only those the store can apply now: one waiting for a version the store has not made
-        // would only be verified again and held again.
-        let bundles = try store.mappingErrors {
-            try store.database.read { db in
-                let position = try SchemaLineage.position(db)
-                return try HeldBundles.all(db).filter { $0.position <= position }
-            }
-        }
+        // would only be verified again and held again, and one of a version the store made
+        // otherwise refused again as a fork, under the name of its copy.
+        let bundles = try store.mappingErrors { try store.database.read { db in try HeldBundles.applicable(db) } }
         guard !bundles.isEmpty else {
             directory = nil
             digests = [:]

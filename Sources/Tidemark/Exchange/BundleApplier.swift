@@ -163,7 +163,9 @@ struct BundleApplier {
         let appTriggers = touched.isEmpty && engine.resolver.deletes.isEmpty ? [:] : try AppTriggers.targets(db)
         try engine.resolver.settleOrphans(appTriggers: appTriggers)
         let written = touched.union(engine.resolver.deletes.map(\.table))
-        try engine.digests.flush(tables: store.replicatedTables, appTriggers: appTriggers)
+        try engine.digests.flush(
+            tables: store.replicatedTables, appTriggers: appTriggers,
+            actionParents: engine.resolver.foreignKeys.actionParents)
         try sealResolutions(engine.resolver.deletes)
         let changed = try ChangedTables.closing(written, appTriggers: appTriggers, in: db)
         // Rows were written through raw statements, which GRDB's observation does not see.

@@ -71,7 +71,12 @@ enum HeldBundles {
         digest: [UInt8], position: Int, id: [UInt8], bytes: [UInt8], encrypted: Bool
     )] {
         let lineage = try SchemaLineage.fetch(db)
-        return try all(db).filter { $0.position <= lineage.count && lineage[$0.position - 1].id == $0.id }
+        return try all(db).filter { isMade(position: $0.position, id: $0.id, in: lineage) }
+    }
+
+    /// Whether `lineage` has the version of `position` and `id`.
+    private static func isMade(position: Int, id: [UInt8], in lineage: [Schema.Version]) -> Bool {
+        position <= lineage.count && lineage[position - 1].id == id
     }
 
     /// What the store will hold once every held bundle applies: `token` merged with each held
@@ -99,11 +104,11 @@ enum HeldBundles {
         ) {
             let change = try Schema.Change(encoded: [UInt8](row[2] as Data))
             let version = Schema.Version(position: row[0], id: [UInt8](row[1] as Data), change: change)
-            let reached = version.position <= position
-            let made = reached && lineage[version.position - 1].id == version.id
+            let made = isMade(position: version.position, id: version.id, in: lineage)
             waits.append(
                 Store.SchemaWait(
-                    version: version, bundleCount: row[3], isMade: made, isForked: reached && !made,
+                    version: version, bundleCount: row[3], isMade: made,
+                    isForked: version.position <= position && !made,
                     missingBefore: max(0, version.position - 1 - position)))
         }
         return waits

@@ -23,8 +23,9 @@ struct ForeignKeys {
     /// The tracked tables by lowercased name.
     private let tracked: [String: TrackedTable]
     /// For every table, tracked or not, the tables whose changes its foreign-key actions follow
-    /// (`RowDigests.foreignKeyActionParents`): what changes behind the merge.
-    private let actionParents: [String: Set<String>]
+    /// (`RowDigests.foreignKeyActionParents`): what changes behind the merge. Read once per import,
+    /// for the orphans and the digests.
+    let actionParents: [String: Set<String>]
 
     /// Reads the foreign keys of `tables`.
     init(db: Database, tables: [TrackedTable]) throws {

@@ -80,8 +80,11 @@ final class RowDigests {
     }
 
     /// Adds what was replaced to the stored digests, and forgets those it can no longer vouch for.
-    /// `appTriggers` is what `AppTriggers.targets` reads, when the caller read it already.
-    func flush(tables: [TrackedTable], appTriggers: [String: Set<String>]? = nil) throws {
+    /// `appTriggers` is what `AppTriggers.targets` reads, and `actionParents` what
+    /// `foreignKeyActionParents` reads, when the caller read them already.
+    func flush(
+        tables: [TrackedTable], appTriggers: [String: Set<String>]? = nil, actionParents: [String: Set<String>]? = nil
+    ) throws {
         for (id, delta) in pending where delta.changed {
             guard
                 let row = try Row.fetchOne(
@@ -111,7 +114,7 @@ final class RowDigests {
             // Rows the merge did not write itself, and did not count: those the app's triggers
             // (which run as rows merge) and a foreign key's action (which a delete or an update
             // sets off) change, and what these change in turn.
-            let parents = try Self.foreignKeyActionParents(db)
+            let parents = try actionParents ?? Self.foreignKeyActionParents(db)
             let targets = try appTriggers ?? AppTriggers.targets(db)
             var reached: Set<String> = []
             while true {

@@ -167,54 +167,6 @@ extension Store {
         }
     }
 
-    /// The warnings of a pull: every failure but junk already reported while the file was as it
-    /// is now. Remembers the junk reported, and forgets what it remembered of files no longer listed;
-    /// remembers the schema forks found, for `status` (`SchemaForks`).
-    private func warnings(for failures: PullFailures, sources: PullSources) throws -> [String] {
-        try mappingErrors {
-            try database.write { db in
-                var warnings: [String] = []
-                for address in failures.messages.keys.sorted() {
-                    let message = failures.messages[address]!
-                    guard failures.junk.contains(address) else {
-                        let advice = failures.advice[address].map { "; \($0)" } ?? " (will retry on the next pull)"
-                        warnings.append("skipped \(message)\(advice)")
-                        continue
-                    }
-                    guard let (file, fingerprint) = sources.listed[address], let fingerprint else {
-                        warnings.append("skipped \(message)")
-                        continue
-                    }
-                    let folder = file.replica.description
-                    // Without the address, which spells the folder as this pull was given it.
-                    let verdict =
-                        message.hasPrefix(address + ": ") ? String(message.dropFirst(address.count + 2)) : message
-                    if try CheckedFiles.verdict(
-                        db, location: sources.recorded, folder: folder, name: file.name, fingerprint: fingerprint)
-                        == verdict
-                    {
-                        continue
-                    }
-                    try CheckedFiles.remember(
-                        db, location: sources.recorded, folder: folder, name: file.name, fingerprint: fingerprint,
-                        verdict: verdict)
-                    warnings.append("skipped \(message) (said once while the file is unchanged)")
-                }
-                var folders = Set([replica.id.description])
-                for (file, _) in sources.listed.values { folders.insert(file.replica.description) }
-                try CheckedFiles.keepOnlyFolders(db, location: sources.recorded, folders: folders)
-                for folder in folders where folder != replica.id.description {
-                    let names = Set(
-                        sources.listed.values.filter { $0.file.replica.description == folder }.map(\.file.name))
-                    try CheckedFiles.keepOnly(db, location: sources.recorded, folder: folder, names: names)
-                }
-                let now = HLCTimestamp(milliseconds: options.clock.nowMilliseconds(), counter: 0)
-                try SchemaForks.update(db, failures: failures, sources: sources, at: now)
-                return warnings
-            }
-        }
-    }
-
     /// Applies what it can of `addresses`, repeating while progress is made; returns the bundles
     /// that still miss prerequisites, and what those assume, by the folder they are in.
     private func applyBundles(

@@ -15,6 +15,9 @@ struct PullFailures {
     private(set) var forks: [String: Schema.Version] = [:]
     /// The files that applied, or held nothing the store lacked.
     private(set) var used: Set<String> = []
+    /// Whether a file named a table or column this store's versions do not have: one written
+    /// before versions that a store created from the app's newer schema has not taken on yet.
+    private(set) var namedUnknownSchema = false
 
     /// Why the file at `address` could not be used; setting it (or nil, once it was used) makes
     /// it a failure that is not junk.
@@ -33,6 +36,7 @@ struct PullFailures {
     mutating func record(_ error: ExchangeError, reading local: String, as address: String) {
         self[address] = error.naming(local, as: address).description
         if error.isDamage { junk.insert(address) }
+        if case .schemaMismatch = error { namedUnknownSchema = true }
         if case .schemaFork(_, _, let theirs) = error {
             advice[address] = error.hint
             forks[address] = theirs

@@ -47,8 +47,15 @@ extension Store {
         let held = try HeldCopies(store: self)
         defer { held.remove() }
         var imported: [ImportSummary] = []
-        let pending = try applyCatchingUp(
+        var pending = try applyCatchingUp(
             held.paths + sources.order, from: sources, imported: &imported, failures: &failures, held: held, key: key)
+        // Files older than the tables of a store created from the app's newer schema apply once
+        // it takes on the versions the folder's members have made.
+        if failures.namedUnknownSchema, try !takeOnFolderVersions(in: exchange, key: key).isEmpty {
+            pending = try applyCatchingUp(
+                held.paths + sources.order, from: sources, imported: &imported, failures: &failures, held: held,
+                key: key)
+        }
         return try afterApplying(imported) {
             try clearWaitingOnHeld(pending, from: sources, failures: &failures, key: key)
             var listed = Set(sources.order)

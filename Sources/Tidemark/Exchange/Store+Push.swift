@@ -47,6 +47,9 @@ extension Store {
             var unread = PullFailures()
             _ = try readWatermarks(in: exchange, recorded: recorded, failures: &unread, key: key)
             try checkNotRestored()
+            // A store created from the app's newer schema that has not pulled yet: its own
+            // transactions go out under the versions the members have made.
+            _ = try takeOnFolderVersions(in: exchange, key: key)
         }
         let current = try currentToken()
         var since = History.Token.zero

@@ -55,6 +55,12 @@ enum SchemaLineage {
     /// change: records the registrations `SchemaNaming.adopting` made (dropped columns and
     /// untracked tables the versions name, so history written before them can be relayed, with a
     /// place in history for their values), then the versions. Returns the versions as recorded.
+    ///
+    /// The store's own transactions written under its current version were written to these same
+    /// tables, which the versions describe as well: those that never left the store (not hashed
+    /// into its chain yet, so no file holds them) are relabeled as written under the last of the
+    /// versions (Protocol/schema.md §5), since the version they name may lack their columns (a
+    /// store created from the app's newer schema, writing before its first pull).
     static func adopt(_ db: Database, _ versions: [Schema.Version], registrations: [TrackedTable], store: Store) throws
         -> [Schema.Version]
     {
@@ -63,7 +69,13 @@ enum SchemaLineage {
             if known[registration.id] == nil { try registration.insert(db) } else { try registration.update(db) }
             try Bookkeeping.ensureChangeColumns(db, for: registration)
         }
+        let before = try position(db)
         let adopted = try versions.map { try append(db, $0.change) }
+        if let last = adopted.last {
+            try db.execute(
+                sql: "UPDATE tidemark_transactions SET schema = ? WHERE replica = ? AND schema = ? AND chain IS NULL",
+                arguments: [last.position, Data(store.replica.id.bytes), before])
+        }
         try store.registrations.reload(db)
         return adopted
     }

@@ -1,0 +1,76 @@
+import Foundation
+import GRDB
+import TidemarkCore
+
+extension Store {
+    /// Takes on the schema versions the members publishing in `exchange` have made and this
+    /// store's tables already have (Protocol/schema.md §5, taking on versions): a store created
+    /// from the app's newer schema, before it applies a file or publishes one. It reads the
+    /// header of each trusted member's newest bundle and snapshot there; the file whose lineage
+    /// extends this store's the furthest is verified whole before its versions are taken on. Its
+    /// own transactions not yet published are relabeled as written under the last of them, so
+    /// that none goes out under a version that lacks its columns, and bundles written before
+    /// those versions (which name the tables as they were) apply. Returns the versions taken on.
+    func takeOnFolderVersions(in exchange: ExchangeFolder, key: KeyFile) throws -> [Schema.Version] {
+        let ours = try lineage()
+        let trusted = Set(try peers().map(\.id))
+        var best: (file: ExchangeFolder.File, lineage: [Schema.Version])?
+        for member in try exchange.replicaFolders(except: replica.id) where trusted.contains(member) {
+            var files = try exchange.bundles(of: member).suffix(1).map(\.file)
+            let snapshot = ExchangeFolder.File(replica: member, name: ExchangeFolder.snapshotName)
+            if try exchange.contains(snapshot.name, of: member) { files.append(snapshot) }
+            for file in files {
+                guard let header = try? exchange.signedHeader(of: file, identity: key.envelopeIdentity),
+                    header.lineage.count > max(ours.count, best?.lineage.count ?? 0),
+                    Self.extends(header.lineage, ours)
+                else { continue }
+                best = (file, header.lineage)
+            }
+        }
+        guard let best, let versions = Self.satisfied(Array(best.lineage[ours.count...]), by: registrations.all) else {
+            return []
+        }
+        // A header alone is not signed: take versions on only from a file verified whole.
+        guard let verified = try? Self.verifiedHeader(of: best.file, in: exchange, key: key),
+            Self.extends(verified.lineage, ours + versions)
+        else { return [] }
+        return try mappingErrors {
+            try database.write { db in
+                try registrations.refresh(db)
+                // Rechecked under the write lock: another process may have migrated meanwhile.
+                guard try SchemaLineage.fetch(db).map(\.id) == ours.map(\.id),
+                    let registrations = SchemaNaming.adopting(versions, by: registrations.all)
+                else { return [] }
+                _ = try sealForeign(db)
+                return try SchemaLineage.adopt(db, versions, registrations: registrations, store: self)
+            }
+        }
+    }
+
+    /// Whether `lineage` starts with every version of `ours`.
+    private static func extends(_ lineage: [Schema.Version], _ ours: [Schema.Version]) -> Bool {
+        lineage.count >= ours.count && zip(lineage, ours).allSatisfy { $0.id == $1.id }
+    }
+
+    /// The longest run of `missing`, from its first version, that tables registered as
+    /// `registrations` already satisfy; nil when not even the first.
+    private static func satisfied(_ missing: [Schema.Version], by registrations: [TrackedTable]) -> [Schema.Version]? {
+        for count in stride(from: missing.count, through: 1, by: -1)
+        where SchemaNaming.adopting(Array(missing.prefix(count)), by: registrations) != nil {
+            return Array(missing.prefix(count))
+        }
+        return nil
+    }
+
+    /// The header of `file`, read to its end and verified: signed by the replica whose folder
+    /// holds it.
+    private static func verifiedHeader(of file: ExchangeFolder.File, in exchange: ExchangeFolder, key: KeyFile) throws
+        -> BundleHeader?
+    {
+        let source = try ExchangeSource(path: try exchange.localPath(of: file), identity: key.envelopeIdentity)
+        defer { source.close() }
+        let decoder = try BundleDecoder(source)
+        guard decoder.sender == file.replica else { return nil }
+        return try readToEnd(decoder, path: file.name).header
+    }
+}

@@ -1,0 +1,139 @@
+import Foundation
+import Testing
+import Tidemark
+import TidemarkCore
+import TidemarkTestSupport
+
+/// A store created from the app's newer schema (a device that installs a later release) that
+/// writes before it has synced: its transactions are written to tables the group's versions
+/// describe, and reach every member with every value, whether it pulls or pushes first
+/// (Protocol/schema.md §5).
+@Suite struct NewerSchemaStoreTests {
+    static let v1 = "CREATE TABLE items(id TEXT PRIMARY KEY, name TEXT);"
+    /// The group's migration: a column with a default, a rename, a new tracked table.
+    static let v2 = Store.Migration(
+        sql: """
+            ALTER TABLE items ADD COLUMN note TEXT DEFAULT 'none';
+            ALTER TABLE items RENAME COLUMN name TO title;
+            CREATE TABLE tags(id TEXT PRIMARY KEY, label TEXT);
+            """, track: ["tags"])
+    /// What the new release creates on a new device.
+    static let newest = """
+        CREATE TABLE items(id TEXT PRIMARY KEY, title TEXT, note TEXT DEFAULT 'none');
+        CREATE TABLE tags(id TEXT PRIMARY KEY, label TEXT);
+        """
+
+    /// A group on v2 with one row written under each version, and a new store `n` created from
+    /// the newest schema that has written a row to each table.
+    static func group() throws -> (ExchangeGroup, Schema.Version) {
+        let group = try ExchangeGroup(["a", "b"], schema: v1, preserve: [])
+        _ = try group["a"].store.execute(sql: "INSERT INTO items(id, name) VALUES ('a1', 'under v1')")
+        try group.round(prune: false)
+        let version = try #require(try group["a"].store.migrate(v2).version)
+        try group["b"].store.migrate(v2)
+        _ = try group["a"].store.execute(
+            sql: """
+                INSERT INTO items(id, title, note) VALUES ('a2', 'under v2', 'from a');
+                INSERT INTO tags VALUES ('t1', 'a');
+                """)
+        try group.round(prune: false)
+        let n = try group.add("n", schema: newest)
+        _ = try n.store.execute(
+            sql: """
+                INSERT INTO items(id, title, note) VALUES ('n1', 'new device', 'from n');
+                INSERT INTO tags VALUES ('t2', 'n');
+                UPDATE items SET note = 'seen by n' WHERE id = 'n1';
+                """)
+        return (group, version)
+    }
+
+    static func rows(_ replica: TestReplica) throws -> [[SQLValue]] {
+        try replica.store.execute(sql: "SELECT id, title, note FROM items ORDER BY id").0[0].rows
+            + replica.store.execute(sql: "SELECT id, label, NULL FROM tags ORDER BY id").0[0].rows
+    }
+
+    static let expected: [[SQLValue]] = [
+        [.text("a1"), .text("under v1"), .text("none")],
+        [.text("a2"), .text("under v2"), .text("from a")],
+        [.text("n1"), .text("new device"), .text("seen by n")],
+        [.text("t1"), .text("a"), .null],
+        [.text("t2"), .text("n"), .null],
+    ]
+
+    @Test func writesBeforeTheFirstPullReachEveryMemberWhenItPullsFirst() throws {
+        let (group, version) = try Self.group()
+        let pulled = try group.pull("n", prune: false)
+        #expect(pulled.warnings.isEmpty && pulled.waiting.isEmpty, "\(pulled.warnings)")
+        #expect(try group["n"].store.status().lineage == [version], "\(pulled)")
+        // Its own transactions read as written under the version it took on.
+        let own = try group["n"].store.fetchHistory().filter { $0.origin == group["n"].id }
+        #expect(own.count == 1 && own.allSatisfy { $0.schemaVersion == version })
+        try group.push("n")
+        for name in ["a", "b"] {
+            let summary = try group.pull(name, prune: false)
+            #expect(summary.warnings.isEmpty, "\(name): \(summary.warnings)")
+        }
+        #expect(try group.tableDifferences().isEmpty)
+        for name in group.names { #expect(try Self.rows(group[name]) == Self.expected, "\(name)") }
+    }
+
+    @Test func writesBeforeTheFirstPullReachEveryMemberWhenItPushesFirst() throws {
+        let (group, version) = try Self.group()
+        let pushed = try group.push("n")
+        #expect(try group["n"].store.status().lineage == [version])
+        let bundle = try #require(pushed.path)
+        #expect(try ExchangeGroup.header(of: bundle).lineage == [version], "written under the group's version")
+        for name in ["a", "b", "n"] {
+            let summary = try group.pull(name, prune: false)
+            #expect(summary.warnings.isEmpty && summary.waiting.isEmpty, "\(name): \(summary.warnings)")
+        }
+        #expect(try group.tableDifferences().isEmpty)
+        for name in group.names { #expect(try Self.rows(group[name]) == Self.expected, "\(name)") }
+    }
+
+    /// The folder's files name versions this store cannot take on (its tables lack a column
+    /// they add: an older release): it stays on its version, and its writes go out under it.
+    @Test func aStoreOnAnOlderSchemaTakesNothingOnAndKeepsItsWritesFlowing() throws {
+        let (group, version) = try Self.group()
+        let old = try group.add("o")
+        _ = try old.store.execute(sql: "INSERT INTO items(id, name) VALUES ('o1', 'old release')")
+        let pushed = try group.push("o")
+        #expect(try old.store.status().lineage.isEmpty)
+        #expect(try ExchangeGroup.header(of: try #require(pushed.path)).lineage.isEmpty)
+        let pulled = try group.pull("o", prune: false)
+        #expect(pulled.waiting.map(\.version) == [version])
+        for name in ["a", "b"] {
+            let summary = try group.pull(name, prune: false)
+            #expect(summary.warnings.isEmpty, "\(name): \(summary.warnings)")
+            #expect(
+                try group[name].store.execute(sql: "SELECT title, note FROM items WHERE id = 'o1'").0[0].rows == [
+                    [.text("old release"), .text("none")]
+                ])
+        }
+    }
+
+    /// Bundles from before the version apply as they are (the store has every column they name);
+    /// the first that needs the version takes it on, and what the store wrote before goes out
+    /// under it.
+    @Test func writesBeforeAnImportThatTakesTheVersionOnGoOutUnderIt() throws {
+        let group = try ExchangeGroup(["a"], schema: Self.v1, preserve: [])
+        _ = try group["a"].store.execute(sql: "INSERT INTO items(id, name) VALUES ('a1', 'under v1')")
+        try group.push("a")
+        let addNote = Store.Migration(sql: "ALTER TABLE items ADD COLUMN note TEXT DEFAULT 'none'")
+        let version = try #require(try group["a"].store.migrate(addNote).version)
+        _ = try group["a"].store.execute(sql: "INSERT INTO items(id, name, note) VALUES ('a2', 'under v2', 'from a')")
+        try group.push("a")
+        let n = try group.add(
+            "n", schema: "CREATE TABLE items(id TEXT PRIMARY KEY, name TEXT, note TEXT DEFAULT 'none');")
+        _ = try n.store.execute(sql: "INSERT INTO items(id, name, note) VALUES ('n1', 'new device', 'from n')")
+        let pulled = try group.pull("n", prune: false)
+        #expect(pulled.warnings.isEmpty && pulled.imported.map(\.adoptedVersions) == [[], [version]], "\(pulled)")
+        try group.push("n")
+        let summary = try group.pull("a", prune: false)
+        #expect(summary.warnings.isEmpty, "\(summary.warnings)")
+        #expect(try group.tableDifferences().isEmpty)
+        #expect(
+            try group["a"].store.execute(sql: "SELECT note FROM items WHERE id = 'n1'").0[0].rows == [[.text("from n")]]
+        )
+    }
+}

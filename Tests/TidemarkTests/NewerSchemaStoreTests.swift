@@ -136,4 +136,21 @@ import TidemarkTestSupport
             try group["a"].store.execute(sql: "SELECT note FROM items WHERE id = 'n1'").0[0].rows == [[.text("from n")]]
         )
     }
+
+    /// Published before any file showed it the group's versions (to a folder of its own): its
+    /// transaction was hashed under its initial schema, which it cannot relabel. Once it takes the
+    /// versions on, that transaction names a table its initial schema (as the group defines it)
+    /// does not track, and exports say so instead of writing a bundle no reader could apply.
+    @Test func aTransactionPublishedUnderTheInitialSchemaIsAnErrorNotACrash() throws {
+        let (group, version) = try Self.group()
+        let n = group["n"]
+        let alone = group.directory.file("alone")
+        try FileManager.default.createDirectory(atPath: alone, withIntermediateDirectories: true)
+        _ = try n.store.push(to: alone, key: n.key)
+        _ = try group.pull("n", prune: false)
+        #expect(try n.store.status().lineage == [version])
+        #expect(throws: ExchangeError.unnamedHistory(origin: "n", sequence: 1, position: 0)) {
+            try group.push("n")
+        }
+    }
 }

@@ -26,6 +26,11 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
     case restoredFromOlderCopy(path: String, have: Int64, bundleHas: Int64)
     /// Two different histories claim the same origin sequence numbers.
     case historyFork(path: String, origin: String, sequence: Int64)
+    /// This store's history holds a transaction (of `origin`, number `sequence`) that changes a
+    /// table the schema version it was written under (`position`) does not track: one this store
+    /// wrote and published under its initial schema before it took on the versions its tables
+    /// already had (a store created from the app's newer schema). No file can carry it.
+    case unnamedHistory(origin: String, sequence: Int64, position: Int)
     /// The bundle was written under a schema version (`theirs`) that follows the same predecessor
     /// as this store's own version at that position (`ours`): the two replicas made different
     /// migrations (Protocol/schema.md §5). Nothing was applied.
@@ -84,6 +89,12 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
                 "\(p): holds this replica's transactions up to #\(has) but the store has only #\(have): the store was restored from an older copy"
         case .historyFork(let p, let o, let s):
             return "\(p): replica \(o)'s transaction #\(s) differs from the one this store holds"
+        case .unnamedHistory(let o, let s, let position):
+            return
+                "transaction #\(s) of \(o) changes a table that "
+                + (position == 0 ? "the initial schema" : "schema v\(position)")
+                + ", which it was written under, does not track: it was published before this store took on the "
+                + "versions its tables had, and no bundle can carry it"
         case .schemaFork(let p, let ours, let theirs):
             return
                 "\(p): schema lineage fork: the bundle was written under schema \(theirs) (\(theirs.change)), but this store made "
@@ -127,6 +138,9 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unknownSigner(_, _, let k): return "if you trust it, add its public key with Store.addPeer: \(k)"
         case .unknownOrigin: return "add that replica's public key with Store.addPeer (ask its owner for it)"
         case .missingPrerequisites: return "import the bundles it depends on first (pull applies them in order)"
+        case .unnamedHistory:
+            return
+                "this store cannot publish that history: make a new store from a member's snapshot and write its rows there"
         case .restoredFromOlderCopy:
             return
                 "continuing would reuse sequence numbers; move this store aside and create a new replica (a new name and key), then pull (see README, 'Restoring a store')"

@@ -78,7 +78,10 @@ struct Chains {
             try changes.bind(row[5] as Int64, at: 1)
             try changes.bind(row[6] as Int64, at: 2)
             while try changes.step() {
-                if let change = decoder.decode(changes, position: position) { list.append(change) }
+                guard let change = decoder.decode(changes, position: position) else {
+                    throw ExchangeError.unnamedHistory(origin: store.replica.name, sequence: row[0], position: position)
+                }
+                list.append(change)
             }
             var hasher = ChainHasher(
                 previous: head, origin: replica, sequence: row[0], timestamp: HLCTimestamp(packed: row[1]),

@@ -153,4 +153,31 @@ import TidemarkTestSupport
             try group.push("n")
         }
     }
+
+    /// Transactions it published keep the version they went out under when it takes another on:
+    /// a file holds them so, and every copy must say the same.
+    @Test func publishedTransactionsKeepTheirVersion() throws {
+        let group = try ExchangeGroup(["a"], schema: Self.v1, preserve: [])
+        let v2 = try #require(try group["a"].store.migrate(Self.v2).version)
+        _ = try group["a"].store.execute(sql: "INSERT INTO tags VALUES ('t1', 'a')")
+        try group.push("a")
+        let n = try group.add(
+            "n", schema: Self.newest.replacingOccurrences(of: "label TEXT", with: "label TEXT, prio INTEGER"))
+        _ = try n.store.execute(sql: "INSERT INTO items(id, title) VALUES ('n1', 'one')")
+        _ = try n.store.execute(sql: "INSERT INTO items(id, title) VALUES ('n2', 'two')")
+        try group.push("n")
+        let v3 = try #require(
+            try group["a"].store.migrate(Store.Migration(sql: "ALTER TABLE tags ADD COLUMN prio INTEGER")).version)
+        _ = try group["a"].store.execute(sql: "INSERT INTO tags VALUES ('t2', 'a', 1)")
+        try group.push("a")
+        #expect(try group.pull("n", prune: false).imported.flatMap(\.adoptedVersions) == [v3])
+        let own = try n.store.fetchHistory().filter { $0.origin == n.id }
+        #expect(own.map(\.schemaVersion) == [v2, v2])
+        // A copy of them in another folder reads as the first did.
+        let elsewhere = group.directory.file("elsewhere")
+        try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
+        let copy = try #require(try n.store.push(to: elsewhere, key: n.key).path)
+        let header = try ExchangeGroup.header(of: copy)
+        #expect([1, 2].map { header.schemaPosition(of: n.id, sequence: $0) } == [v2.position, v2.position])
+    }
 }

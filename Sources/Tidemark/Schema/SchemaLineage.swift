@@ -57,10 +57,11 @@ enum SchemaLineage {
     /// place in history for their values), then the versions. Returns the versions as recorded.
     ///
     /// The store's own transactions written under its current version were written to these same
-    /// tables, which the versions describe as well: those that never left the store (not hashed
-    /// into its chain yet, so no file holds them) are relabeled as written under the last of the
-    /// versions (Protocol/schema.md §5), since the version they name may lack their columns (a
-    /// store created from the app's newer schema, writing before its first pull).
+    /// tables, which the versions describe as well: those that never left the store are relabeled
+    /// as written under the last of the versions (Protocol/schema.md §5), since the version they
+    /// name may lack their columns (a store created from the app's newer schema, writing before
+    /// its first pull). Every file that held one of its transactions ended with a transaction
+    /// whose chain hash the store then recorded, so those after the last hashed one never left.
     static func adopt(_ db: Database, _ versions: [Schema.Version], registrations: [TrackedTable], store: Store) throws
         -> [Schema.Version]
     {
@@ -72,9 +73,17 @@ enum SchemaLineage {
         let before = try position(db)
         let adopted = try versions.map { try append(db, $0.change) }
         if let last = adopted.last {
+            let own = Data(store.replica.id.bytes)
             try db.execute(
-                sql: "UPDATE tidemark_transactions SET schema = ? WHERE replica = ? AND schema = ? AND chain IS NULL",
-                arguments: [last.position, Data(store.replica.id.bytes), before])
+                sql: """
+                    UPDATE tidemark_transactions SET schema = ?
+                    WHERE replica = ? AND schema = ? AND seq > (
+                        SELECT max(coalesce(max(t.seq), 0), coalesce(max(r.pruned_through), 0))
+                        FROM tidemark_replicas AS r LEFT JOIN tidemark_transactions AS t
+                          ON t.replica = r.replica AND t.chain IS NOT NULL
+                        WHERE r.replica = ?)
+                    """,
+                arguments: [last.position, own, before, own])
         }
         try store.registrations.reload(db)
         return adopted

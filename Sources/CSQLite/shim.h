@@ -22,14 +22,19 @@ void *sqlite3_preupdate_hook(
                        sqlite3_int64 iKey2),
     void *pCtx) __attribute__((weak));
 int sqlite3_preupdate_new(sqlite3 *db, int iIdx, sqlite3_value **ppValue) __attribute__((weak));
+int sqlite3_preupdate_old(sqlite3 *db, int iIdx, sqlite3_value **ppValue) __attribute__((weak));
 int sqlite3_preupdate_count(sqlite3 *db) __attribute__((weak));
 int sqlite3_preupdate_depth(sqlite3 *db) __attribute__((weak));
 #else
 #pragma weak sqlite3_preupdate_hook
 #pragma weak sqlite3_preupdate_new
+#pragma weak sqlite3_preupdate_old
 #pragma weak sqlite3_preupdate_count
 #pragma weak sqlite3_preupdate_depth
 #endif
+
+/* Whether the pre-update hook can also give the values a row held before the change. */
+static inline int tidemark_preupdate_old_available(void) { return sqlite3_preupdate_old != 0; }
 
 static inline int tidemark_preupdate_available(void) {
     return sqlite3_preupdate_hook != 0 && sqlite3_preupdate_new != 0 && sqlite3_preupdate_count != 0

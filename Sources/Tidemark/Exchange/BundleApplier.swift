@@ -162,11 +162,13 @@ struct BundleApplier {
         // triggers reached, and observers hear of it.
         let appTriggers = touched.isEmpty && engine.resolver.deletes.isEmpty ? [:] : try AppTriggers.targets(db)
         try engine.resolver.settleOrphans(appTriggers: appTriggers)
+        let actionUpdates = try engine.settleActionEffects()
         let written = touched.union(engine.resolver.deletes.map(\.table))
         try engine.digests.flush(
             tables: store.replicatedTables, appTriggers: appTriggers,
             actionParents: engine.resolver.foreignKeys.actionParents)
         try sealResolutions(engine.resolver.deletes)
+        try sealActionUpdates(actionUpdates)
         let changed = try ChangedTables.closing(written, appTriggers: appTriggers, in: db)
         // Rows were written through raw statements, which GRDB's observation does not see.
         try ChangedTables.notify(changed, in: db)
@@ -274,6 +276,27 @@ struct BundleApplier {
     /// The author and context name of the transactions that record conflict resolutions.
     static let systemAuthor = "tidemark"
     static let systemContext = "conflict"
+    /// The context name of the transactions that record what foreign-key actions changed.
+    static let actionContext = "action"
+
+    /// Seals the columns the app's foreign-key actions changed behind the merge as one transaction
+    /// of this replica (`MergeEngine.settleActionEffects`), and folds it, as a write of this
+    /// replica's own made now.
+    private func sealActionUpdates(_ updates: [History.Change]) throws {
+        guard !updates.isEmpty else { return }
+        var last = try Sealer.lastChangeID(db)
+        for change in updates {
+            last += 1
+            try history.record(
+                change, as: try translations.translation(of: change.table, at: context.lineage.count, path: path),
+                id: last)
+        }
+        try history.flush()
+        _ = try Sealer.seal(
+            db, replica: store.replica.id, clock: store.options.clock,
+            as: .init(author: Self.systemAuthor, contextName: Self.actionContext, processID: store.options.processID))
+        try LocalFold(db: db, store: store).run()
+    }
 
     /// Seals the resolver's system deletes as one transaction of this replica, already folded
     /// (their row metadata was written as they were made).

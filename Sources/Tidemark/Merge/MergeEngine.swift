@@ -12,6 +12,8 @@ struct MergeEngine {
     var resolver: ConflictResolver
     /// The row digests every metadata save updates; `flush` them before the access ends.
     let digests: RowDigests
+    /// The rows the app's foreign-key actions change as the merge writes their parents.
+    let effects: ActionEffects
     /// Finds the edits the generation rule discards, to list them (merge.md §4.5).
     var discarded: DiscardedEdits
     /// New rows waiting to be written many to a statement (`flushNewRows`).
@@ -43,12 +45,17 @@ struct MergeEngine {
         var targets: [String: Target] = [:]
         // An app's connection may have a pre-update hook of its own (`PreUpdateRow`).
         let ownConnection = store.attachedWriter == nil
+        let effects = ActionEffects(
+            db: db, tables: store.replicatedTables, actionParents: foreignKeys.actionParents,
+            ownConnection: ownConnection)
+        self.effects = effects
         for table in store.replicatedTables {
             let store = RowMetadataStore(table: table, origins: origins, digests: digests)
             tables[table.name] = table
             metadata[table.name] = store
             let rows = RowAccess(db: db, table: table, catchesWrittenRows: ownConnection)
             rows.touched = touched
+            rows.effects = effects
             targets[table.name] = Target(table: table, metadata: store, rows: rows)
         }
         self.targets = targets

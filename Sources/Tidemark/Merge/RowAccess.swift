@@ -26,6 +26,13 @@ final class RowAccess {
     /// Where the rows this access writes and deletes are noted, for the orphans they may leave
     /// (`ForeignKeys`); nil where no one asks.
     var touched: TouchedRows?
+    /// Where the rows a foreign-key action changes, as this access deletes or updates rows, are
+    /// noted, and the rows it writes after them; nil where no one asks.
+    var effects: ActionEffects? {
+        didSet { watched = effects?.watches(table) == true ? effects : nil }
+    }
+    /// `effects`, when this access's deletes and updates may set an action off.
+    private var watched: ActionEffects?
 
     init(db: Database, table: TrackedTable, catchesWrittenRows: Bool = false) {
         self.db = db
@@ -85,13 +92,19 @@ final class RowAccess {
         try statement.bind(ordered.lazy.map { $0.1 }, from: Int32(key.count) + 1)
         try executeCatchingRow(statement, key: key)
         touched?.note(table, key: key, existing: !isNew)
+        // A merge upserts a row it starts a life of: the row is the merge's.
+        effects?.noteMerged(table, key: key, columns: nil)
     }
 
     /// Runs `statement`, which writes at most the row with `key`, catching the row it writes
     /// where it can.
     private func executeCatchingRow(_ statement: RawStatement, key: [SQLValue]) throws {
         caught = nil
-        guard let catcher = try rowCatcher() else { return try statement.execute() }
+        guard let catcher = try rowCatcher() else {
+            guard let watched else { return try statement.execute() }
+            return try watched.watching { try statement.execute() }
+        }
+        catcher.effects = watched
         if let hash = try catcher.catching({ try statement.execute() }) { caught = (key, hash) }
     }
 
@@ -119,6 +132,7 @@ final class RowAccess {
         try executeCatchingRow(statement, key: key)
         guard db.changesCount > 0 else { return false }
         touched?.note(table, key: key, existing: true)
+        effects?.noteMerged(table, key: key, columns: ordered.map(\.0))
         return true
     }
 
@@ -168,6 +182,12 @@ final class RowAccess {
         }
         guard try newRowInsert!.insertUnlessRefused(values, count: count) else { return false }
         touched?.note(table, rows: values, count: count)
+        if let effects {
+            let width = table.columns.count
+            for row in 0..<count {
+                effects.noteMerged(table, key: table.keyIndexes.map { values[row * width + $0] }, columns: nil)
+            }
+        }
         return true
     }
 
@@ -181,8 +201,9 @@ final class RowAccess {
     func delete(key: [SQLValue]) throws {
         let statement = try RawStatement.reusing(&deleteStatement, db) { deleteSQL }
         try statement.bind(key)
-        try statement.execute()
+        if let watched { try watched.watching { try statement.execute() } } else { try statement.execute() }
         touched?.note(table, key: key, existing: true)
+        effects?.noteMerged(table, key: key, columns: nil)
     }
 }
 

@@ -51,6 +51,9 @@ final class PreUpdateRow {
     private var hash: Int64?
     /// Whether a column of the row being hashed could not be read.
     fileprivate var unreadable = false
+    /// Told of the rows the statement's foreign-key actions change, when it watches for them:
+    /// the connection has one hook.
+    var effects: ActionEffects?
 
     /// Catches rows written to `table` (of `columnCount` columns, none generated) on `db`'s
     /// connection, hashing each with `read`; nil where the hook is not available.
@@ -77,6 +80,9 @@ final class PreUpdateRow {
     fileprivate func caught(
         _ db: OpaquePointer, op: Int32, database: UnsafePointer<CChar>?, name: UnsafePointer<CChar>?
     ) {
+        if let effects, sqlite3_preupdate_depth(db) > 0 {
+            return effects.caught(db, op: op, database: database, name: name)
+        }
         guard op == SQLITE_INSERT || op == SQLITE_UPDATE, sqlite3_preupdate_depth(db) == 0,
             let database, let name, sqlite3_stricmp(database, "main") == 0,
             table.withUnsafeBufferPointer({ sqlite3_stricmp(name, $0.baseAddress) }) == 0

@@ -1,0 +1,74 @@
+import Foundation
+import Testing
+import TidemarkTestSupport
+
+@testable import Tidemark
+
+/// What an app's foreign-key action changes as an import merges a parent row, in a row the
+/// writer never saw, is recorded as the importing replica's own write (Protocol/merge.md §5.6):
+/// every replica ends with it. Where the writer's transaction carried the same effect, nothing
+/// more is recorded.
+@Suite struct ActionEffectsTests {
+    static let schema = """
+        CREATE TABLE lists(id TEXT PRIMARY KEY, name TEXT);
+        CREATE TABLE items(id TEXT PRIMARY KEY, list TEXT REFERENCES lists(id) ON DELETE CASCADE, title TEXT);
+        CREATE TABLE notes(id TEXT PRIMARY KEY, list TEXT REFERENCES lists(id) ON DELETE SET NULL, body TEXT);
+        """
+
+    static func group() throws -> ExchangeGroup {
+        let group = try ExchangeGroup(["a", "b"], schema: schema, preserve: [])
+        _ = try group["a"].store.execute(sql: "INSERT INTO lists VALUES ('l1', 'groceries')")
+        try group.round(prune: false)
+        return group
+    }
+
+    /// A deletes a list and inserts it again in one transaction; B adds an item to it meanwhile.
+    /// The delete cascades into B's item on B only: recorded there, it reaches A too.
+    @Test func aChildCascadedByADeleteAndInsertAgainIsRemovedEverywhere() throws {
+        let group = try Self.group()
+        _ = try group["a"].store.execute(
+            sql: "DELETE FROM lists WHERE id = 'l1'; INSERT INTO lists VALUES ('l1', 'again')")
+        _ = try group["b"].store.execute(sql: "INSERT INTO items VALUES ('i1', 'l1', 'milk')")
+        for _ in 0..<2 { try group.round(prune: false) }
+        #expect(try group.tableDifferences() == [])
+        #expect(try group["a"].tables()["items"]?.rows == [])
+        let listed = try group["b"].store.conflicts().map { "\($0.table) \($0.kind)" }
+        #expect(listed == ["items removed"], "\(listed)")
+        for name in group.names {
+            #expect(try group[name].store.rowDigest().digest == (try group[name].tables().rowDigest), "\(name)")
+        }
+    }
+
+    /// B pulls A's delete of a list before it publishes the note it added to it: `SET NULL`
+    /// empties the note's list on B, and A, which applies the note after, ends the same.
+    @Test func aChildSetToNullByAMergedDeleteIsSetToNullEverywhere() throws {
+        let group = try Self.group()
+        _ = try group["a"].store.execute(sql: "DELETE FROM lists WHERE id = 'l1'")
+        try group.push("a")
+        _ = try group["b"].store.execute(sql: "INSERT INTO notes VALUES ('n1', 'l1', 'remember')")
+        try group.pull("b", prune: false)
+        let pulled = try group.round(prune: false)
+        let warnings = pulled.values.flatMap(\.warnings)
+        #expect(warnings.isEmpty, "\(warnings)")
+        #expect(try group.tableDifferences() == [])
+        #expect(try group["a"].tables()["notes"]?.rows == [[.text("n1"), .null, .text("remember")]])
+        let own = try group["b"].store.fetchHistory().filter { $0.origin == group["b"].id }
+        #expect(own.map(\.contextName) == [nil, "action"])
+        #expect(own.last?.changes.map(\.updatedColumns) == [["list"]])
+    }
+
+    /// A deletes a list whose item and note both replicas hold: A's transaction carries what its
+    /// actions did, so B records nothing of its own and lists no conflict.
+    @Test func anActionTheWriterCarriedIsNotRecordedAgain() throws {
+        let group = try Self.group()
+        _ = try group["a"].store.execute(
+            sql: "INSERT INTO items VALUES ('i1', 'l1', 'milk'); INSERT INTO notes VALUES ('n1', 'l1', 'remember')")
+        try group.round(prune: false)
+        _ = try group["a"].store.execute(sql: "DELETE FROM lists WHERE id = 'l1'")
+        try group.round(prune: false)
+        #expect(try group.tableDifferences() == [])
+        #expect(try group["b"].tables()["notes"]?.rows == [[.text("n1"), .null, .text("remember")]])
+        #expect(try group["b"].store.fetchHistory().filter { $0.origin == group["b"].id }.isEmpty)
+        #expect(try group["b"].store.conflicts().isEmpty)
+    }
+}

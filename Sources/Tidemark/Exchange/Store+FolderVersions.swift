@@ -6,34 +6,38 @@ extension Store {
     /// Takes on the schema versions the members publishing in `exchange` have made and this
     /// store's tables already have (Protocol/schema.md §5, taking on versions): a store created
     /// from the app's newer schema, before it applies a file or publishes one. It reads the
-    /// header of each trusted member's newest bundle and snapshot there; the file whose lineage
-    /// extends this store's the furthest is verified whole before its versions are taken on. Its
+    /// header of each trusted member's newest bundle and snapshot there, and takes the versions
+    /// of the one whose lineage extends this store's the furthest among those that verify whole
+    /// (a header alone is not signed; a copy cut short gives way to another file). Its
     /// own transactions not yet published are relabeled as written under the last of them, so
     /// that none goes out under a version that lacks its columns, and bundles written before
     /// those versions (which name the tables as they were) apply. Returns the versions taken on.
     func takeOnFolderVersions(in exchange: ExchangeFolder, key: KeyFile) throws -> [Schema.Version] {
         let ours = try lineage()
         let trusted = Set(try peers().map(\.id))
-        var best: (file: ExchangeFolder.File, lineage: [Schema.Version])?
+        var candidates: [(file: ExchangeFolder.File, lineage: [Schema.Version])] = []
         for member in try exchange.replicaFolders(except: replica.id) where trusted.contains(member) {
             var files = try exchange.bundles(of: member).suffix(1).map(\.file)
             let snapshot = ExchangeFolder.File(replica: member, name: ExchangeFolder.snapshotName)
             if try exchange.contains(snapshot.name, of: member) { files.append(snapshot) }
             for file in files {
                 guard let header = try? exchange.signedHeader(of: file, identity: key.envelopeIdentity),
-                    header.lineage.count > max(ours.count, best?.lineage.count ?? 0),
-                    Self.extends(header.lineage, ours)
+                    header.lineage.count > ours.count, Self.extends(header.lineage, ours)
                 else { continue }
-                best = (file, header.lineage)
+                candidates.append((file, header.lineage))
             }
         }
-        guard let best, let versions = Self.satisfied(Array(best.lineage[ours.count...]), by: registrations.all) else {
-            return []
+        // The longest first; one that does not verify (a copy cut short) gives way to the next.
+        var versions: [Schema.Version]?
+        for candidate in candidates.sorted(by: { $0.lineage.count > $1.lineage.count }) {
+            guard let satisfied = Self.satisfied(Array(candidate.lineage[ours.count...]), by: registrations.all),
+                satisfied.count > versions?.count ?? 0,
+                let verified = try? Self.verifiedHeader(of: candidate.file, in: exchange, key: key),
+                Self.extends(verified.lineage, ours + satisfied)
+            else { continue }
+            versions = satisfied
         }
-        // A header alone is not signed: take versions on only from a file verified whole.
-        guard let verified = try? Self.verifiedHeader(of: best.file, in: exchange, key: key),
-            Self.extends(verified.lineage, ours + versions)
-        else { return [] }
+        guard let versions else { return [] }
         return try mappingErrors {
             try database.write { db in
                 try registrations.refresh(db)

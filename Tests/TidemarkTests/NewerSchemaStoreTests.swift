@@ -180,4 +180,24 @@ import TidemarkTestSupport
         let header = try ExchangeGroup.header(of: copy)
         #expect([1, 2].map { header.schemaPosition(of: n.id, sequence: $0) } == [v2.position, v2.position])
     }
+
+    /// The same with a column the initial schema lacks: the export refuses rather than leave the
+    /// column's value out (a copy without it would differ from the one published).
+    @Test func aColumnPublishedUnderTheInitialSchemaIsAnErrorNotAValueLeftOut() throws {
+        let group = try ExchangeGroup(["a"], schema: Self.v1, preserve: [])
+        let addNote = Store.Migration(sql: "ALTER TABLE items ADD COLUMN note TEXT DEFAULT 'none'")
+        _ = try group["a"].store.migrate(addNote)
+        _ = try group["a"].store.execute(sql: "INSERT INTO items(id, name, note) VALUES ('a1', 'one', 'from a')")
+        try group.push("a")
+        let n = try group.add(
+            "n", schema: "CREATE TABLE items(id TEXT PRIMARY KEY, name TEXT, note TEXT DEFAULT 'none');")
+        _ = try n.store.execute(sql: "INSERT INTO items(id, name, note) VALUES ('n1', 'two', 'from n')")
+        let alone = group.directory.file("alone")
+        try FileManager.default.createDirectory(atPath: alone, withIntermediateDirectories: true)
+        _ = try n.store.push(to: alone, key: n.key)
+        _ = try group.pull("n", prune: false)
+        #expect(throws: ExchangeError.unnamedHistory(origin: "n", sequence: 1, position: 0)) {
+            try group.push("n")
+        }
+    }
 }

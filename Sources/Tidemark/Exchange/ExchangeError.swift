@@ -27,9 +27,10 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Two different histories claim the same origin sequence numbers.
     case historyFork(path: String, origin: String, sequence: Int64)
     /// This store's history holds a transaction (of `origin`, number `sequence`) that changes a
-    /// table the schema version it was written under (`position`) does not track: one this store
-    /// wrote and published under its initial schema before it took on the versions its tables
-    /// already had (a store created from the app's newer schema). No file can carry it.
+    /// table or column the schema version it was written under (`position`) does not have: one
+    /// written before the store took on the versions its tables already had (a store created from
+    /// the app's newer schema), published under that version, or ahead of every member's version.
+    /// No file can carry it whole.
     case unnamedHistory(origin: String, sequence: Int64, position: Int)
     /// The bundle was written under a schema version (`theirs`) that follows the same predecessor
     /// as this store's own version at that position (`ours`): the two replicas made different
@@ -91,10 +92,10 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
             return "\(p): replica \(o)'s transaction #\(s) differs from the one this store holds"
         case .unnamedHistory(let o, let s, let position):
             return
-                "transaction #\(s) of \(o) changes a table that "
+                "transaction #\(s) of \(o) changes a table or column that "
                 + (position == 0 ? "the initial schema" : "schema v\(position)")
-                + ", which it was written under, does not track: it was published before this store took on the "
-                + "versions its tables had, and no bundle can carry it"
+                + ", which it was written under, does not have, so no bundle can carry it whole: it was written "
+                + "before the group's versions that have them reached this store"
         case .schemaFork(let p, let ours, let theirs):
             return
                 "\(p): schema lineage fork: the bundle was written under schema \(theirs) (\(theirs.change)), but this store made "
@@ -140,7 +141,8 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
         case .missingPrerequisites: return "import the bundles it depends on first (pull applies them in order)"
         case .unnamedHistory:
             return
-                "this store cannot publish that history: make a new store from a member's snapshot and write its rows there"
+                "if no member has made the version that has them yet, push again once one has published it; "
+                + "if this transaction was published already, make a new store from a member's snapshot and write its rows there"
         case .restoredFromOlderCopy:
             return
                 "continuing would reuse sequence numbers; move this store aside and create a new replica (a new name and key), then pull (see README, 'Restoring a store')"

@@ -310,11 +310,12 @@ struct ExportPlan {
             try changes.bind(first, at: 1)
             try changes.bind(last, at: 2)
             while try changes.step() {
-                guard let decoded = decoder.decode(changes, position: row[8]) else {
+                guard let decoded = decoder.decode(changes, position: row[8], whole: true) else {
                     let origin = try row.decode(Replica.ID.self, atIndex: 0)
-                    throw ExchangeError.unnamedHistory(
-                        origin: origin == store.replica.id ? store.replica.name : origin.short, sequence: row[1],
-                        position: row[8])
+                    let name =
+                        origin == store.replica.id
+                        ? store.replica.name : try Store.peers(db).first { $0.id == origin }?.name ?? origin.short
+                    throw ExchangeError.unnamedHistory(origin: name, sequence: row[1], position: row[8])
                 }
                 try encoder.add(decoded)
                 counts.1 += 1

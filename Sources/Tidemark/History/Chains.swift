@@ -78,7 +78,7 @@ struct Chains {
             try changes.bind(row[5] as Int64, at: 1)
             try changes.bind(row[6] as Int64, at: 2)
             while try changes.step() {
-                guard let change = decoder.decode(changes, position: position) else {
+                guard let change = decoder.decode(changes, position: position, whole: true) else {
                     throw ExchangeError.unnamedHistory(origin: store.replica.name, sequence: row[0], position: position)
                 }
                 list.append(change)

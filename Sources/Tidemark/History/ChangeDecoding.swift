@@ -52,10 +52,15 @@ struct ChangeDecoder {
     /// written under `position`; `folded` is false for one of this replica's transactions the fold
     /// has not reached, whose changes have no generation yet (0). Values are read as stored, text
     /// with every byte (GRDB's rows cut text at a NUL character).
-    func decode(_ statement: RawStatement, position: Int, folded: Bool = true) -> History.Change? {
+    /// With `whole`, a change that carries a column its version does not name is nil too: a
+    /// bundle or a chain hash must carry the change whole or not at all.
+    func decode(_ statement: RawStatement, position: Int, folded: Bool = true, whole: Bool = false)
+        -> History.Change?
+    {
         decode(
             tableID: statement.int64(0), opCode: statement.int64(1), mask: layout.mask(statement),
-            generation: !folded ? 0 : statement.isNull(2) ? nil : statement.int64(2), position: position
+            generation: !folded ? 0 : statement.isNull(2) ? nil : statement.int64(2), position: position,
+            whole: whole
         ) {
             statement.value(Int32(layout.valueIndex($0)))
         }
@@ -64,13 +69,14 @@ struct ChangeDecoder {
     /// `generation` is the stored one: nil stands for the change kind's default
     /// (`Bookkeeping.Op.defaultGeneration`).
     private func decode(
-        tableID: Int64, opCode: Int64, mask: ColumnMask, generation stored: Int64?, position: Int,
+        tableID: Int64, opCode: Int64, mask: ColumnMask, generation stored: Int64?, position: Int, whole: Bool,
         value: (Int) -> SQLValue
     )
         -> History.Change?
     {
         guard let op = Bookkeeping.Op(rawValue: opCode), op != .marker,
-            let plan = plans.plan(for: Shape(position: position, tableID: tableID, mask: mask), naming)
+            let plan = plans.plan(for: Shape(position: position, tableID: tableID, mask: mask), naming),
+            !whole || plan.namesEveryColumn
         else { return nil }
         let generation = stored ?? op.defaultGeneration
         func columns(_ list: [Plans.Plan.Column]) -> [History.Column] {
@@ -128,6 +134,8 @@ private final class Plans {
         /// `carried` and `updated` in ascending bytewise order of name.
         var carriedByName: [Column]
         var updatedByName: [Column]
+        /// Whether the version names every column the change carries.
+        var namesEveryColumn: Bool
     }
 
     private var byShape: [Shape: Plan] = [:]
@@ -151,7 +159,8 @@ private final class Plans {
         }
         let plan = Plan(
             table: table.name, key: table.keySlots.map { (slot: $0, name: table.columns[$0] ?? "") },
-            carried: carried, updated: updated, carriedByName: byName(carried), updatedByName: byName(updated))
+            carried: carried, updated: updated, carriedByName: byName(carried), updatedByName: byName(updated),
+            namesEveryColumn: carried.count == mask.words.reduce(0) { $0 + $1.nonzeroBitCount })
         // A history of many masks keeps the most recent ones.
         if byShape.count >= 1024 { byShape.removeAll(keepingCapacity: true) }
         byShape[shape] = plan

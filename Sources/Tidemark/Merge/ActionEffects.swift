@@ -30,8 +30,9 @@ final class ActionEffects {
     let children: [String: TrackedTable]
     /// The tables (lowercased) whose deletes and updates may set an action off.
     private let parents: Set<String>
-    /// The rows changed, in the order first changed, with their values before.
-    private var changed: [Row: Int] = [:]
+    /// The rows changed so far.
+    private var changed: Set<Row> = []
+    /// What the actions did, in the order the rows were first changed.
     private(set) var effects: [Effect] = []
     /// Per changed row, the columns (by index) the merge wrote after the first change.
     private var mergedColumns: [Row: Set<Int>] = [:]
@@ -53,12 +54,15 @@ final class ActionEffects {
     /// Whether a delete or update of `table` is watched for the actions it sets off.
     func watches(_ table: TrackedTable) -> Bool { connection != nil && parents.contains(table.name.lowercased()) }
 
+    /// Whether an action changed any row so far.
+    var changedAny: Bool { !changed.isEmpty }
+
     /// Notes that the merge wrote `columns` (by index; nil for the whole row: a delete, or a new
     /// life) of row `key` of `table`.
     func noteMerged(_ table: TrackedTable, key: [SQLValue], columns: [Int]?) {
         guard !changed.isEmpty else { return }
         let row = Row(table: table.name, key: key)
-        guard changed[row] != nil else { return }
+        guard changed.contains(row) else { return }
         if let columns { mergedColumns[row, default: []].formUnion(columns) } else { mergedWhole.insert(row) }
     }
 
@@ -76,8 +80,7 @@ final class ActionEffects {
     func note(_ table: TrackedTable, before: [SQLValue]) {
         let key = table.keyIndexes.map { before[$0] }
         let row = Row(table: table.name, key: key)
-        guard changed[row] == nil else { return }
-        changed[row] = effects.count
+        guard changed.insert(row).inserted else { return }
         effects.append(Effect(table: table, key: key, before: before))
     }
 }

@@ -182,7 +182,7 @@ final class RowAccess {
         }
         guard try newRowInsert!.insertUnlessRefused(values, count: count) else { return false }
         touched?.note(table, rows: values, count: count)
-        if let effects {
+        if let effects, effects.changedAny {
             let width = table.columns.count
             for row in 0..<count {
                 effects.noteMerged(table, key: table.keyIndexes.map { values[row * width + $0] }, columns: nil)

@@ -283,39 +283,33 @@ struct BundleApplier {
     /// of this replica (`MergeEngine.settleActionEffects`), and folds it, as a write of this
     /// replica's own made now.
     private func sealActionUpdates(_ updates: [History.Change]) throws {
-        guard !updates.isEmpty else { return }
+        guard try sealOwn(updates, contextName: Self.actionContext) != nil else { return }
+        try LocalFold(db: db, store: store).run()
+    }
+
+    /// Records `changes` as one transaction of this replica, with author `tidemark` and
+    /// `contextName`, after what the import recorded; nil when there are none.
+    private func sealOwn(_ changes: [History.Change], contextName: String) throws -> Sealer.Sealed? {
+        guard !changes.isEmpty else { return nil }
         var last = try Sealer.lastChangeID(db)
-        for change in updates {
+        for change in changes {
             last += 1
             try history.record(
                 change, as: try translations.translation(of: change.table, at: context.lineage.count, path: path),
                 id: last)
         }
         try history.flush()
-        _ = try Sealer.seal(
+        return try Sealer.seal(
             db, replica: store.replica.id, clock: store.options.clock,
-            as: .init(author: Self.systemAuthor, contextName: Self.actionContext, processID: store.options.processID))
-        try LocalFold(db: db, store: store).run()
+            as: .init(author: Self.systemAuthor, contextName: contextName, processID: store.options.processID))
     }
 
     /// Seals the resolver's system deletes as one transaction of this replica, already folded
     /// (their row metadata was written as they were made).
     private func sealResolutions(_ deletes: [History.Change]) throws {
         // Imported changes belong to their transactions already; what follows is this replica's own.
-        var last = try Sealer.lastChangeID(db)
-        try ReplicaState.setSealedThrough(last, db)
-        guard !deletes.isEmpty else { return }
-        for change in deletes {
-            last += 1
-            try history.record(
-                change, as: try translations.translation(of: change.table, at: context.lineage.count, path: path),
-                id: last)
-        }
-        try history.flush()
-        let sealed = try Sealer.seal(
-            db, replica: store.replica.id, clock: store.options.clock,
-            as: .init(author: Self.systemAuthor, contextName: Self.systemContext, processID: store.options.processID))
-        if let sealed {
+        try ReplicaState.setSealedThrough(try Sealer.lastChangeID(db), db)
+        if let sealed = try sealOwn(deletes, contextName: Self.systemContext) {
             try ReplicaState.setFolded(through: sealed.sequence, db)
         }
     }

@@ -155,7 +155,8 @@ import TidemarkTestSupport
     }
 
     /// Transactions it published keep the version they went out under when it takes another on:
-    /// a file holds them so, and every copy must say the same.
+    /// a file holds them so, and every copy must say the same. (Published where no member's file
+    /// could show it was ahead of the group.)
     @Test func publishedTransactionsKeepTheirVersion() throws {
         let group = try ExchangeGroup(["a"], schema: Self.v1, preserve: [])
         let v2 = try #require(try group["a"].store.migrate(Self.v2).version)
@@ -165,7 +166,10 @@ import TidemarkTestSupport
             "n", schema: Self.newest.replacingOccurrences(of: "label TEXT", with: "label TEXT, prio INTEGER"))
         _ = try n.store.execute(sql: "INSERT INTO items(id, title) VALUES ('n1', 'one')")
         _ = try n.store.execute(sql: "INSERT INTO items(id, title) VALUES ('n2', 'two')")
-        try group.push("n")
+        _ = try group.pull("n", prune: false)
+        let elsewhere = group.directory.file("elsewhere")
+        try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
+        _ = try n.store.push(to: elsewhere, key: n.key)
         let v3 = try #require(
             try group["a"].store.migrate(Store.Migration(sql: "ALTER TABLE tags ADD COLUMN prio INTEGER")).version)
         _ = try group["a"].store.execute(sql: "INSERT INTO tags VALUES ('t2', 'a', 1)")
@@ -173,12 +177,12 @@ import TidemarkTestSupport
         #expect(try group.pull("n", prune: false).imported.flatMap(\.adoptedVersions) == [v3])
         let own = try n.store.fetchHistory().filter { $0.origin == n.id }
         #expect(own.map(\.schemaVersion) == [v2, v2])
-        // A copy of them in another folder reads as the first did.
-        let elsewhere = group.directory.file("elsewhere")
-        try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
-        let copy = try #require(try n.store.push(to: elsewhere, key: n.key).path)
+        // A copy of them in the group's folder reads as the first did.
+        let copy = try #require(try group.push("n").path)
         let header = try ExchangeGroup.header(of: copy)
         #expect([1, 2].map { header.schemaPosition(of: n.id, sequence: $0) } == [v2.position, v2.position])
+        #expect(try group.pull("a", prune: false).warnings.isEmpty)
+        #expect(try group.tableDifferences().isEmpty)
     }
 
     /// The same with a column the initial schema lacks: the export refuses rather than leave the
@@ -199,5 +203,35 @@ import TidemarkTestSupport
         #expect(throws: ExchangeError.unnamedHistory(origin: "n", sequence: 1, position: 0)) {
             try group.push("n")
         }
+    }
+
+    /// Created from a release the group has not reached: its writes name a column no member has,
+    /// so its push publishes nothing and says why, until a member publishes that version; then
+    /// they go out under it.
+    @Test func aStoreAheadOfTheGroupWaitsForItsVersion() throws {
+        let group = try ExchangeGroup(["a"], schema: Self.v1, preserve: [])
+        _ = try group["a"].store.execute(sql: "INSERT INTO items(id, name) VALUES ('a1', 'one')")
+        try group.push("a")
+        let n = try group.add(
+            "n", schema: "CREATE TABLE items(id TEXT PRIMARY KEY, name TEXT, note TEXT DEFAULT 'none');")
+        _ = try n.store.execute(sql: "INSERT INTO items(id, name, note) VALUES ('n1', 'two', 'from n')")
+        #expect(throws: ExchangeError.aheadOfGroup(path: group.folder, names: ["items.note"])) {
+            try group.push("n")
+        }
+        #expect(!group.files.contains { $0.hasPrefix(n.id.description + "/") && $0.hasSuffix(".tmb") })
+        #expect(try group.pull("n", prune: false).warnings.isEmpty)
+        let addNote = Store.Migration(sql: "ALTER TABLE items ADD COLUMN note TEXT DEFAULT 'none'")
+        let version = try #require(try group["a"].store.migrate(addNote).version)
+        _ = try group["a"].store.execute(sql: "INSERT INTO items(id, name, note) VALUES ('a2', 'three', 'from a')")
+        try group.push("a")
+        try group.push("n")
+        #expect(try n.store.status().lineage == [version])
+        for name in ["a", "n"] {
+            #expect(try group.pull(name, prune: false).warnings.isEmpty, "\(name)")
+        }
+        #expect(try group.tableDifferences().isEmpty)
+        #expect(
+            try group["a"].store.execute(sql: "SELECT note FROM items WHERE id = 'n1'").0[0].rows == [[.text("from n")]]
+        )
     }
 }

@@ -32,6 +32,11 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
     /// the app's newer schema), published under that version, or ahead of every member's version.
     /// No file can carry it whole.
     case unnamedHistory(origin: String, sequence: Int64, position: Int)
+    /// This store replicates tables or columns (`names`, `t.c` or a table) that the members'
+    /// newest files at `path`, written under the same schema version, do not have: it was created
+    /// from a newer schema than the group's (an app's later release), and no member could apply
+    /// its writes. Nothing was published.
+    case aheadOfGroup(path: String, names: [String])
     /// The bundle was written under a schema version (`theirs`) that follows the same predecessor
     /// as this store's own version at that position (`ours`): the two replicas made different
     /// migrations (Protocol/schema.md §5). Nothing was applied.
@@ -90,6 +95,11 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
                 "\(p): holds this replica's transactions up to #\(has) but the store has only #\(have): the store was restored from an older copy"
         case .historyFork(let p, let o, let s):
             return "\(p): replica \(o)'s transaction #\(s) differs from the one this store holds"
+        case .aheadOfGroup(let p, let names):
+            let listed = names.prefix(10).joined(separator: ", ") + (names.count > 10 ? ", …" : "")
+            return
+                "\(p): this store has \(listed), which the members' files there do not: it was created from a newer "
+                + "schema than the group's, and its writes wait until a member publishes a version that has them; nothing was pushed"
         case .unnamedHistory(let o, let s, let position):
             return
                 "transaction #\(s) of \(o) changes a table or column that "
@@ -139,6 +149,8 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unknownSigner(_, _, let k): return "if you trust it, add its public key with Store.addPeer: \(k)"
         case .unknownOrigin: return "add that replica's public key with Store.addPeer (ask its owner for it)"
         case .missingPrerequisites: return "import the bundles it depends on first (pull applies them in order)"
+        case .aheadOfGroup:
+            return "push again once the other devices have upgraded to this schema and pushed or pulled since"
         case .unnamedHistory:
             return
                 "if no member has made the version that has them yet, push again once one has published it; "

@@ -93,7 +93,9 @@ extension Store {
                         try Self.rowDigest(db, tables: replicatedTables), try Self.currentToken(db),
                         try SchemaLineage.position(db)
                     ) : nil
-                return (try Chains(db: db, store: self).own(through: since[own]), digest)
+                // A watermark carries no transactions: its own are not hashed for it, which would
+                // fix the version they are labeled with before any of them is published.
+                return (kind == .watermark ? nil : try Chains(db: db, store: self).own(through: since[own]), digest)
             }
         }
         let temporary = FilePaths.folder(of: path) + "/.tmp-\(UUID().uuidString)"
@@ -103,7 +105,8 @@ extension Store {
         do {
             (summary, ownHead) = try mappingErrors {
                 try database.read { db in
-                    let plan = try ExportPlan(db: db, store: self, since: since, ownPrevious: ownPrevious)
+                    let plan = try ExportPlan(
+                        db: db, store: self, since: since, ownPrevious: ownPrevious, withRanges: kind != .watermark)
                     // A digest describes its token and schema version only: one written or
                     // migrated meanwhile is left out.
                     return try write(
@@ -217,7 +220,9 @@ struct ExportPlan {
     /// names them so: Protocol/exchange.md §8.3).
     var currentTables: [BundleHeader.TableSchema] { naming.header(positions: schemaPosition...schemaPosition) }
 
-    init(db: Database, store: Store, since: History.Token, ownPrevious: [UInt8]?) throws {
+    /// `withRanges` false for a watermark, which carries no transactions: `ownPrevious` is then
+    /// not needed (nor computed: it would fix the version of own transactions not published).
+    init(db: Database, store: Store, since: History.Token, ownPrevious: [UInt8]?, withRanges: Bool = true) throws {
         self.db = db
         self.store = store
         self.since = since
@@ -243,7 +248,7 @@ struct ExportPlan {
             if let head = row[4] as Data?, let signature = row[5] as Data? {
                 heads[origin] = ([UInt8](head), [UInt8](signature))
             }
-            guard maxSeq > since[origin] else { continue }
+            guard withRanges, maxSeq > since[origin] else { continue }
             let first = since[origin] + 1
             let previous = origin == own ? ownPrevious : try Chains(db: db, store: store).held(origin, after: first - 1)
             let key = origin == own ? ownKey : (row[3] as Data?).map { [UInt8]($0) }

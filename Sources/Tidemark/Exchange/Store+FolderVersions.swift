@@ -14,19 +14,10 @@ extension Store {
     /// those versions (which name the tables as they were) apply. Returns the versions taken on.
     func takeOnFolderVersions(in exchange: ExchangeFolder, key: KeyFile) throws -> [Schema.Version] {
         let ours = try lineage()
-        let trusted = Set(try peers().map(\.id))
-        var candidates: [(file: ExchangeFolder.File, lineage: [Schema.Version])] = []
-        for member in try exchange.replicaFolders(except: replica.id) where trusted.contains(member) {
-            var files = try exchange.bundles(of: member).suffix(1).map(\.file)
-            let snapshot = ExchangeFolder.File(replica: member, name: ExchangeFolder.snapshotName)
-            if try exchange.contains(snapshot.name, of: member) { files.append(snapshot) }
-            for file in files {
-                guard let header = try? exchange.signedHeader(of: file, identity: key.envelopeIdentity),
-                    header.lineage.count > ours.count, Self.extends(header.lineage, ours)
-                else { continue }
-                candidates.append((file, header.lineage))
+        let candidates: [(file: ExchangeFolder.File, lineage: [Schema.Version])] =
+            try newestHeaders(in: exchange, key: key).compactMap { file, header in
+                header.lineage.count > ours.count && Self.extends(header.lineage, ours) ? (file, header.lineage) : nil
             }
-        }
         // The longest first; one that does not verify (a copy cut short) gives way to the next.
         var versions: [Schema.Version]?
         for candidate in candidates.sorted(by: { $0.lineage.count > $1.lineage.count }) {
@@ -49,6 +40,53 @@ extension Store {
                 return try SchemaLineage.adopt(db, versions, registrations: registrations, store: self)
             }
         }
+    }
+
+    /// The tables and columns this store replicates that the trusted members' newest files in
+    /// `exchange`, written under its current version, do not name (`t.c`, or a table's name):
+    /// a store created from a schema the group has not reached yet, whose writes no member could
+    /// read. Empty when they name them all, or when no such file tells (none readable, or none of
+    /// that version).
+    func namesAheadOf(_ exchange: ExchangeFolder, key: KeyFile) throws -> [String] {
+        let ours = try lineage()
+        let current = try newestHeaders(in: exchange, key: key).map(\.header).filter {
+            $0.lineage.map(\.id) == ours.map(\.id)
+        }
+        guard !current.isEmpty else { return [] }
+        var known: [String: Set<String>] = [:]
+        for header in current {
+            for table in header.tables { known[table.name, default: []].formUnion(table.columns) }
+        }
+        var ahead: [String] = []
+        for table in replicatedTables where !table.name.hasPrefix(Bookkeeping.prefix) {
+            guard let columns = known[table.name] else {
+                ahead.append(table.name)
+                continue
+            }
+            ahead += table.columns.filter { !columns.contains($0) }.map { "\(table.name).\($0)" }
+        }
+        return ahead
+    }
+
+    /// The headers of each trusted member's newest bundle and snapshot in `exchange`, where they
+    /// can be read (not verified).
+    private func newestHeaders(in exchange: ExchangeFolder, key: KeyFile) throws -> [(
+        file: ExchangeFolder.File, header: BundleHeader
+    )] {
+        let trusted = Set(try peers().map(\.id))
+        var headers: [(file: ExchangeFolder.File, header: BundleHeader)] = []
+        for member in try exchange.replicaFolders(except: replica.id) where trusted.contains(member) {
+            var files = try exchange.bundles(of: member).suffix(1).map(\.file)
+            let snapshot = ExchangeFolder.File(replica: member, name: ExchangeFolder.snapshotName)
+            if try exchange.contains(snapshot.name, of: member) { files.append(snapshot) }
+            for file in files {
+                guard let header = try? exchange.signedHeader(of: file, identity: key.envelopeIdentity) else {
+                    continue
+                }
+                headers.append((file, header))
+            }
+        }
+        return headers
     }
 
     /// Whether `lineage` starts with every version of `ours`.

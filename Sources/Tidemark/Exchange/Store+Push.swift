@@ -48,8 +48,11 @@ extension Store {
             _ = try readWatermarks(in: exchange, recorded: recorded, failures: &unread, key: key)
             try checkNotRestored()
             // A store created from the app's newer schema that has not pulled yet: its own
-            // transactions go out under the versions the members have made.
+            // transactions go out under the versions the members have made, and not before the
+            // members have what they name.
             _ = try takeOnFolderVersions(in: exchange, key: key)
+            let ahead = try namesAheadOf(exchange, key: key)
+            if !ahead.isEmpty { throw ExchangeError.aheadOfGroup(path: location, names: ahead) }
         }
         let current = try currentToken()
         var since = History.Token.zero

@@ -71,4 +71,27 @@ import TidemarkTestSupport
         #expect(try group["b"].store.fetchHistory().filter { $0.origin == group["b"].id }.isEmpty)
         #expect(try group["b"].store.conflicts().isEmpty)
     }
+
+    /// A deletes a parent it holds no child of; B adds a child whose `ON DELETE SET NULL` column
+    /// is NOT NULL. Merging the delete on B breaks that constraint through the action: the child
+    /// is settled as a conflict, and the pull goes through.
+    @Test func anActionThatBreaksAConstraintSettlesTheChild() throws {
+        let group = try ExchangeGroup(
+            ["a", "b"],
+            schema: """
+                CREATE TABLE p(id TEXT PRIMARY KEY);
+                CREATE TABLE c(id TEXT PRIMARY KEY, pid TEXT NOT NULL REFERENCES p(id) ON DELETE SET NULL);
+                """, preserve: [])
+        _ = try group["a"].store.execute(sql: "INSERT INTO p VALUES ('p1')")
+        try group.round(prune: false)
+        _ = try group["a"].store.execute(sql: "DELETE FROM p")
+        _ = try group["b"].store.execute(sql: "INSERT INTO c VALUES ('c1', 'p1')")
+        for _ in 0..<2 {
+            let pulled = try group.round(prune: false)
+            #expect(pulled.values.flatMap(\.warnings).isEmpty, "\(pulled.values.flatMap(\.warnings))")
+        }
+        #expect(try group.tableDifferences() == [])
+        #expect(try group["b"].tables()["c"]?.rows == [])
+        #expect(try group["b"].store.conflicts().map(\.kind) == ["foreign_key"])
+    }
 }

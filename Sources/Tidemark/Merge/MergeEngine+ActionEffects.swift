@@ -34,4 +34,27 @@ extension MergeEngine {
         }
         return updates
     }
+
+    /// Deletes row `key` of `target`. Where that breaks a constraint, the app's foreign-key
+    /// actions on its children did (`SET NULL` into a NOT NULL column, say: the delete itself
+    /// breaks none): the children are system-deleted first, listed with the error, and the row
+    /// deleted again (merge.md §5.6).
+    mutating func deleteSettlingActions(key: [SQLValue], in target: Target) throws {
+        do {
+            try target.rows.delete(key: key)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+            guard let values = try target.rows.values(key: key) else { throw error }
+            let children = try resolver.foreignKeys.children(of: target.table, values: values)
+            guard !children.isEmpty else { throw error }
+            try flushNewRows()
+            for child in children where child.table.name != target.table.name || child.key != key {
+                try resolver.systemDelete(
+                    table: child.table, key: child.key, values: child.values, kind: .foreignKey,
+                    detail:
+                        "a foreign-key action on it broke a constraint when a merged change deleted its row of '\(child.parent)': \(error.message ?? "\(error)")"
+                )
+            }
+            try target.rows.delete(key: key)
+        }
+    }
 }

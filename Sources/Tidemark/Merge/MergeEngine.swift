@@ -105,7 +105,7 @@ struct MergeEngine {
             // The batch may have deferred this row.
             if deferred.join(change) { return }
         }
-        let (table, store, access) = (target.table, target.metadata, target.rows)
+        let (table, store) = (target.table, target.metadata)
         var known = try store.fetch(db, key: key)
         if generation < known.generation {
             if change.type != .delete, !target.isInternal, try discarded.isRetired(clock.origin) {
@@ -126,7 +126,7 @@ struct MergeEngine {
                 how: change.type == .delete ? "deleted the row" : "wrote a later life of the row")
             known.startLife(generation)
             if change.type == .delete {
-                try access.delete(key: key)
+                try deleteSettlingActions(key: key, in: target)
                 digests.noteMerged(table)
                 known.rowHash = nil
                 try store.save(db, key: key, &known)
@@ -206,7 +206,7 @@ struct MergeEngine {
         } else {
             try flushNewRows()
         }
-        let (table, store, access) = (target.table, target.metadata, target.rows)
+        let (table, store) = (target.table, target.metadata)
         var known = try store.fetch(db, key: key)
         if state.generation < known.generation { return }
         var winners: [(Int, SQLValue)]
@@ -216,7 +216,7 @@ struct MergeEngine {
                 how: state.generation % 2 == 0 ? "holds the row deleted" : "holds a later life of the row")
             known.startLife(state.generation)
             if state.generation % 2 == 0 {
-                try access.delete(key: key)
+                try deleteSettlingActions(key: key, in: target)
                 digests.noteMerged(table)
                 known.rowHash = nil
                 try store.save(db, key: key, &known)

@@ -12,10 +12,13 @@ extension Store {
     /// own transactions not yet published are relabeled as written under the last of them, so
     /// that none goes out under a version that lacks its columns, and bundles written before
     /// those versions (which name the tables as they were) apply. Returns the versions taken on.
-    func takeOnFolderVersions(in exchange: ExchangeFolder, key: KeyFile) throws -> [Schema.Version] {
+    /// `headers` are what `newestHeaders` read, when the caller read them already.
+    func takeOnFolderVersions(in exchange: ExchangeFolder, key: KeyFile, headers: [FolderHeader]? = nil) throws
+        -> [Schema.Version]
+    {
         let ours = try lineage()
         let candidates: [(file: ExchangeFolder.File, lineage: [Schema.Version])] =
-            try newestHeaders(in: exchange, key: key).compactMap { file, header in
+            try (headers ?? newestHeaders(in: exchange, key: key)).compactMap { file, header in
                 header.lineage.count > ours.count && Self.extends(header.lineage, ours) ? (file, header.lineage) : nil
             }
         // The longest first; one that does not verify (a copy cut short) gives way to the next.
@@ -42,14 +45,14 @@ extension Store {
         }
     }
 
-    /// The tables and columns this store replicates that the trusted members' newest files in
-    /// `exchange`, written under its current version, do not name (`t.c`, or a table's name):
+    /// The tables and columns this store replicates that the trusted members' newest files
+    /// (`headers`, from `newestHeaders`), written under its current version, do not name (`t.c`, or a table's name):
     /// a store created from a schema the group has not reached yet, whose writes no member could
     /// read. Empty when they name them all, or when no such file tells (none readable, or none of
     /// that version).
-    func namesAheadOf(_ exchange: ExchangeFolder, key: KeyFile) throws -> [String] {
+    func namesAhead(of headers: [FolderHeader]) throws -> [String] {
         let ours = try lineage()
-        let current = try newestHeaders(in: exchange, key: key).map(\.header).filter {
+        let current = headers.map(\.header).filter {
             $0.lineage.map(\.id) == ours.map(\.id)
         }
         guard !current.isEmpty else { return [] }
@@ -68,13 +71,14 @@ extension Store {
         return ahead
     }
 
+    /// A file of a folder, with its header.
+    typealias FolderHeader = (file: ExchangeFolder.File, header: BundleHeader)
+
     /// The headers of each trusted member's newest bundle and snapshot in `exchange`, where they
     /// can be read (not verified).
-    private func newestHeaders(in exchange: ExchangeFolder, key: KeyFile) throws -> [(
-        file: ExchangeFolder.File, header: BundleHeader
-    )] {
+    func newestHeaders(in exchange: ExchangeFolder, key: KeyFile) throws -> [FolderHeader] {
         let trusted = Set(try peers().map(\.id))
-        var headers: [(file: ExchangeFolder.File, header: BundleHeader)] = []
+        var headers: [FolderHeader] = []
         for member in try exchange.replicaFolders(except: replica.id) where trusted.contains(member) {
             var files = try exchange.bundles(of: member).suffix(1).map(\.file)
             let snapshot = ExchangeFolder.File(replica: member, name: ExchangeFolder.snapshotName)

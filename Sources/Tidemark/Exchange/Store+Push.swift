@@ -50,8 +50,9 @@ extension Store {
             // A store created from the app's newer schema that has not pulled yet: its own
             // transactions go out under the versions the members have made, and not before the
             // members have what they name.
-            _ = try takeOnFolderVersions(in: exchange, key: key)
-            let ahead = try namesAheadOf(exchange, key: key)
+            let headers = try newestHeaders(in: exchange, key: key)
+            _ = try takeOnFolderVersions(in: exchange, key: key, headers: headers)
+            let ahead = try namesAhead(of: headers)
             if !ahead.isEmpty { throw ExchangeError.aheadOfGroup(path: location, names: ahead) }
         }
         let current = try currentToken()

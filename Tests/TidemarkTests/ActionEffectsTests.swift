@@ -94,4 +94,31 @@ import TidemarkTestSupport
         #expect(try group["b"].tables()["c"]?.rows == [])
         #expect(try group["b"].store.conflicts().map(\.kind) == ["foreign_key"])
     }
+    /// A changes the column of a parent that its children reference (`ON UPDATE CASCADE`); B adds
+    /// a child whose CHECK the cascaded value breaks. Merging the update on B settles that child,
+    /// not the parent: the parent's update and its other children survive on every replica.
+    @Test func anUpdateActionThatBreaksAChildsCheckSettlesTheChildNotTheParent() throws {
+        let group = try ExchangeGroup(
+            ["a", "b"],
+            schema: """
+                CREATE TABLE p(id TEXT PRIMARY KEY, code TEXT UNIQUE);
+                CREATE TABLE c(
+                    id TEXT PRIMARY KEY, code TEXT REFERENCES p(code) ON UPDATE CASCADE, kind TEXT,
+                    CHECK (code <> 'bad' OR kind = 'any'));
+                """, preserve: [])
+        _ = try group["a"].store.execute(
+            sql: "INSERT INTO p VALUES ('p1', 'ok'); INSERT INTO c VALUES ('c1', 'ok', 'any')")
+        try group.round(prune: false)
+        _ = try group["a"].store.execute(sql: "UPDATE p SET code = 'bad' WHERE id = 'p1'")
+        _ = try group["b"].store.execute(sql: "INSERT INTO c VALUES ('c2', 'ok', 'strict')")
+        for _ in 0..<2 {
+            let pulled = try group.round(prune: false)
+            #expect(pulled.values.flatMap(\.warnings).isEmpty, "\(pulled.values.flatMap(\.warnings))")
+        }
+        #expect(try group.tableDifferences() == [])
+        #expect(try group["b"].tables()["p"]?.rows == [[.text("p1"), .text("bad")]])
+        #expect(try group["b"].tables()["c"]?.rows == [[.text("c1"), .text("bad"), .text("any")]])
+        let listed = try group["b"].store.conflicts().map { "\($0.table) \($0.key) \($0.kind)" }
+        #expect(listed == [#"c {"id":"c2"} foreign_key"#], "\(listed)")
+    }
 }

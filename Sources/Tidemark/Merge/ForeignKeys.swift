@@ -15,6 +15,10 @@ struct ForeignKeys {
         /// Whether an index of the child table begins with `from`, so that the children of one
         /// parent row are found without a scan.
         let indexed: Bool
+        /// The actions on the children when a parent row is updated or deleted, as SQLite reports
+        /// them (`CASCADE`, `SET NULL`, `SET DEFAULT`, `RESTRICT` or `NO ACTION`).
+        let onUpdate: String
+        let onDelete: String
     }
 
     let db: Database
@@ -37,12 +41,12 @@ struct ForeignKeys {
             let list = try Row.fetchAll(
                 db,
                 sql:
-                    "SELECT id, \"table\", \"from\", \"to\" FROM pragma_foreign_key_list(?) ORDER BY id, seq",
+                    "SELECT id, \"table\", \"from\", \"to\", on_update, on_delete FROM pragma_foreign_key_list(?) ORDER BY id, seq",
                 arguments: [table.name])
-            var byID: [Int: (parent: String, from: [String], to: [String?])] = [:]
+            var byID: [Int: (parent: String, from: [String], to: [String?], onUpdate: String, onDelete: String)] = [:]
             for row in list {
                 let id: Int = row[0]
-                byID[id, default: (row[1], [], [])].from.append(row[2])
+                byID[id, default: (row[1], [], [], row[4], row[5])].from.append(row[2])
                 byID[id]!.to.append(row[3])
             }
             guard !byID.isEmpty else { continue }
@@ -60,7 +64,8 @@ struct ForeignKeys {
                 keys.append(
                     Key(
                         child: table, parent: fk.parent, from: fk.from, to: to,
-                        indexed: indexes.contains { $0.starts(with: from) }))
+                        indexed: indexes.contains { $0.starts(with: from) }, onUpdate: fk.onUpdate.uppercased(),
+                        onDelete: fk.onDelete.uppercased()))
             }
         }
         self.keys = keys

@@ -37,24 +37,56 @@ extension MergeEngine {
 
     /// Deletes row `key` of `target`. Where that breaks a constraint, the app's foreign-key
     /// actions on its children did (`SET NULL` into a NOT NULL column, say: the delete itself
-    /// breaks none): the children are system-deleted first, listed with the error, and the row
+    /// breaks none): those children are settled first (`settleActionClashes`), and the row
     /// deleted again (merge.md §5.6).
     mutating func deleteSettlingActions(key: [SQLValue], in target: Target) throws {
         do {
             try target.rows.delete(key: key)
         } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
-            guard let values = try target.rows.values(key: key) else { throw error }
-            let children = try resolver.foreignKeys.children(of: target.table, values: values)
-            guard !children.isEmpty else { throw error }
-            try flushNewRows()
-            for child in children where child.table.name != target.table.name || child.key != key {
-                try resolver.systemDelete(
-                    table: child.table, key: child.key, values: child.values, kind: .foreignKey,
-                    detail:
-                        "a foreign-key action on it broke a constraint when a merged change deleted its row of '\(child.parent)': \(error.message ?? "\(error)")"
-                )
-            }
+            guard let values = try target.rows.values(key: key),
+                try settleActionClashes(of: target.table, key: key, before: values, after: nil, error: error)
+            else { throw error }
             try target.rows.delete(key: key)
         }
+    }
+
+    /// Where a merged write of row `key` of `table` (holding `before`, every column in order)
+    /// as `after` (nil for a delete) failed with `error`, settles the children whose foreign-key
+    /// action breaks one of their own constraints: each action is tried on its child alone and
+    /// rolled back, and each child it fails on is system-deleted, listed with the error
+    /// (merge.md §5.6). For a delete, which itself breaks nothing, every child reached is when
+    /// no one alone fails. Returns whether any child was settled: the caller writes again.
+    mutating func settleActionClashes(
+        of table: TrackedTable, key: [SQLValue], before: [SQLValue], after: [SQLValue]?, error: DatabaseError
+    ) throws -> Bool {
+        try flushNewRows()
+        let message = error.message ?? "\(error)"
+        var clashes: [(child: ForeignKeys.Orphan, message: String)] = []
+        for trial in try resolver.foreignKeys.actionTrials(of: table, before: before, after: after)
+        where trial.child.table.name != table.name || trial.child.key != key {
+            try db.execute(sql: "SAVEPOINT tidemark_action_trial")
+            var failure: Error?
+            do {
+                try RawStatement(db, sql: trial.sql).execute(binding: trial.arguments)
+            } catch let refused as DatabaseError where refused.resultCode == .SQLITE_CONSTRAINT {
+                clashes.append((trial.child, refused.message ?? message))
+            } catch {
+                failure = error
+            }
+            try db.execute(sql: "ROLLBACK TO tidemark_action_trial; RELEASE tidemark_action_trial")
+            if let failure { throw failure }
+        }
+        if clashes.isEmpty, after == nil {
+            clashes = try resolver.foreignKeys.children(of: table, values: before)
+                .filter { $0.table.name != table.name || $0.key != key }.map { ($0, message) }
+        }
+        for (child, message) in clashes {
+            try resolver.systemDelete(
+                table: child.table, key: child.key, values: child.values, kind: .foreignKey,
+                detail:
+                    "a foreign-key action on it broke a constraint when a merged change \(after == nil ? "deleted" : "updated") its row of '\(child.parent)': \(message)"
+            )
+        }
+        return !clashes.isEmpty
     }
 }

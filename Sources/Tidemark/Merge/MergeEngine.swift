@@ -373,6 +373,12 @@ struct MergeEngine {
                 var candidate = before ?? [SQLValue](repeating: .null, count: table.columns.count)
                 for (i, v) in zip(table.keyIndexes, key) { candidate[i] = v }
                 for (i, v) in columns { candidate[i] = v }
+                // An action on a child may be what broke it (merge.md §5.6).
+                if let before,
+                    try settleActionClashes(of: table, key: key, before: before, after: candidate, error: error)
+                {
+                    continue
+                }
                 let outcome = try resolver.resolve(
                     error, table: table, key: key, candidate: candidate, metadata: metadata)
                 switch outcome {

@@ -262,6 +262,29 @@ import TidemarkTestSupport
         #expect(try a.everything() == before)
     }
 
+    /// A table untracked and then tracked again under another key is refused, the store
+    /// unchanged: a bundle spanning both would name the table with two keys, and every peer would
+    /// refuse it. Tracked again with its key, it is tracked.
+    @Test func aTableTrackedAgainUnderAnotherKeyIsRefusedAndChangesNothing() throws {
+        let group = try Self.group(["a"])
+        let a = group["a"]
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name, qty) VALUES ('i1', 'one', 1)")
+        try a.store.migrate(Store.Migration(untrack: ["items"]))
+        let before = try a.everything()
+        let rekeyed = """
+            CREATE TABLE items2(id TEXT, name TEXT, qty INTEGER, PRIMARY KEY (name)); INSERT INTO items2 SELECT * FROM items;
+            DROP TABLE items; ALTER TABLE items2 RENAME TO items;
+            """
+        #expect {
+            try a.store.migrate(Store.Migration(sql: rekeyed, track: ["items"]))
+        } throws: { error in
+            "\(error)".contains("tracked before with the key (id), and is now keyed by (name)")
+        }
+        #expect(try a.everything() == before)
+        try a.store.migrate(Store.Migration(track: ["items"]))
+        #expect(try a.store.status().tables.map(\.name).contains("items"))
+    }
+
     /// A store whose registrations predate column slots (no `layout`, `retired` or `untracked`, a
     /// unique name) is upgraded when opened, then renames, drops and untracks like any other.
     @Test func aStoreFromBeforeColumnSlotsIsUpgradedOnOpenAndMigrates() async throws {

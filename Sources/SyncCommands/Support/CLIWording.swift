@@ -57,7 +57,7 @@ enum CLIWording {
         case .badToken: return "copy a whole token as `sync token` prints it (tm1.…)"
         case .trackedTableChanged(let t, _):
             return
-                "restore the table as it was, or adopt the change: `sync migrate --store STORE --untrack \(t)` stops tracking it as it is now (its history stays), and `--track \(t)` in a later migration tracks it again"
+                "restore the table as it was, or adopt the change: `sync migrate --store STORE --untrack \(t)` stops tracking it as it is now (its history stays), and `--track \(t)` in a later migration tracks it again (with the key it had: a table with a new key is tracked under a new name)"
         case .keyFile(let path, _): return "check \(path), or pass the right one with --key FILE"
         case .schemaChangeNeedsMigration:
             return "put the schema change in a file and run `sync migrate --store STORE FILE.sql`"

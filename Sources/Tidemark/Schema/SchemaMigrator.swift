@@ -73,8 +73,8 @@ struct SchemaMigrator {
         }
         try settleRenames(after, before: before)
         let newlyTracked = try trackNew(
-            migration.track, after: after, nextID: (registrations.map(\.id).max() ?? 0) + 1, preserve: preserve,
-            summary: &summary, operations: &operations)
+            migration.track, after: after, registrations: registrations, preserve: preserve, summary: &summary,
+            operations: &operations)
         // A trigger the SQL made on a tracked table must fire after capture (`CaptureTriggers.outranked`).
         let outranked = try CaptureTriggers.outranked(in: db)
         for table in after where table.untrackedAt == nil && outranked.contains(table.name.lowercased()) {
@@ -107,15 +107,27 @@ struct SchemaMigrator {
     }
 
     /// Starts tracking each table of `names` that the migration did not carry (`--track`), with
-    /// ids from `nextID` on, and returns them.
+    /// ids after those of `registrations`, and returns them. A table tracked under its name before
+    /// (`registrations` keeps those untracked) must have the same key again: a bundle names a table
+    /// once, with one key, for every version it spans (Protocol/bundle.md §3.3).
     private func trackNew(
-        _ names: [String], after: [TrackedTable], nextID: Int64, preserve: [String: [String]],
+        _ names: [String], after: [TrackedTable], registrations: [TrackedTable], preserve: [String: [String]],
         summary: inout Store.MigrationSummary, operations: inout [Schema.Operation]
     ) throws -> [TrackedTable] {
-        var nextID = nextID
+        var nextID = (registrations.map(\.id).max() ?? 0) + 1
         var tracked: [TrackedTable] = []
         for name in names where !after.contains(where: { $0.name == name }) && !summary.trackedTables.contains(name) {
             let table = try track(name, id: nextID, preserving: preserve[name] ?? [])
+            if let earlier = registrations.first(where: {
+                $0.untrackedAt != nil && $0.name == table.name && $0.keyColumns != table.keyColumns
+            }) {
+                let keys = { (columns: [String]) in columns.joined(separator: ", ") }
+                throw StoreError.unsupportedMigration(
+                    table: table.name,
+                    change:
+                        "it was tracked before with the key (\(keys(earlier.keyColumns))), and is now keyed by (\(keys(table.keyColumns))); "
+                        + "a table is tracked again with the key it had, or under another name")
+            }
             nextID += 1
             summary.trackedTables.append(name)
             operations.append(.track(table: name, keyColumns: table.keyColumns, columns: table.columns))

@@ -5,7 +5,8 @@ import TidemarkCore
 /// not an exchange file — is told apart: it cannot become usable without changing, so a pull
 /// reports it once while it is unchanged (Protocol/exchange.md §6.5), where other failures (a
 /// missing prerequisite, an untrusted sender, an unreachable server) are reported on every pull
-/// until they clear.
+/// until they clear; but for a bundle that waits for what a damaged bundle of its folder held,
+/// which only that folder's owner can clear (`waiting`).
 struct PullFailures {
     private(set) var messages: [String: String] = [:]
     private(set) var junk: Set<String> = []
@@ -15,6 +16,8 @@ struct PullFailures {
     private(set) var forks: [String: Schema.Version] = [:]
     /// The files that applied, or held nothing the store lacked.
     private(set) var used: Set<String> = []
+    /// The files that wait for transactions this store lacks (missing prerequisites).
+    private(set) var waiting: Set<String> = []
     /// Whether a file named a table or column this store's versions do not have: one written
     /// before versions that a store created from the app's newer schema has not taken on yet.
     private(set) var namedUnknownSchema = false
@@ -28,6 +31,7 @@ struct PullFailures {
             junk.remove(address)
             advice[address] = nil
             forks[address] = nil
+            waiting.remove(address)
             if newValue == nil { used.insert(address) } else { used.remove(address) }
         }
     }
@@ -37,6 +41,7 @@ struct PullFailures {
         self[address] = error.naming(local, as: address).description
         if error.isDamage { junk.insert(address) }
         if case .schemaMismatch = error { namedUnknownSchema = true }
+        if case .missingPrerequisites = error { waiting.insert(address) }
         if case .schemaFork(_, _, let theirs) = error {
             advice[address] = error.hint
             forks[address] = theirs

@@ -10,8 +10,35 @@ extension Store {
         try mappingErrors {
             try database.write { db in
                 var warnings: [String] = []
+                // The damaged bundles of each peer's folder, by folder.
+                var damaged: [String: [String]] = [:]
+                for address in failures.junk {
+                    guard let (file, _) = sources.listed[address], file.name.hasSuffix(".tmb") else { continue }
+                    damaged[file.replica.description, default: []].append(file.name)
+                }
                 for address in failures.messages.keys.sorted() {
                     let message = failures.messages[address]!
+                    if failures.waiting.contains(address), let (file, fingerprint) = sources.listed[address],
+                        let fingerprint, let blocking = damaged[file.replica.description]?.sorted()
+                    {
+                        // What it waits for was in a damaged bundle of the same folder: only its
+                        // owner's next push, which carries that again, clears it.
+                        let verdict = Self.waitingVerdict + message
+                        let folder = file.replica.description
+                        if try CheckedFiles.verdict(
+                            db, location: sources.recorded, folder: folder, name: file.name, fingerprint: fingerprint)
+                            != verdict
+                        {
+                            try CheckedFiles.remember(
+                                db, location: sources.recorded, folder: folder, name: file.name,
+                                fingerprint: fingerprint, verdict: verdict)
+                            warnings.append(
+                                "skipped \(message): it waits for what \(blocking.joined(separator: ", ")) held, which is "
+                                    + "damaged; its replica's next push carries that again (said once while the files are unchanged)"
+                            )
+                        }
+                        continue
+                    }
                     guard failures.junk.contains(address) else {
                         let advice = failures.advice[address].map { "; \($0)" } ?? " (will retry on the next pull)"
                         warnings.append("skipped \(message)\(advice)")
@@ -36,6 +63,17 @@ extension Store {
                         verdict: verdict)
                     warnings.append("skipped \(message) (said once while the file is unchanged)")
                 }
+                // A file that waited and has since applied may wait again later: it is said again then.
+                for address in failures.used {
+                    guard let (file, fingerprint) = sources.listed[address], let fingerprint,
+                        let verdict = try CheckedFiles.verdict(
+                            db, location: sources.recorded, folder: file.replica.description, name: file.name,
+                            fingerprint: fingerprint),
+                        verdict.hasPrefix(Self.waitingVerdict)
+                    else { continue }
+                    try CheckedFiles.forget(
+                        db, location: sources.recorded, folder: file.replica.description, name: file.name)
+                }
                 var folders = Set([replica.id.description])
                 for (file, _) in sources.listed.values { folders.insert(file.replica.description) }
                 try CheckedFiles.keepOnlyFolders(db, location: sources.recorded, folders: folders)
@@ -50,4 +88,7 @@ extension Store {
             }
         }
     }
+
+    /// How the warning about a bundle waiting for a damaged one is kept (`CheckedFiles`).
+    private static let waitingVerdict = "waits: "
 }

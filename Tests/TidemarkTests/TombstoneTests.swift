@@ -144,6 +144,23 @@ import TidemarkTestSupport
         for replica in group.replicas { #expect(try Self.tombstones(replica) == 0, "\(replica.name)") }
     }
 
+    /// A retired member that edited a row twice while away, the row deleted meanwhile: every
+    /// replica lists the value it wrote last, not the first it wrote.
+    @Test func aRetiredMembersDiscardedEditsAreListedWithTheValuesItWroteLast() throws {
+        let group = try Self.group()
+        try group["a"].store.retire(peer: "c")
+        _ = try group["a"].store.execute(sql: "DELETE FROM notes WHERE id = 'c-1'")
+        _ = try group["c"].store.execute(sql: "UPDATE notes SET body = 'first' WHERE id = 'c-1'")
+        _ = try group["c"].store.execute(sql: "UPDATE notes SET body = 'last' WHERE id = 'c-1'")
+        for _ in 0..<2 { try group.round(["a", "b"]) }
+        for _ in 0..<3 { try group.round() }
+        try group.expectConverged()
+        for replica in group.replicas {
+            let listed = try replica.store.conflicts().filter { $0.key.contains("c-1") }
+            #expect(listed.map(\.row) == [#"{"body":"last"}"#], "\(replica.name): \(listed)")
+        }
+    }
+
     @Test func aLifeStartedWhereATombstoneWentOutranksTheTombstoneOthersStillKeep() throws {
         let group = try Self.group()
         _ = try group["a"].store.execute(sql: "DELETE FROM notes WHERE id = 'b-2'")

@@ -172,6 +172,35 @@ struct ConflictResolver {
             ])
     }
 
+    /// Lists `change`, a discarded edit of a row life, as `record` does; where that life is listed
+    /// already as discarded edits of `origin` (an earlier change of the same member), sets the
+    /// values this one carries over those listed, so that the listing ends with the member's last.
+    func recordMerging(_ change: History.Change, detail: String, origin: Replica.ID) throws {
+        try record(change, kind: .deleted, detail: detail, origin: origin)
+        guard db.changesCount == 0 else { return }
+        let keyNames = Set(change.key.map(\.name))
+        // A name with a double quote cannot be spelled in a JSON path: it stays as first listed.
+        let values = (change.tombstone ?? []).filter { !keyNames.contains($0.name) && !$0.name.contains("\"") }
+        guard !values.isEmpty else { return }
+        let paths = values.map { _ in "?, json(?)" }.joined(separator: ", ")
+        var arguments: [SQLValue] = []
+        for column in values {
+            arguments.append(.text("$.\"\(column.name)\""))
+            arguments.append(.text(column.value.jsonFragment))
+        }
+        arguments += [
+            .text(change.table), .text(JSONText.object(change.key.map { ($0.name, $0.value) })),
+            .integer(change.generation), .blob(Array(origin.bytes)),
+        ]
+        try RawStatement(
+            db,
+            sql: """
+                UPDATE tidemark_conflicts SET row = json_set(row, \(paths))
+                WHERE table_name = ? AND key = ? AND generation = ? AND kind = 'deleted' AND origin = ?
+                """
+        ).execute(binding: arguments)
+    }
+
     /// Deletes rows of tracked tables whose parent row is gone (an orphaned child follows its
     /// parent's delete), repeating until none is left. Looks only where the merge, and the deletes
     /// before, wrote or removed rows (`ForeignKeys.orphans`); `appTriggers` is what

@@ -98,11 +98,10 @@ extension MergeEngine {
         throws
     {
         let detail =
-            "replica \(origin.short), retired here, edited the row after it was deleted (its edit was of generation "
-            + "\(change.generation)); the edit is discarded"
-        try resolver.record(
-            Self.discard(table, key: key, values: change.key + change.values, current), kind: .deleted, detail: detail,
-            origin: origin)
+            "replica \(origin.short), retired here, edited the row without having seen its delete (its edit was of "
+            + "generation \(change.generation)); the edit is discarded"
+        try resolver.recordMerging(
+            Self.discard(table, key: key, values: change.key + change.values, current), detail: detail, origin: origin)
     }
 
     /// Lists an update of a row life whose tombstone was dropped here, with the values it carried.
@@ -113,9 +112,9 @@ extension MergeEngine {
         let detail =
             "replica \(origin.short) edited the row in a life that had ended here (generation \(change.generation), "
             + "whose tombstone was dropped); the edit is discarded"
-        try resolver.record(
-            Self.discard(table, key: key, values: change.key + change.values, change.generation + 1), kind: .deleted,
-            detail: detail, origin: origin)
+        try resolver.recordMerging(
+            Self.discard(table, key: key, values: change.key + change.values, change.generation + 1), detail: detail,
+            origin: origin)
     }
 
     /// A discarded row as `ConflictResolver.record` lists it: its values in the tombstone.

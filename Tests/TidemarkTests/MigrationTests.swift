@@ -262,6 +262,31 @@ import TidemarkTestSupport
         #expect(try a.everything() == before)
     }
 
+    /// The values listed in the conflicts before columns were renamed read under the names the
+    /// columns have after, in their order, also where two columns swapped names.
+    @Test func conflictsListedBeforeARenameNameTheColumnsAsTheyAreNow() throws {
+        let group = try ExchangeGroup(
+            ["a", "b"], schema: "CREATE TABLE people(id TEXT PRIMARY KEY, email TEXT UNIQUE, qty INTEGER, pic BLOB);",
+            preserve: [])
+        _ = try group["a"].store.execute(sql: "INSERT INTO people VALUES ('a1', 'dup@x', 1, NULL)")
+        _ = try group["b"].store.execute(sql: "INSERT INTO people VALUES ('b1', 'dup@x', 2, X'00FF')")
+        for _ in 0..<2 { try group.round(prune: false) }
+        let a = group["a"]
+        #expect(
+            try a.store.conflicts().filter { $0.kind == "unique" }.map(\.row) == [
+                #"{"email":"dup@x","qty":2,"pic":{"base64":"AP8="}}"#
+            ])
+        try a.store.migrate(
+            Store.Migration(
+                sql: """
+                    ALTER TABLE people RENAME COLUMN email TO tmp; ALTER TABLE people RENAME COLUMN qty TO email;
+                    ALTER TABLE people RENAME COLUMN tmp TO qty; ALTER TABLE people RENAME TO persons;
+                    """))
+        let listed = try a.store.conflicts().filter { $0.kind == "unique" }
+        #expect(listed.map(\.table) == ["persons"])
+        #expect(listed.map(\.row) == [#"{"qty":"dup@x","email":2,"pic":{"base64":"AP8="}}"#])
+    }
+
     /// A table untracked and then tracked again under another key is refused, the store
     /// unchanged: a bundle spanning both would name the table with two keys, and every peer would
     /// refuse it. Tracked again with its key, it is tracked.

@@ -201,6 +201,25 @@ struct ConflictResolver {
         ).execute(binding: arguments)
     }
 
+    /// Gives the values listed for `table` (by its current name) the new names of its columns a
+    /// migration renamed (`renamed`: old name to new), all at once (two columns may swap names),
+    /// each listing keeping its order: an application repairs with the names its schema has now.
+    static func renameColumns(_ renamed: [String: String], ofTable table: String, in db: Database) throws {
+        guard !renamed.isEmpty else { return }
+        let cases = renamed.keys.sorted().map { _ in "WHEN ? THEN ?" }.joined(separator: " ")
+        let names = renamed.keys.sorted().flatMap { [$0, renamed[$0]!] }
+        try db.execute(
+            sql: """
+                UPDATE tidemark_conflicts SET row = (
+                    SELECT json_group_object(
+                        CASE key \(cases) ELSE key END,
+                        CASE WHEN type = 'object' THEN json(value) ELSE value END)
+                    FROM (SELECT key, value, type FROM json_each(tidemark_conflicts.row) ORDER BY id))
+                WHERE table_name = ? AND row <> '{}'
+                """,
+            arguments: StatementArguments(names + [table]))
+    }
+
     /// Deletes rows of tracked tables whose parent row is gone (an orphaned child follows its
     /// parent's delete), repeating until none is left. Looks only where the merge, and the deletes
     /// before, wrote or removed rows (`ForeignKeys.orphans`); `appTriggers` is what

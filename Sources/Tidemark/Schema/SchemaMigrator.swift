@@ -72,6 +72,9 @@ struct SchemaMigrator {
             after.append(table)
         }
         try settleRenames(after, before: before)
+        for (table, renamed) in summary.renamedColumns {
+            try ConflictResolver.renameColumns(renamed, ofTable: table, in: db)
+        }
         let newlyTracked = try trackNew(
             migration.track, after: after, registrations: registrations, preserve: preserve, summary: &summary,
             operations: &operations)

@@ -287,6 +287,31 @@ import TidemarkTestSupport
         #expect(listed.map(\.row) == [#"{"qty":"dup@x","email":2,"pic":{"base64":"AP8="}}"#])
     }
 
+    /// A tracks a table again after untracking it (and writing to it meanwhile). B, which tracks
+    /// the table all along, does not take those versions on as if its tables had them already: its
+    /// rows would keep the old table's clocks and the replicas would stay apart. It waits for them,
+    /// makes the same migrations, and the two converge.
+    @Test func aTableTrackedAgainIsAMigrationToMakeNotToTakeOn() throws {
+        let group = try Self.group(["a", "b"])
+        let (a, b) = (group["a"], group["b"])
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name, qty) VALUES ('i1', 'orig', 1)")
+        try group.round(prune: false)
+        let untrack = try #require(try a.store.migrate(Store.Migration(untrack: ["items"])).version)
+        _ = try a.store.execute(sql: "UPDATE items SET name = 'while untracked' WHERE id = 'i1'")
+        let track = try #require(try a.store.migrate(Store.Migration(track: ["items"])).version)
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name, qty) VALUES ('i2', 'tracked again', 2)")
+        try group.push("a")
+        let pulled = try group.pull("b", prune: false)
+        #expect(pulled.waiting.map(\.version) == [track], "\(pulled)")
+        #expect(try b.store.status().lineage.isEmpty)
+        try b.store.migrate(Store.Migration(untrack: ["items"]))
+        try b.store.migrate(Store.Migration(track: ["items"]))
+        #expect(try b.store.status().lineage == [untrack, track])
+        for _ in 0..<2 { try group.round(prune: false) }
+        #expect(try group.tableDifferences() == [])
+        #expect(try b.tables()["items"]?.rows.contains { $0[0] == .text("i2") } == true)
+    }
+
     /// A table untracked and then tracked again under another key is refused, the store
     /// unchanged: a bundle spanning both would name the table with two keys, and every peer would
     /// refuse it. Tracked again with its key, it is tracked.

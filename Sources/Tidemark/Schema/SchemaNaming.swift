@@ -75,12 +75,16 @@ struct SchemaNaming {
         // table had before the drop, in a store that made neither migration: its values would
         // pass for the new column's. Such a store makes the migrations itself. (Names are
         // compared in any table, which holds more than needed, never less.)
+        // Likewise a table it tracks that the versions untrack (and track again): after them it
+        // is another table, whose rows the store's would pass for with the old table's clocks.
         var dropped: Set<String> = []
+        let tracked = Set(registrations.filter { $0.untrackedAt == nil }.map(\.name))
         for version in versions {
             for operation in version.change.operations {
                 switch operation {
                 case .dropColumn(_, let column): dropped.insert(column)
                 case .addColumn(_, let column) where dropped.contains(column): return nil
+                case .untrack(let table, _, _) where tracked.contains(table): return nil
                 default: continue
                 }
             }

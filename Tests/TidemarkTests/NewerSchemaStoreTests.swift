@@ -234,4 +234,22 @@ import TidemarkTestSupport
             try group["a"].store.execute(sql: "SELECT note FROM items WHERE id = 'n1'").0[0].rows == [[.text("from n")]]
         )
     }
+
+    /// Created with a column no version of the group has ("satisfies" allows extra columns): it
+    /// takes the group's versions on, and its push publishes nothing while the members' files at
+    /// that version lack the column, naming it, rather than bundles every member would refuse.
+    @Test func aColumnNoVersionHasIsNamedAndNothingIsPublished() throws {
+        let group = try ExchangeGroup(["a"], schema: Self.v1, preserve: [])
+        let version = try #require(try group["a"].store.migrate(Self.v2).version)
+        _ = try group["a"].store.execute(sql: "INSERT INTO tags VALUES ('t1', 'a')")
+        try group.push("a")
+        let n = try group.add(
+            "n", schema: Self.newest.replacingOccurrences(of: "label TEXT", with: "label TEXT, prio INTEGER"))
+        _ = try n.store.execute(sql: "INSERT INTO tags VALUES ('t2', 'n', 1)")
+        #expect(throws: ExchangeError.aheadOfGroup(path: group.folder, names: ["tags.prio"])) {
+            try group.push("n")
+        }
+        #expect(try n.store.status().lineage == [version])
+        #expect(!group.files.contains { $0.hasPrefix(n.id.description + "/") && $0.hasSuffix(".tmb") })
+    }
 }

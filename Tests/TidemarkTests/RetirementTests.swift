@@ -274,4 +274,21 @@ import TidemarkTestSupport
         }
         try group.expectConverged()
     }
+
+    /// A retired member that syncs by hand (export and import, no folder) rejoins as a pull
+    /// would, and the file it exports carries that to the peer.
+    @Test func aRetiredMemberThatSyncsByHandRejoins() throws {
+        let group = try ExchangeGroup(["a", "c"])
+        let (a, c) = (group["a"], group["c"])
+        try a.store.retire(peer: "c")
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('x', 'one')")
+        let toC = group.directory.file("a-to-c.tmb")
+        _ = try a.store.exportWhatPeerLacks(since: try c.store.currentToken(), to: toC, key: a.key, readableBy: c.id)
+        _ = try c.store.importBundle(at: toC)
+        #expect(try c.store.members().first { $0.isSelf }?.retired == false)
+        let toA = group.directory.file("c-to-a.tmb")
+        _ = try c.store.exportWhatPeerLacks(since: try a.store.currentToken(), to: toA, key: c.key, readableBy: a.id)
+        _ = try a.store.importBundle(at: toA)
+        #expect(try a.store.members().first { $0.name == "c" }?.retired == false)
+    }
 }

@@ -47,6 +47,10 @@ extension Store {
             summary.snapshotReason = reason
             return summary
         }
+        // Syncing by hand is syncing: a member that finds itself retired rejoins, and the file
+        // carries that to the peer (Protocol/pruning.md §1.2). Not an older copy of this store.
+        try checkNotRestored()
+        try rejoinIfRetired()
         do {
             return try exportBundle(since: since, to: path, key: key, readableBy: peer)
         } catch StoreError.historyTokenExpired {

@@ -50,8 +50,15 @@ extension Store {
     /// An encrypted file (Protocol/encryption.md) needs `key`, this replica's key file, to be
     /// opened. A file in clear whose sender had seen the group turn encryption on is refused as a
     /// downgrade (`ExchangeError.downgraded`).
+    ///
+    /// Applied by hand, a bundle is a pull: a member that finds itself retired rejoins
+    /// (Protocol/pruning.md §1.2), unless a pull found this store to be an older copy of itself.
     public func importBundle(at path: String, key: KeyFile? = nil) throws -> ImportSummary {
-        try importBundle(at: path, key: key, cameEncrypted: nil)
+        let summary = try importBundle(at: path, key: key, cameEncrypted: nil)
+        if summary.waitingFor == nil, try mappingErrors({ try database.read(Self.restoredFromOlderCopy) }) == nil {
+            try rejoinIfRetired()
+        }
+        return summary
     }
 
     /// `cameEncrypted`: for a copy of a bundle this store held (`HeldCopies`), which it keeps

@@ -139,7 +139,7 @@ extension Store {
             var local = address
             do {
                 local = try exchange.localPath(of: snapshot)
-                let summary = try importBundle(at: local, key: key)
+                let summary = try importBundle(at: local, key: key, cameEncrypted: nil)
                 if !summary.alreadyApplied { imported.append(summary) }
                 failures[address] = nil
             } catch let error as ExchangeError {

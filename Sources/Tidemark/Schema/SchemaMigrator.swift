@@ -122,7 +122,8 @@ struct SchemaMigrator {
         for name in names where !after.contains(where: { $0.name == name }) && !summary.trackedTables.contains(name) {
             let table = try track(name, id: nextID, preserving: preserve[name] ?? [])
             if let earlier = registrations.first(where: {
-                $0.untrackedAt != nil && $0.name == table.name && $0.keyColumns != table.keyColumns
+                $0.untrackedAt != nil && TrackedTable.sameName($0.name, table.name)
+                    && $0.keyColumns != table.keyColumns
             }) {
                 let keys = { (columns: [String]) in columns.joined(separator: ", ") }
                 throw StoreError.unsupportedMigration(

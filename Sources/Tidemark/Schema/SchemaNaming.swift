@@ -89,10 +89,21 @@ struct SchemaNaming {
                 }
             }
         }
+        let now = current(registrations)
         var registrations = registrations
-        var state = current(registrations)
+        var state = now
         for version in versions.reversed() {
             guard undo(version, &state, registrations: &registrations, synthesize: true) else { return nil }
+        }
+        // Columns whose names the versions permute (two swapped through a temporary name, say)
+        // fit by name either way: the store's values would pass for each other's. A column the
+        // versions renamed onto a name another column of the table has now is such a one.
+        for (id, table) in now {
+            guard let start = state[id] else { continue }
+            let names = Set(table.columns.values)
+            for (slot, name) in table.columns {
+                if let was = start.columns[slot], was != name, names.contains(was) { return nil }
+            }
         }
         return registrations
     }

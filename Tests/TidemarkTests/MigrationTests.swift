@@ -285,6 +285,45 @@ import TidemarkTestSupport
         let listed = try a.store.conflicts().filter { $0.kind == "unique" }
         #expect(listed.map(\.table) == ["persons"])
         #expect(listed.map(\.row) == [#"{"qty":"dup@x","email":2,"pic":{"base64":"AP8="}}"#])
+        // A column dropped, and its name given to another: no name is listed twice.
+        try a.store.migrate(Store.Migration(sql: "ALTER TABLE persons DROP COLUMN email"))
+        try a.store.migrate(Store.Migration(sql: "ALTER TABLE persons RENAME COLUMN qty TO email"))
+        #expect(
+            try a.store.conflicts().filter { $0.kind == "unique" }.map(\.row) == [
+                #"{"email":"dup@x","email (dropped)":2,"pic":{"base64":"AP8="}}"#
+            ])
+    }
+
+    /// A swaps two columns' names through a temporary one. B, which made no migration, has the
+    /// same names, each on the other's values: it must not take that version on (its rows would
+    /// pass for each other's), and waits until it makes the migration; then the two agree.
+    @Test func aSwapOfColumnNamesIsAMigrationToMakeNotToTakeOn() throws {
+        let group = try Self.group(["a", "b"])
+        let (a, b) = (group["a"], group["b"])
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name, qty) VALUES ('i1', 'one', 1)")
+        try group.round(prune: false)
+        let swap = Store.Migration(
+            sql: """
+                ALTER TABLE items RENAME COLUMN name TO tmp; ALTER TABLE items RENAME COLUMN qty TO name;
+                ALTER TABLE items RENAME COLUMN tmp TO qty;
+                """)
+        let version = try #require(try a.store.migrate(swap).version)
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name, qty) VALUES ('i2', 2, 'two')")
+        try group.push("a")
+        _ = try b.store.execute(sql: "INSERT INTO items(id, name, qty) VALUES ('i3', 'three', 3)")
+        try group.push("b")
+        #expect(try b.store.status().lineage.isEmpty, "a push takes nothing on")
+        let pulled = try group.pull("b", prune: false)
+        #expect(pulled.waiting.map(\.version) == [version], "\(pulled)")
+        #expect(try b.store.status().lineage.isEmpty)
+        #expect(try b.store.migrate(swap).version == version)
+        for _ in 0..<2 { try group.round(prune: false) }
+        #expect(try group.tableDifferences() == [])
+        #expect(
+            try a.store.execute(sql: "SELECT id, name, qty FROM items ORDER BY id").0[0].rows == [
+                [.text("i1"), .integer(1), .text("one")], [.text("i2"), .integer(2), .text("two")],
+                [.text("i3"), .integer(3), .text("three")],
+            ])
     }
 
     /// A tracks a table again after untracking it (and writing to it meanwhile). B, which tracks

@@ -204,10 +204,14 @@ struct ConflictResolver {
     /// Gives the values listed for `table` (by its current name) the new names of its columns a
     /// migration renamed (`renamed`: old name to new), all at once (two columns may swap names),
     /// each listing keeping its order: an application repairs with the names its schema has now.
+    /// A value listed under a new name that no column is renamed from (a column dropped before,
+    /// whose name a rename now gives another) is listed as `NAME (dropped)`, so that no name
+    /// repeats.
     static func renameColumns(_ renamed: [String: String], ofTable table: String, in db: Database) throws {
         guard !renamed.isEmpty else { return }
-        let cases = renamed.keys.sorted().map { _ in "WHEN ? THEN ?" }.joined(separator: " ")
-        let names = renamed.keys.sorted().flatMap { [$0, renamed[$0]!] }
+        let taken = Set(renamed.values).subtracting(renamed.keys).sorted()
+        let cases = (renamed.keys.sorted() + taken).map { _ in "WHEN ? THEN ?" }.joined(separator: " ")
+        let names = renamed.keys.sorted().flatMap { [$0, renamed[$0]!] } + taken.flatMap { [$0, "\($0) (dropped)"] }
         try db.execute(
             sql: """
                 UPDATE tidemark_conflicts SET row = (

@@ -121,4 +121,28 @@ import TidemarkTestSupport
         let listed = try group["b"].store.conflicts().map { "\($0.table) \($0.key) \($0.kind)" }
         #expect(listed == [#"c {"id":"c2"} foreign_key"#], "\(listed)")
     }
+
+    /// A and B give two parents the same referenced value (a UNIQUE clash). The parent that loses
+    /// is system-deleted, and its delete's `SET NULL` reaches every child holding that value on
+    /// the replica that settles it: recorded like a merge's action, the replicas end alike.
+    @Test func anActionOfASystemDeleteIsRecordedToo() throws {
+        let group = try ExchangeGroup(
+            ["a", "b"],
+            schema: """
+                CREATE TABLE p(id TEXT PRIMARY KEY, code TEXT UNIQUE);
+                CREATE TABLE c(id TEXT PRIMARY KEY, pcode TEXT REFERENCES p(code) ON UPDATE CASCADE ON DELETE SET NULL);
+                """, preserve: [])
+        _ = try group["a"].store.execute(
+            sql: "INSERT INTO p VALUES ('p1', 'k1'), ('p2', 'k2'); INSERT INTO c VALUES ('c1', 'k1'), ('c2', 'k2')")
+        try group.round(prune: false)
+        _ = try group["a"].store.execute(sql: "UPDATE p SET code = 'kX' WHERE id = 'p1'")
+        _ = try group["b"].store.execute(sql: "UPDATE p SET code = 'kX' WHERE id = 'p2'")
+        for _ in 0..<3 {
+            let pulled = try group.round(prune: false)
+            #expect(pulled.values.flatMap(\.warnings).isEmpty, "\(pulled.values.flatMap(\.warnings))")
+        }
+        #expect(try group.tableDifferences() == [])
+        #expect(try group["a"].tables()["p"]?.rows == [[.text("p1"), .text("kX")]])
+        #expect(try group["a"].tables()["c"]?.rows.count == 2)
+    }
 }

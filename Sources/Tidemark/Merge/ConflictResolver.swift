@@ -39,6 +39,9 @@ struct ConflictResolver {
     let now: () -> HLCTimestamp
     /// System deletes made so far, to be sealed as one transaction of this replica.
     private(set) var deletes: [History.Change] = []
+    /// Where what the app's foreign-key actions change as a system delete removes a parent row is
+    /// noted (merge.md §5.6): the delete's effects are recorded as a merge's are; nil outside a merge.
+    var effects: ActionEffects?
 
     init(
         db: Database, replica: Replica.ID, tables: [String: TrackedTable], metadata: [String: RowMetadataStore],
@@ -139,6 +142,7 @@ struct ConflictResolver {
     {
         let rows = RowAccess(db: db, table: table)
         rows.touched = touched
+        rows.effects = effects
         try rows.delete(key: key)
         digests.noteMerged(table)
         let store = metadata[table.name]!

@@ -62,6 +62,7 @@ struct MergeEngine {
         resolver = ConflictResolver(
             db: db, replica: store.replica.id, tables: tables, metadata: metadata, foreignKeys: foreignKeys,
             touched: touched, digests: digests, now: now)
+        resolver.effects = effects
         discarded = DiscardedEdits(db: db, replica: store.replica.id)
     }
 

@@ -115,6 +115,33 @@ import TidemarkTestSupport
         #expect(quiet.removed.isEmpty && quiet.path == nil, "\(quiet.removed)")
     }
 
+    /// Another replica's bundle that builds on what a damaged bundle held waits for it too: it is
+    /// said once, naming the damaged file, and not again while the files are unchanged.
+    @Test func aBundleOfAnotherReplicaWaitingForADamagedOneIsReportedOnce() throws {
+        let group = try Group(["a", "b", "c"])
+        let (a, b, c) = (group.replicas[0], group.replicas[1], group.replicas[2])
+        for n in 1...40 {
+            _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-\(n)', 'value \(n)')")
+        }
+        let first = try #require(try group.push(a).path)
+        try group.pull(b)
+        _ = try b.store.execute(sql: "UPDATE items SET name = 'seen by b' WHERE id = 'a-1'")
+        let built = try #require(try group.push(b).path)
+        try Self.truncate(first, keeping: 0.6)
+
+        let firstPull = try group.pull(c)
+        let waiting = Self.junkWarnings(firstPull, naming: [built])
+        #expect(
+            waiting.count == 1
+                && waiting[0].contains("it waits for what \(a.id)/0000000001.tmb held, which is damaged"),
+            "\(firstPull.warnings)")
+        let secondPull = try group.pull(c)
+        #expect(secondPull.warnings.isEmpty, "reported once: \(secondPull.warnings)")
+        let pushed = try group.push(a)
+        let caughtUp = try group.pull(c)
+        #expect(try c.tables() == b.tables(), "\(pushed.removed) \(caughtUp.warnings) \(caughtUp.imported.map(\.path))")
+    }
+
     /// A copy signed by this replica that holds transactions its store lacks (written by a copy
     /// of the store that was later discarded) is not junk to it: kept, and said once.
     @Test func aCopyHoldingTransactionsTheStoreLacksIsKept() async throws {

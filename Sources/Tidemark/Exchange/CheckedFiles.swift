@@ -10,10 +10,14 @@ import GRDB
 ///   `Fingerprint.written(size:)`, since the listing then gives the same size) or read whole and
 ///   verified;
 /// - of a peer's file that is junk (damaged, or not an exchange file), the warning a pull gave
-///   about it, which later pulls do not repeat.
+///   about it, which later pulls do not repeat;
+/// - of a peer's bundle that waits for what a damaged bundle held, the warning given, prefixed
+///   with `waiting`: said once, but the bundle is tried on every pull (it is not junk).
 enum CheckedFiles {
     /// The verdict kept for a sound file of this replica.
     static let sound = "sound"
+    /// How the verdict kept for a bundle waiting for a damaged one begins.
+    static let waiting = "waits: "
 
     /// The verdict kept for `name` in `folder` of the exchange folder recorded as `location`, if
     /// it was reached while the file had `fingerprint`.

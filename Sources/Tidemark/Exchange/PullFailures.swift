@@ -16,8 +16,9 @@ struct PullFailures {
     private(set) var forks: [String: Schema.Version] = [:]
     /// The files that applied, or held nothing the store lacked.
     private(set) var used: Set<String> = []
-    /// The files that wait for transactions this store lacks (missing prerequisites).
-    private(set) var waiting: Set<String> = []
+    /// The files that wait for transactions this store lacks (missing prerequisites), with the
+    /// origins of those transactions where known.
+    private(set) var waiting: [String: Set<Replica.ID>] = [:]
     /// Whether a file named a table or column this store's versions do not have: one written
     /// before versions that a store created from the app's newer schema has not taken on yet.
     private(set) var namedUnknownSchema = false
@@ -31,17 +32,20 @@ struct PullFailures {
             junk.remove(address)
             advice[address] = nil
             forks[address] = nil
-            waiting.remove(address)
+            waiting[address] = nil
             if newValue == nil { used.insert(address) } else { used.remove(address) }
         }
     }
 
-    /// Records `error`, met reading the local copy `local` of the file at `address`.
-    mutating func record(_ error: ExchangeError, reading local: String, as address: String) {
+    /// Records `error`, met reading the local copy `local` of the file at `address`; for missing
+    /// prerequisites, `missing` holds the origins of the transactions the file waits for.
+    mutating func record(
+        _ error: ExchangeError, reading local: String, as address: String, missing: Set<Replica.ID> = []
+    ) {
         self[address] = error.naming(local, as: address).description
         if error.isDamage { junk.insert(address) }
         if case .schemaMismatch = error { namedUnknownSchema = true }
-        if case .missingPrerequisites = error { waiting.insert(address) }
+        if case .missingPrerequisites = error { waiting[address] = missing }
         if case .schemaFork(_, _, let theirs) = error {
             advice[address] = error.hint
             forks[address] = theirs

@@ -207,14 +207,16 @@ extension Store {
                     }
                 } catch let error as ExchangeError {
                     try noteIfRestored(error)
+                    var missing: Set<Replica.ID> = []
                     if case .missingPrerequisites = error {
                         waiting.append(address)
                         if let folder = sources.listed[address]?.file.replica {
                             blocked[folder, default: .zero] = blocked[folder, default: .zero].merged(
                                 with: prerequisites)
                         }
+                        missing = Set(prerequisites.sequences.filter { token[$0.key] < $0.value }.map(\.key))
                     }
-                    failures.record(error, reading: local, as: address)
+                    failures.record(error, reading: local, as: address, missing: missing)
                 }
             }
             pending = waiting
@@ -277,7 +279,8 @@ extension Store {
     ) throws -> [String] {
         try addresses.filter { address in
             guard let (file, fingerprint) = sources.listed[address], let fingerprint,
-                let verdict = try checkedVerdict(sources.recorded, file.replica.description, file.name, fingerprint)
+                let verdict = try checkedVerdict(sources.recorded, file.replica.description, file.name, fingerprint),
+                !verdict.hasPrefix(CheckedFiles.waiting)
             else { return true }
             failures.recordJunk(verdict, at: address)
             return false

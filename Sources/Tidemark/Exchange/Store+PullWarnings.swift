@@ -11,19 +11,27 @@ extension Store {
             try database.write { db in
                 var warnings: [String] = []
                 // The damaged bundles of each peer's folder, by folder.
-                var damaged: [String: [String]] = [:]
+                var damaged: [Replica.ID: [ExchangeFolder.File]] = [:]
                 for address in failures.junk {
                     guard let (file, _) = sources.listed[address], file.name.hasSuffix(".tmb") else { continue }
-                    damaged[file.replica.description, default: []].append(file.name)
+                    damaged[file.replica, default: []].append(file)
                 }
                 for address in failures.messages.keys.sorted() {
                     let message = failures.messages[address]!
-                    if failures.waiting.contains(address), let (file, fingerprint) = sources.listed[address],
-                        let fingerprint, let blocking = damaged[file.replica.description]?.sorted()
+                    if let missing = failures.waiting[address], let (file, fingerprint) = sources.listed[address],
+                        let fingerprint,
+                        case let blocking = ([file.replica] + missing.sorted()).flatMap({ damaged[$0] ?? [] }),
+                        !blocking.isEmpty
                     {
-                        // What it waits for was in a damaged bundle of the same folder: only its
-                        // owner's next push, which carries that again, clears it.
-                        let verdict = Self.waitingVerdict + message
+                        // What it waits for may be in a damaged bundle of its folder, or of the
+                        // folder of an origin it waits for: only that folder's owner's next push,
+                        // which carries it again, clears it. Those of its own folder by name.
+                        let named = Set(
+                            blocking.map {
+                                $0.replica == file.replica ? $0.name : $0.replica.description + "/" + $0.name
+                            }
+                        ).sorted()
+                        let verdict = CheckedFiles.waiting + message
                         let folder = file.replica.description
                         if try CheckedFiles.verdict(
                             db, location: sources.recorded, folder: folder, name: file.name, fingerprint: fingerprint)
@@ -33,8 +41,8 @@ extension Store {
                                 db, location: sources.recorded, folder: folder, name: file.name,
                                 fingerprint: fingerprint, verdict: verdict)
                             warnings.append(
-                                "skipped \(message): it waits for what \(blocking.joined(separator: ", ")) held, which is "
-                                    + "damaged; its replica's next push carries that again (said once while the files are unchanged)"
+                                "skipped \(message): it waits for what \(named.joined(separator: ", ")) held, which is "
+                                    + "damaged; the next push of the replica that wrote it carries that again (said once while the files are unchanged)"
                             )
                         }
                         continue
@@ -69,7 +77,7 @@ extension Store {
                         let verdict = try CheckedFiles.verdict(
                             db, location: sources.recorded, folder: file.replica.description, name: file.name,
                             fingerprint: fingerprint),
-                        verdict.hasPrefix(Self.waitingVerdict)
+                        verdict.hasPrefix(CheckedFiles.waiting)
                     else { continue }
                     try CheckedFiles.forget(
                         db, location: sources.recorded, folder: file.replica.description, name: file.name)
@@ -88,7 +96,4 @@ extension Store {
             }
         }
     }
-
-    /// How the warning about a bundle waiting for a damaged one is kept (`CheckedFiles`).
-    private static let waitingVerdict = "waits: "
 }

@@ -11,16 +11,25 @@ extension ForeignKeys {
         let arguments: [SQLValue]
     }
 
+    /// The rows of tracked tables that reference the row of `parent` holding `values` (every
+    /// column, in order), each with the foreign key's parent name: those a delete of that row
+    /// reaches.
+    func children(of parent: TrackedTable, values: [SQLValue]) throws -> [Orphan] {
+        var found: [Orphan] = []
+        for (key, indexes) in keys(referencing: parent) {
+            let referenced = indexes.map { values[$0] }
+            guard !referenced.contains(.null) else { continue }
+            found += try rows(of: key, holding: referenced)
+        }
+        return found
+    }
+
     /// The rows of tracked tables that the app's actions (`CASCADE`, `SET NULL`, `SET DEFAULT`)
     /// change when the row of `parent` holding `before` (every column, in order) is updated to
     /// `after`, or deleted (`after` nil), each with its trial.
     func actionTrials(of parent: TrackedTable, before: [SQLValue], after: [SQLValue]?) throws -> [ActionTrial] {
-        let columns = Dictionary(
-            parent.columns.enumerated().map { ($1.lowercased(), $0) }, uniquingKeysWith: { first, _ in first })
         var trials: [ActionTrial] = []
-        for key in keys where key.parent.lowercased() == parent.name.lowercased() {
-            let indexes = key.to.compactMap { columns[$0.lowercased()] }
-            guard indexes.count == key.to.count else { continue }
+        for (key, indexes) in keys(referencing: parent) {
             let referenced = indexes.map { before[$0] }
             let replacement = after.map { after in indexes.map { after[$0] } }
             guard !referenced.contains(.null), replacement != referenced else { continue }
@@ -36,23 +45,37 @@ extension ForeignKeys {
             case "SET DEFAULT": assigned = try key.from.map { try defaultExpression(of: $0, in: key.child) }
             default: continue
             }
-            let child = key.child.name.quotedIdentifier
             let settings = zip(key.from, assigned).map { "\($0.quotedIdentifier) = \($1)" }.joined(separator: ", ")
             let row = key.child.keyColumns.map { "\($0.quotedIdentifier) IS ?" }.joined(separator: " AND ")
-            let sql = "UPDATE \(child) SET \(settings) WHERE \(row)"
-            let match = key.from.map { "\($0.quotedIdentifier) = ?" }.joined(separator: " AND ")
-            let list = key.child.columns.map(\.quotedIdentifier).joined(separator: ", ")
-            for values in try RawStatement.rows(
-                db, sql: "SELECT \(list) FROM \(child) WHERE \(match)", arguments: referenced)
-            {
-                let rowKey = key.child.keyIndexes.map { values[$0] }
-                trials.append(
-                    ActionTrial(
-                        child: Orphan(table: key.child, key: rowKey, values: values, parent: key.parent), sql: sql,
-                        arguments: arguments + rowKey))
+            let sql = "UPDATE \(key.child.name.quotedIdentifier) SET \(settings) WHERE \(row)"
+            trials += try rows(of: key, holding: referenced).map {
+                ActionTrial(child: $0, sql: sql, arguments: arguments + $0.key)
             }
         }
         return trials
+    }
+
+    /// The foreign keys whose parent is `parent`, each with the indexes in its columns of the
+    /// columns the key references (keys over columns it does not track left out).
+    private func keys(referencing parent: TrackedTable) -> [(key: Key, indexes: [Int])] {
+        let columns = Dictionary(
+            parent.columns.enumerated().map { ($1.lowercased(), $0) }, uniquingKeysWith: { first, _ in first })
+        return keys.compactMap { key in
+            guard key.parent.lowercased() == parent.name.lowercased() else { return nil }
+            let indexes = key.to.compactMap { columns[$0.lowercased()] }
+            return indexes.count == key.to.count ? (key, indexes) : nil
+        }
+    }
+
+    /// The rows of `key`'s child table whose foreign key holds `values`.
+    private func rows(of key: Key, holding values: [SQLValue]) throws -> [Orphan] {
+        let match = key.from.map { "\($0.quotedIdentifier) = ?" }.joined(separator: " AND ")
+        let list = key.child.columns.map(\.quotedIdentifier).joined(separator: ", ")
+        return try RawStatement.rows(
+            db, sql: "SELECT \(list) FROM \(key.child.name.quotedIdentifier) WHERE \(match)", arguments: values
+        ).map { row in
+            Orphan(table: key.child, key: key.child.keyIndexes.map { row[$0] }, values: row, parent: key.parent)
+        }
     }
 
     /// The default of `column` of `table` as an SQL expression: what `SET DEFAULT` writes.

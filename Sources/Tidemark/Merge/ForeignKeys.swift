@@ -151,31 +151,6 @@ struct ForeignKeys {
         return found
     }
 
-    /// The rows of tracked tables that reference the row of `parent` holding `values` (every
-    /// column, in order), each with the foreign key's parent name: those a delete of that row
-    /// reaches.
-    func children(of parent: TrackedTable, values: [SQLValue]) throws -> [Orphan] {
-        let columns = Dictionary(
-            parent.columns.enumerated().map { ($1.lowercased(), $0) }, uniquingKeysWith: { first, _ in first })
-        var found: [Orphan] = []
-        for key in keys where key.parent.lowercased() == parent.name.lowercased() {
-            let indexes = key.to.compactMap { columns[$0.lowercased()] }
-            guard indexes.count == key.to.count else { continue }
-            let referenced = indexes.map { values[$0] }
-            guard !referenced.contains(.null) else { continue }
-            let match = key.from.map { "\($0.quotedIdentifier) = ?" }.joined(separator: " AND ")
-            let list = key.child.columns.map(\.quotedIdentifier).joined(separator: ", ")
-            for row in try RawStatement.rows(
-                db, sql: "SELECT \(list) FROM \(key.child.name.quotedIdentifier) WHERE \(match)", arguments: referenced)
-            {
-                found.append(
-                    Orphan(table: key.child, key: key.child.keyIndexes.map { row[$0] }, values: row, parent: key.parent)
-                )
-            }
-        }
-        return found
-    }
-
     /// Where the parent's columns that `key` references are its primary key, for each of them in
     /// order the position of that column in the parent's key: how a removed parent row's key gives
     /// the value its children hold. Nil otherwise (a parent not tracked, a key over other columns).

@@ -145,4 +145,41 @@ import TidemarkTestSupport
         #expect(try group["a"].tables()["p"]?.rows == [[.text("p1"), .text("kX")]])
         #expect(try group["a"].tables()["c"]?.rows.count == 2)
     }
+
+    /// A deletes a parent, and its `SET DEFAULT` gives a child values that B's new row took
+    /// meanwhile in a UNIQUE index. Each replica settles the clash by merge.md §5.1 (the row
+    /// written later loses), in either order of the two writes: one of the rows stays, the same
+    /// everywhere.
+    @Test(arguments: [false, true])
+    func aUniqueClashMadeByAnActionKeepsTheRowWrittenFirst(insertFirst: Bool) throws {
+        let group = try ExchangeGroup(
+            ["a", "b"],
+            schema: """
+                CREATE TABLE p(id TEXT PRIMARY KEY, code TEXT UNIQUE);
+                CREATE TABLE c(
+                    id TEXT PRIMARY KEY, pcode TEXT DEFAULT 'dflt' REFERENCES p(code) ON DELETE SET DEFAULT, name TEXT,
+                    UNIQUE(pcode, name));
+                """, preserve: [])
+        _ = try group["a"].store.execute(
+            sql: "INSERT INTO p VALUES ('pd', 'dflt'), ('p3', 'old3'); INSERT INTO c VALUES ('e0', 'old3', 'x')")
+        try group.round(prune: false)
+        let delete = { _ = try group["a"].store.execute(sql: "DELETE FROM p WHERE id = 'p3'") }
+        let insert = { _ = try group["b"].store.execute(sql: "INSERT INTO c VALUES ('d0', 'dflt', 'x')") }
+        if insertFirst {
+            try insert()
+            try delete()
+        } else {
+            try delete()
+            try insert()
+        }
+        for _ in 0..<3 {
+            for name in ["b", "a"] {
+                try group.push(name)
+                _ = try group.pull(name, prune: false)
+            }
+        }
+        #expect(try group.tableDifferences() == [])
+        let kept = try group["a"].tables()["c"]?.rows.map { $0[0] }
+        #expect(kept == [.text(insertFirst ? "d0" : "e0")], "\(String(describing: kept))")
+    }
 }

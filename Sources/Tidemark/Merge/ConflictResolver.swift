@@ -110,8 +110,7 @@ struct ConflictResolver {
     }
 
     /// Finds another row holding the candidate's values in one of the table's UNIQUE indexes.
-    private func clashingRow(table: TrackedTable, key: [SQLValue], candidate: [SQLValue]) throws -> ([SQLValue], [Int])?
-    {
+    func clashingRow(table: TrackedTable, key: [SQLValue], candidate: [SQLValue]) throws -> ([SQLValue], [Int])? {
         let quoted = table.name.quotedIdentifier
         for index in try String.fetchAll(
             db, sql: "SELECT name FROM pragma_index_list(?) WHERE \"unique\" = 1 AND origin <> 'pk'",

@@ -9,6 +9,10 @@ extension ForeignKeys {
         let child: Orphan
         let sql: String
         let arguments: [SQLValue]
+        /// The child's values as the action leaves them (every column, in order), and the
+        /// columns it changes.
+        let written: [SQLValue]
+        let changed: [Int]
     }
 
     /// The rows of tracked tables that reference the row of `parent` holding `values` (every
@@ -33,23 +37,28 @@ extension ForeignKeys {
             let referenced = indexes.map { before[$0] }
             let replacement = after.map { after in indexes.map { after[$0] } }
             guard !referenced.contains(.null), replacement != referenced else { continue }
-            let assigned: [String]
-            var arguments: [SQLValue] = []
+            let assigned: [SQLValue]
             switch after == nil ? key.onDelete : key.onUpdate {
             case "CASCADE":
                 // A cascaded delete changes no value the child's constraints check.
                 guard let replacement else { continue }
-                assigned = key.from.map { _ in "?" }
-                arguments = replacement
-            case "SET NULL": assigned = key.from.map { _ in "NULL" }
-            case "SET DEFAULT": assigned = try key.from.map { try defaultExpression(of: $0, in: key.child) }
+                assigned = replacement
+            case "SET NULL": assigned = key.from.map { _ in .null }
+            case "SET DEFAULT": assigned = try key.from.map { try defaultValue(of: $0, in: key.child) }
             default: continue
             }
-            let settings = zip(key.from, assigned).map { "\($0.quotedIdentifier) = \($1)" }.joined(separator: ", ")
+            let changed = key.from.compactMap { name in
+                key.child.columns.firstIndex { $0.lowercased() == name.lowercased() }
+            }
+            guard changed.count == key.from.count else { continue }
+            let settings = key.from.map { "\($0.quotedIdentifier) = ?" }.joined(separator: ", ")
             let row = key.child.keyColumns.map { "\($0.quotedIdentifier) IS ?" }.joined(separator: " AND ")
             let sql = "UPDATE \(key.child.name.quotedIdentifier) SET \(settings) WHERE \(row)"
-            trials += try rows(of: key, holding: referenced).map {
-                ActionTrial(child: $0, sql: sql, arguments: arguments + $0.key)
+            trials += try rows(of: key, holding: referenced).map { child in
+                var written = child.values
+                for (i, value) in zip(changed, assigned) { written[i] = value }
+                return ActionTrial(
+                    child: child, sql: sql, arguments: assigned + child.key, written: written, changed: changed)
             }
         }
         return trials
@@ -78,11 +87,13 @@ extension ForeignKeys {
         }
     }
 
-    /// The default of `column` of `table` as an SQL expression: what `SET DEFAULT` writes.
-    private func defaultExpression(of column: String, in table: TrackedTable) throws -> String {
-        let value = try String.fetchOne(
-            db, sql: "SELECT dflt_value FROM pragma_table_info(?) WHERE name = ? COLLATE NOCASE",
-            arguments: [table.name, column])
-        return value.map { "(\($0))" } ?? "NULL"
+    /// The value `SET DEFAULT` writes into `column` of `table`: its default, evaluated.
+    private func defaultValue(of column: String, in table: TrackedTable) throws -> SQLValue {
+        guard
+            let expression = try String.fetchOne(
+                db, sql: "SELECT dflt_value FROM pragma_table_info(?) WHERE name = ? COLLATE NOCASE",
+                arguments: [table.name, column])
+        else { return .null }
+        return try RawStatement.rows(db, sql: "SELECT (\(expression))").first?.first ?? .null
     }
 }

@@ -127,7 +127,7 @@ struct MergeEngine {
                 how: change.type == .delete ? "deleted the row" : "wrote a later life of the row")
             known.startLife(generation)
             if change.type == .delete {
-                try deleteSettlingActions(key: key, in: target)
+                try deleteSettlingActions(key: key, in: target, clock: clock)
                 digests.noteMerged(table)
                 known.rowHash = nil
                 try store.save(db, key: key, &known)
@@ -217,7 +217,7 @@ struct MergeEngine {
                 how: state.generation % 2 == 0 ? "holds the row deleted" : "holds a later life of the row")
             known.startLife(state.generation)
             if state.generation % 2 == 0 {
-                try deleteSettlingActions(key: key, in: target)
+                try deleteSettlingActions(key: key, in: target, clock: nil)
                 digests.noteMerged(table)
                 known.rowHash = nil
                 try store.save(db, key: key, &known)
@@ -376,7 +376,9 @@ struct MergeEngine {
                 for (i, v) in columns { candidate[i] = v }
                 // An action on a child may be what broke it (merge.md §5.6).
                 if let before,
-                    try settleActionClashes(of: table, key: key, before: before, after: candidate, error: error)
+                    try settleActionClashes(
+                        of: table, key: key, before: before, after: candidate,
+                        clock: columns.compactMap { metadata.clocks[$0.0] }.max(), error: error)
                 {
                     continue
                 }

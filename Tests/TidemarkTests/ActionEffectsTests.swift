@@ -165,11 +165,15 @@ import TidemarkTestSupport
         try group.round(prune: false)
         let delete = { _ = try group["a"].store.execute(sql: "DELETE FROM p WHERE id = 'p3'") }
         let insert = { _ = try group["b"].store.execute(sql: "INSERT INTO c VALUES ('d0', 'dflt', 'x')") }
+        // Apart in time, so that the clocks order them as they ran (the same millisecond would
+        // leave it to the replicas' ids).
         if insertFirst {
             try insert()
+            Thread.sleep(forTimeInterval: 0.01)
             try delete()
         } else {
             try delete()
+            Thread.sleep(forTimeInterval: 0.01)
             try insert()
         }
         for _ in 0..<3 {
@@ -181,5 +185,28 @@ import TidemarkTestSupport
         #expect(try group.tableDifferences() == [])
         let kept = try group["a"].tables()["c"]?.rows.map { $0[0] }
         #expect(kept == [.text(insertFirst ? "d0" : "e0")], "\(String(describing: kept))")
+    }
+
+    /// A system delete that settles a UNIQUE clash between two parents sets its action off too:
+    /// where a child's `SET NULL` breaks the child's CHECK, the child is settled first, and every
+    /// later pull goes through (it failed on every attempt, the replica stuck for good).
+    @Test func aSystemDeleteWhoseActionBreaksAConstraintSettlesTheChild() throws {
+        let group = try ExchangeGroup(
+            ["a", "b"],
+            schema: """
+                CREATE TABLE p(id TEXT PRIMARY KEY, code TEXT UNIQUE);
+                CREATE TABLE c(
+                    id TEXT PRIMARY KEY, pcode TEXT REFERENCES p(code) ON DELETE SET NULL, kind TEXT,
+                    CHECK (kind <> 'bad' OR pcode IS NOT NULL));
+                """, preserve: [])
+        _ = try group["b"].store.execute(sql: "INSERT INTO p VALUES ('p3', 'k2')")
+        _ = try group["a"].store.execute(
+            sql: "INSERT INTO p VALUES ('p2', 'k2'); INSERT INTO c VALUES ('c2', 'k2', 'bad')")
+        for _ in 0..<3 {
+            let pulled = try group.round(prune: false)
+            #expect(pulled.values.flatMap(\.warnings).isEmpty, "\(pulled.values.flatMap(\.warnings))")
+        }
+        #expect(try group.tableDifferences() == [])
+        #expect(try group["a"].tables()["p"]?.rows == [[.text("p3"), .text("k2")]])
     }
 }

@@ -142,7 +142,15 @@ struct ConflictResolver {
         let rows = RowAccess(db: db, table: table)
         rows.touched = touched
         rows.effects = effects
-        try rows.delete(key: key)
+        do {
+            try rows.delete(key: key)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+            // An action of the app's on the row's children broke one of theirs (merge.md §5.6).
+            guard let current = try rows.values(key: key),
+                try settleActionClashes(of: table, key: key, before: current, after: nil, clock: nil, error: error)
+            else { throw error }
+            try rows.delete(key: key)
+        }
         digests.noteMerged(table)
         let store = metadata[table.name]!
         var known = try store.fetch(db, key: key)

@@ -5,8 +5,8 @@ import TidemarkCore
 /// not an exchange file — is told apart: it cannot become usable without changing, so a pull
 /// reports it once while it is unchanged (Protocol/exchange.md §6.5), where other failures (a
 /// missing prerequisite, an untrusted sender, an unreachable server) are reported on every pull
-/// until they clear; but for a bundle that waits for what a damaged bundle of its folder held,
-/// which only that folder's owner can clear (`waiting`).
+/// until they clear; but for a bundle that waits for what a damaged bundle may hold (of its
+/// folder, or of an origin it waits for), which only that folder's owner can clear (`waiting`).
 struct PullFailures {
     private(set) var messages: [String: String] = [:]
     private(set) var junk: Set<String> = []

@@ -3,15 +3,15 @@ import TidemarkCore
 
 extension ConflictResolver {
     /// Where a write of row `key` of `table` (holding `before`, every column in order) as `after`
-    /// (nil for a delete; a merge's, or a system delete's) failed with `error`, settles the children whose foreign-key
-    /// action breaks one of their own constraints: each action is tried on its child alone and
-    /// rolled back, and each child it fails on is system-deleted, listed with the error
-    /// (merge.md §5.6). A child whose new values another row holds in a UNIQUE index is settled
-    /// with that row by §5.1, the action writing at `clock` (the merged write's; nil for a system
-    /// delete, whose action loses such a clash): the one written
-    /// later loses, as where the writer's transaction carried the action. For a delete, which
-    /// itself breaks nothing, every child reached is when no one alone fails. Returns whether any
-    /// row was settled: the caller writes again.
+    /// (nil for a delete; a merge's, or a system delete's) failed with `error`, settles the
+    /// children whose foreign-key action breaks one of their own constraints: each action is tried
+    /// on its child alone and rolled back, and each child it fails on is system-deleted, listed
+    /// with the error (merge.md §5.6). A child whose new values another row holds in a UNIQUE
+    /// index is settled with that row by §5.1 (`loses`), the action writing at `clock` (the merged
+    /// write's; nil for a system delete, whose action loses such a clash), as where the writer's
+    /// transaction carried the action. For a delete, which itself breaks nothing, every child
+    /// reached is when no one alone fails. Returns whether any row was settled: the caller writes
+    /// again.
     mutating func settleActionClashes(
         of table: TrackedTable, key: [SQLValue], before: [SQLValue], after: [SQLValue]?, clock: MergeClock?,
         error: DatabaseError
@@ -74,14 +74,9 @@ extension ConflictResolver {
         else { return nil }
         let mine = try store.fetch(db, key: child.key)
         let theirs = try store.fetch(db, key: otherKey)
-        let childClock = columns.compactMap { trial.changed.contains($0) ? clock : mine.clocks[$0] }.max()
-        let otherClock = columns.compactMap { theirs.clocks[$0] }.max()
-        let otherLoses: Bool
-        if let childClock, let otherClock, childClock != otherClock {
-            otherLoses = otherClock > childClock
-        } else {
-            otherLoses = KeyOrder.precedes(child.key, otherKey)
-        }
+        let otherLoses = Self.loses(
+            otherKey, written: columns.compactMap { theirs.clocks[$0] }.max(), to: child.key,
+            written: columns.compactMap { trial.changed.contains($0) ? clock : mine.clocks[$0] }.max())
         guard otherLoses else { return nil }
         let names = columns.map { child.table.columns[$0] }.joined(separator: ", ")
         let keyText = JSONText.object(zip(child.table.keyColumns, child.key).map { ($0, $1) })

@@ -67,14 +67,9 @@ struct ConflictResolver {
         case .SQLITE_CONSTRAINT_UNIQUE:
             if let (otherKey, columns) = try clashingRow(table: table, key: key, candidate: candidate) {
                 let other = try metadata[table.name]!.fetch(db, key: otherKey)
-                let mine = columns.compactMap { known.clocks[$0] }.max()
-                let theirs = columns.compactMap { other.clocks[$0] }.max()
-                let candidateLoses: Bool
-                if let mine, let theirs, mine != theirs {
-                    candidateLoses = mine > theirs
-                } else {
-                    candidateLoses = KeyOrder.precedes(otherKey, key)
-                }
+                let candidateLoses = Self.loses(
+                    key, written: columns.compactMap { known.clocks[$0] }.max(), to: otherKey,
+                    written: columns.compactMap { other.clocks[$0] }.max())
                 let names = columns.map { table.columns[$0] }.joined(separator: ", ")
                 if candidateLoses {
                     try systemDelete(
@@ -107,6 +102,16 @@ struct ConflictResolver {
                 table: table, key: key, values: candidate, kind: .check, detail: error.message ?? "constraint failed")
             return .settled
         }
+    }
+
+    /// Whether the row `key`, whose values in a UNIQUE index were written at `clock`, loses that
+    /// index to the row `otherKey`, written at `otherClock` (merge.md §5.1): the one written later
+    /// loses; if the clocks are equal or unknown, the one whose key orders after.
+    static func loses(
+        _ key: [SQLValue], written clock: MergeClock?, to otherKey: [SQLValue], written otherClock: MergeClock?
+    ) -> Bool {
+        if let clock, let otherClock, clock != otherClock { return clock > otherClock }
+        return KeyOrder.precedes(otherKey, key)
     }
 
     /// Finds another row holding the candidate's values in one of the table's UNIQUE indexes.

@@ -120,18 +120,9 @@ struct SchemaMigrator {
         var nextID = (registrations.map(\.id).max() ?? 0) + 1
         var tracked: [TrackedTable] = []
         for name in names where !after.contains(where: { $0.name == name }) && !summary.trackedTables.contains(name) {
-            let table = try track(name, id: nextID, preserving: preserve[name] ?? [])
-            if let earlier = registrations.first(where: {
-                $0.untrackedAt != nil && TrackedTable.sameName($0.name, table.name)
-                    && $0.keyColumns != table.keyColumns
-            }) {
-                let keys = { (columns: [String]) in columns.joined(separator: ", ") }
-                throw StoreError.unsupportedMigration(
-                    table: table.name,
-                    change:
-                        "it was tracked before with the key (\(keys(earlier.keyColumns))), and is now keyed by (\(keys(table.keyColumns))); "
-                        + "a table is tracked again with the key it had, or under another name")
-            }
+            let table = try track(
+                name, id: nextID, preserving: preserve[name] ?? [],
+                untracked: registrations.filter { $0.untrackedAt != nil })
             nextID += 1
             summary.trackedTables.append(name)
             operations.append(.track(table: name, keyColumns: table.keyColumns, columns: table.columns))
@@ -268,8 +259,22 @@ struct SchemaMigrator {
 
     /// Starts tracking the table `name` (`--track`): registers it, creates its row metadata and
     /// installs its capture triggers.
-    private func track(_ name: String, id: Int64, preserving columns: [String]) throws -> TrackedTable {
+    /// A table `untracked` names must have the key it had there (`trackNew`), checked before
+    /// anything is made.
+    private func track(_ name: String, id: Int64, preserving columns: [String], untracked: [TrackedTable] = [])
+        throws -> TrackedTable
+    {
         let table = try TrackedTable.describe(name, id: id, preserving: columns, in: db)
+        if let earlier = untracked.first(where: {
+            TrackedTable.sameName($0.name, table.name) && $0.keyColumns != table.keyColumns
+        }) {
+            let keys = { (columns: [String]) in columns.joined(separator: ", ") }
+            throw StoreError.unsupportedMigration(
+                table: table.name,
+                change:
+                    "it was tracked before with the key (\(keys(earlier.keyColumns))), and is now keyed by (\(keys(table.keyColumns))); "
+                    + "a table is tracked again with the key it had, or under another name")
+        }
         try TrackedTable.checkKeys(of: table, in: db)
         try table.insert(db)
         try Bookkeeping.createRowMetadata(db, for: table)

@@ -897,6 +897,36 @@ import TidemarkTestSupport
         #expect(try rows(b).map { $0["color"] as String? } == ["red", nil, "blue"])
     }
 
+    /// A column without a declared type keeps the class a value was written with: a real 0.0
+    /// written where the column's default is the integer 0 is not that default, and adoption
+    /// records it (Protocol/exchange.md §8.1).
+    @Test func aValueEqualToTheDefaultInAnotherClassIsAdopted() async throws {
+        let group = try Self.group(["a", "b"])
+        let (a, b) = (group["a"], group["b"])
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('i1', 'one'), ('i2', 'two')")
+        try group.round()
+        let other = try DatabaseQueue(path: a.path)
+        try await other.write { db in
+            try db.execute(sql: "ALTER TABLE items ADD COLUMN d DEFAULT 0")
+            try db.execute(sql: "UPDATE items SET d = 0.0 WHERE id = 'i1'")
+        }
+        try other.close()
+        let reopened = try Store.open(a.path)
+        let adopted = try #require(try reopened.fetchHistory().last)
+        #expect(adopted.contextName == "adopt")
+        #expect(adopted.changes.map { $0.key.first?.value } == [.text("i1")])
+        _ = try group.reopen("a", options: Store.Options())
+        _ = try b.store.migrate(Store.Migration(sql: "ALTER TABLE items ADD COLUMN d DEFAULT 0"))
+        for _ in 0..<2 { try group.round() }
+        let classes = { (replica: TestReplica) in
+            try DatabaseQueue(path: replica.path).read { db in
+                try String.fetchAll(db, sql: "SELECT typeof(d) FROM items ORDER BY id")
+            }
+        }
+        #expect(try classes(b) == ["real", "integer"])
+        #expect(try classes(a) == classes(b))
+    }
+
     /// A table rebuilt with the same columns (created anew, filled, renamed into place) loses its
     /// triggers with the table it replaces: the migration installs them again, and writes after it
     /// are captured and reach peers. SQLite matches table names whatever their case, so a table

@@ -79,4 +79,74 @@ import TidemarkTestSupport
         #expect(b.trackedTables.map(\.name) == ["u"])
         #expect(b.trackedTables.first?.preservedColumns == ["c"])
     }
+
+    /// Names a bundle cannot carry, or that Tidemark would take for another (one text in two
+    /// Unicode normal forms, which SQLite keeps apart), are refused where a table starts being
+    /// tracked and where a migration would give them to a tracked table: the store is left as it was.
+    @Test(arguments: [
+        #"CREATE TABLE t(id TEXT PRIMARY KEY, "" TEXT);"#,
+        "CREATE TABLE t(id TEXT PRIMARY KEY, \"\(String(repeating: "c", count: 4097))\" TEXT);",
+        "CREATE TABLE t(id TEXT PRIMARY KEY, \"caf\u{E9}\" TEXT, \"cafe\u{301}\" TEXT);",
+        "CREATE TABLE \"caf\u{E9}\"(id TEXT PRIMARY KEY); CREATE TABLE \"cafe\u{301}\"(id TEXT PRIMARY KEY);",
+    ])
+    func aNameABundleCannotCarryIsRefusedAtInit(_ schema: String) throws {
+        let directory = try TemporaryDirectory("tidemark-names")
+        #expect {
+            _ = try TestReplica("a", in: directory, schema: schema, preserve: [])
+        } throws: { error in
+            guard case StoreError.untrackableTable(_, let reason, _) = error else { return false }
+            return reason.contains("name")
+        }
+    }
+
+    @Test(arguments: [
+        #"ALTER TABLE t ADD COLUMN "" TEXT;"#,
+        "ALTER TABLE t ADD COLUMN \"\(String(repeating: "c", count: 4097))\" TEXT;",
+        "ALTER TABLE t ADD COLUMN \"cafe\u{301}\" TEXT;",
+        "ALTER TABLE t RENAME COLUMN v TO \"\";",
+    ])
+    func aNameABundleCannotCarryIsRefusedByAMigration(_ sql: String) throws {
+        let directory = try TemporaryDirectory("tidemark-names")
+        let a = try TestReplica(
+            "a", in: directory, schema: "CREATE TABLE t(id TEXT PRIMARY KEY, v TEXT, \"caf\u{E9}\" TEXT);",
+            preserve: [])
+        _ = try a.store.execute(sql: "INSERT INTO t VALUES ('1', 'x', 'y')")
+        let before = try StoreSnapshot.everything(of: a.path)
+        #expect(throws: StoreError.self) { try a.store.migrate(Store.Migration(sql: sql)) }
+        #expect(try StoreSnapshot.everything(of: a.path) == before)
+        // The store stays usable by everything else.
+        _ = try a.store.execute(sql: "UPDATE t SET v = 'z'")
+        #expect(try a.store.fetchHistory().count == 2)
+    }
+
+    /// A key column that keeps the storage class of equal numbers (no declared type, BLOB) holds
+    /// 1 and 1.0 as one row to SQLite and two to replicas: a real key equal to an integer is
+    /// refused, as written and as found where the table starts being tracked.
+    @Test func aRealKeyEqualToAnIntegerIsRefused() throws {
+        let directory = try TemporaryDirectory("tidemark-names")
+        let schema = "CREATE TABLE t(id PRIMARY KEY, v TEXT); CREATE TABLE b(id BLOB PRIMARY KEY, v TEXT);"
+        let a = try TestReplica("a", in: directory, schema: schema, preserve: [])
+        _ = try a.store.execute(sql: "INSERT INTO t VALUES (1, 'one'), (1.5, 'half'), ('1.0', 'text')")
+        for sql in [
+            "INSERT INTO t VALUES (2.0, 'two')", "INSERT OR REPLACE INTO t VALUES (1.0, 'again')",
+            "INSERT INTO b VALUES (-0.0, 'zero')", "UPDATE t SET id = 3.0 WHERE id = 1.5",
+        ] {
+            #expect(throws: StoreError.self, "\(sql)") { _ = try a.store.execute(sql: sql) }
+        }
+        #expect(try a.tables()["t"]?.rows.count == 3)
+        let database = directory.file("adopted.sqlite")
+        let queue = try DatabaseQueue(path: database)
+        try queue.write { db in
+            try db.execute(sql: "CREATE TABLE t(id PRIMARY KEY, v TEXT); INSERT INTO t VALUES (4.0, 'four')")
+        }
+        try queue.close()
+        #expect {
+            _ = try Store.initialize(
+                database,
+                setup: Store.Setup(replicaName: "c", keyPath: directory.file("c.key")))
+        } throws: { error in
+            guard case StoreError.untrackableTable(_, let reason, _) = error else { return false }
+            return reason.contains("real number equal to an integer")
+        }
+    }
 }

@@ -240,8 +240,19 @@ enum CaptureTriggers {
         // The message names no table: a rename would leave the old name in it.
         let refusal = "tidemark: a row of a tracked table needs a key; NULL cannot identify it on other replicas"
             .quotedLiteral
+        // Where a key column keeps the class of equal numbers, SQLite takes the real 1.0 (or -0.0)
+        // for the key 1 (or 0) already there, while replicas tell the two apart: such a key is
+        // refused too.
+        let integralReal =
+            "tidemark: a key that is a real number equal to an integer is the same row as that integer to SQLite and another one to other replicas; write the integer"
+            .quotedLiteral
         let insertValues = cols.indices.map { i in
-            nullableKeys.contains(i) ? "coalesce(NEW.\(cols[i]), RAISE(ABORT, \(refusal)))" : "NEW.\(cols[i])"
+            var value = "NEW.\(cols[i])"
+            if table.keyIndexes.contains(i) && classChecked.contains(i) {
+                value =
+                    "CASE WHEN typeof(\(value)) = 'real' AND \(value) = CAST(\(value) AS INTEGER) THEN RAISE(ABORT, \(integralReal)) ELSE \(value) END"
+            }
+            return nullableKeys.contains(i) ? "coalesce(\(value), RAISE(ABORT, \(refusal)))" : value
         }.joined(separator: ", ")
         let insertOp = Bookkeeping.Op.insert.rawValue
         let updateOp = Bookkeeping.Op.update.rawValue

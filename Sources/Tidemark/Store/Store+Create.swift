@@ -260,6 +260,7 @@ extension Store {
                 .map { ($0[0] as String, $0[1] as String?) }, uniquingKeysWith: { first, _ in first })
         let words = ColumnMask.wordCount(slots: table.slotCount)
         let masks = (0..<words).map(Bookkeeping.maskColumn).joined(separator: ", ")
+        let affinities = try ColumnAffinity.of(table.columns, in: table.name, db)
         for column in columns {
             guard let index = table.index(of: column) else { continue }
             let written = table.keyIndexes + [index]
@@ -268,11 +269,17 @@ extension Store {
             let name = column.quotedIdentifier
             // What adding the column gives every row: its default, or NULL without one.
             let added = (defaults[column] ?? nil).map { "(\($0))" } ?? "NULL"
+            // A column without affinity keeps the class a value was written with: 0.0 is not the
+            // default 0, though `IS` finds them equal (Protocol/exchange.md §8.1).
+            let differs =
+                affinities[index] == .blob
+                ? "(\(name) IS NOT \(added) COLLATE BINARY OR typeof(\(name)) <> typeof(\(added)))"
+                : "\(name) IS NOT \(added) COLLATE BINARY"
             try db.execute(
                 sql: """
                     INSERT INTO tidemark_changes(table_id, op, \(masks), \(valueColumns))
                     SELECT \(table.id), \(Bookkeeping.Op.update.rawValue), \(ColumnMask(slots: written.map { table.slots[$0] }).sql(words: words)), \(selected)
-                    FROM \(table.name.quotedIdentifier) WHERE \(name) IS NOT \(added) COLLATE BINARY
+                    FROM \(table.name.quotedIdentifier) WHERE \(differs)
                     """)
         }
     }

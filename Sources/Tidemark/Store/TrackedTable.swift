@@ -249,6 +249,7 @@ extension TrackedTable {
         {
             return ("the name is reserved", "rename the table")
         }
+        if let refusal = try nameRefusal(of: table, columns: shape.columns, in: db) { return refusal }
         let kind = try String.fetchOne(
             db, sql: "SELECT type FROM pragma_table_list WHERE schema = 'main' AND name = ? COLLATE NOCASE",
             arguments: [table])
@@ -280,6 +281,7 @@ extension TrackedTable {
     /// have no key. Tables tracked before are not asked again.
     static func checkKeys(of table: TrackedTable, in db: Database) throws {
         let nullable = try CaptureTriggers.nullableKeys(of: table, in: db).sorted().map { table.columns[$0] }
+        try checkIntegralRealKeys(of: table, in: db)
         let table = table.name
         // A key that compares otherwise than byte for byte makes keys that differ ('a' and 'A'
         // under NOCASE) one row here and two on a replica that received them in another order.

@@ -210,3 +210,84 @@ import TidemarkTestSupport
         #expect(try group["a"].tables()["p"]?.rows == [[.text("p3"), .text("k2")]])
     }
 }
+
+/// Children reached by foreign-key actions in less common shapes: a table with generated columns,
+/// a child referencing its parent twice, and a cascade that reaches past the children a trial blames.
+@Suite struct ActionEffectsShapeTests {
+    /// As `aChildCascadedByADeleteAndInsertAgainIsRemovedEverywhere`, with items that carry
+    /// generated columns, VIRTUAL and STORED, which SQLite's pre-update hook numbers apart from
+    /// the tracked columns, in a rowid table and a WITHOUT ROWID one.
+    @Test(arguments: ["", " WITHOUT ROWID"])
+    func aChildWithGeneratedColumnsCascadedByADeleteIsRemovedEverywhere(_ kind: String) throws {
+        let group = try ExchangeGroup(
+            ["a", "b"],
+            schema: """
+                CREATE TABLE lists(id TEXT PRIMARY KEY, name TEXT);
+                CREATE TABLE items(
+                    title TEXT, length INTEGER GENERATED ALWAYS AS (length(title)) VIRTUAL,
+                    id TEXT PRIMARY KEY, upper TEXT AS (upper(title)) STORED,
+                    list TEXT REFERENCES lists(id) ON DELETE CASCADE)\(kind);
+                """, preserve: [])
+        _ = try group["a"].store.execute(sql: "INSERT INTO lists VALUES ('l1', 'groceries')")
+        try group.round(prune: false)
+        _ = try group["a"].store.execute(
+            sql: "DELETE FROM lists WHERE id = 'l1'; INSERT INTO lists VALUES ('l1', 'again')")
+        _ = try group["b"].store.execute(sql: "INSERT INTO items(title, id, list) VALUES ('milk', 'i1', 'l1')")
+        for _ in 0..<2 { try group.round(prune: false) }
+        #expect(try group.tableDifferences() == [])
+        #expect(try group["a"].tables()["items"]?.rows == [])
+        let listed = try group["b"].store.conflicts().map { "\($0.table) \($0.key) \($0.kind)" }
+        #expect(listed == [#"items {"id":"i1"} removed"#], "\(listed)")
+    }
+
+    /// A child references its parent through two foreign keys whose `SET NULL` breaks its NOT NULL:
+    /// it is settled once, with one delete in the resolution.
+    @Test func aChildReachedThroughTwoKeysIsSettledOnce() throws {
+        let group = try ExchangeGroup(
+            ["a", "b"],
+            schema: """
+                CREATE TABLE p(id TEXT PRIMARY KEY);
+                CREATE TABLE c(
+                    id TEXT PRIMARY KEY, a TEXT NOT NULL REFERENCES p(id) ON DELETE SET NULL,
+                    b TEXT NOT NULL REFERENCES p(id) ON DELETE SET NULL);
+                """, preserve: [])
+        _ = try group["a"].store.execute(sql: "INSERT INTO p VALUES ('p1')")
+        try group.round(prune: false)
+        _ = try group["a"].store.execute(sql: "DELETE FROM p")
+        _ = try group["b"].store.execute(sql: "INSERT INTO c VALUES ('c1', 'p1', 'p1')")
+        for _ in 0..<2 { try group.round(prune: false) }
+        #expect(try group.tableDifferences() == [])
+        let resolutions = try group["b"].store.fetchHistory().filter {
+            $0.origin == group["b"].id && $0.contextName == "conflict"
+        }
+        #expect(resolutions.flatMap(\.changes).map { "\($0.type) \($0.table)" } == ["delete c"])
+        #expect(try group["b"].store.conflicts().map(\.kind) == ["foreign_key"])
+    }
+
+    /// A deletes a parent; B adds under it a child whose `SET NULL` breaks its NOT NULL, and an
+    /// item that cascades into a tag whose `SET NULL` breaks its own. Settling the first child
+    /// lets the delete reach the tag: that is settled in turn, and the pull goes through.
+    @Test func aCascadeThatBreaksAGrandchildIsSettledAfterTheChild() throws {
+        let group = try ExchangeGroup(
+            ["a", "b"],
+            schema: """
+                CREATE TABLE p(id TEXT PRIMARY KEY);
+                CREATE TABLE n(id TEXT PRIMARY KEY, pid TEXT NOT NULL REFERENCES p(id) ON DELETE SET NULL);
+                CREATE TABLE items(id TEXT PRIMARY KEY, pid TEXT REFERENCES p(id) ON DELETE CASCADE);
+                CREATE TABLE tags(id TEXT PRIMARY KEY, item TEXT NOT NULL REFERENCES items(id) ON DELETE SET NULL);
+                """, preserve: [])
+        _ = try group["a"].store.execute(sql: "INSERT INTO p VALUES ('P')")
+        try group.round(prune: false)
+        _ = try group["a"].store.execute(sql: "DELETE FROM p")
+        _ = try group["b"].store.execute(
+            sql:
+                "INSERT INTO n VALUES ('n1', 'P'); INSERT INTO items VALUES ('i1', 'P'); INSERT INTO tags VALUES ('t1', 'i1')"
+        )
+        for _ in 0..<2 {
+            let pulled = try group.round(prune: false)
+            #expect(pulled.values.flatMap(\.warnings).isEmpty, "\(pulled.values.flatMap(\.warnings))")
+        }
+        #expect(try group.tableDifferences() == [])
+        for table in ["p", "n", "items", "tags"] { #expect(try group["a"].tables()[table]?.rows == [], "\(table)") }
+    }
+}

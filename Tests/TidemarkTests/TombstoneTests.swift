@@ -268,4 +268,26 @@ import TidemarkTestSupport
         }
         try group.expectConverged()
     }
+
+    /// d joins from before a parent's delete whose tombstone went since, and adds a child under it
+    /// whose `SET NULL` breaks its NOT NULL. Catching up deletes the parent the snapshot no longer
+    /// has: the child is settled first, as a merged delete settles it, and the pull goes through.
+    @Test func aForgottenParentWhoseActionBreaksAChildSettlesTheChild() throws {
+        let group = try ExchangeGroup(
+            ["a", "b"],
+            schema: """
+                CREATE TABLE p(id TEXT PRIMARY KEY, name TEXT);
+                CREATE TABLE c(id TEXT PRIMARY KEY, pid TEXT NOT NULL REFERENCES p(id) ON DELETE SET NULL);
+                """, preserve: [])
+        _ = try group["a"].store.execute(sql: "INSERT INTO p VALUES ('P', 'parent'), ('Q', 'other')")
+        for _ in 0..<2 { try group.round() }
+        let d = try Self.joinFromBeforeADelete(group, "DELETE FROM p WHERE id = 'P'", by: "a")
+        _ = try d.store.execute(sql: "INSERT INTO c VALUES ('c1', 'P')")
+        let pulled = try group.pull("d")
+        #expect(pulled.warnings.isEmpty, "\(pulled.warnings)")
+        #expect(try StoreSnapshot.trackedTables(of: d.path)["p"]?.rows == [[.text("Q"), .text("other")]])
+        #expect(try StoreSnapshot.trackedTables(of: d.path)["c"]?.rows == [])
+        for _ in 0..<2 { try group.round() }
+        try group.expectConverged()
+    }
 }

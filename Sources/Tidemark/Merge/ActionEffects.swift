@@ -26,8 +26,9 @@ final class ActionEffects {
 
     /// The connection, where actions can be watched on it.
     let connection: OpaquePointer?
-    /// The tracked tables an action may change, by lowercased name.
-    let children: [String: TrackedTable]
+    /// The tracked tables an action may change, by lowercased name, with where the pre-update
+    /// hook finds their columns.
+    let children: [String: (table: TrackedTable, layout: PreUpdateLayout)]
     /// The tables (lowercased) whose deletes and updates may set an action off.
     private let parents: Set<String>
     /// The rows changed so far.
@@ -41,14 +42,15 @@ final class ActionEffects {
 
     /// `actionParents` is what `RowDigests.foreignKeyActionParents` read; `ownConnection` whether
     /// the connection is one Tidemark opened.
-    init(db: Database, tables: [TrackedTable], actionParents: [String: Set<String>], ownConnection: Bool) {
-        var children: [String: TrackedTable] = [:]
-        for table in tables where actionParents[table.name.lowercased()] != nil {
-            children[table.name.lowercased()] = table
+    init(db: Database, tables: [TrackedTable], actionParents: [String: Set<String>], ownConnection: Bool) throws {
+        let watched = tables.filter { actionParents[$0.name.lowercased()] != nil }
+        connection = ownConnection && !watched.isEmpty ? Self.hookConnection(db) : nil
+        var children: [String: (TrackedTable, PreUpdateLayout)] = [:]
+        if connection != nil {
+            for table in watched { children[table.name.lowercased()] = (table, try PreUpdateLayout.of(table, in: db)) }
         }
         self.children = children
         parents = actionParents.values.reduce(into: Set<String>()) { $0.formUnion($1) }
-        connection = ownConnection && !children.isEmpty ? Self.hookConnection(db) : nil
     }
 
     /// Whether a delete or update of `table` is watched for the actions it sets off.

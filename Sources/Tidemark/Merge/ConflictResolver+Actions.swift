@@ -49,7 +49,10 @@ extension ConflictResolver {
             clashes = try foreignKeys.children(of: table, values: before)
                 .filter { $0.table.name != table.name || $0.key != key }.map { ($0, message) }
         }
-        for (child, message) in clashes {
+        // A child that references the row through two foreign keys is reached by both.
+        var settled: Set<ActionEffects.Row> = []
+        for (child, message) in clashes
+        where settled.insert(ActionEffects.Row(table: child.table.name, key: child.key)).inserted {
             try systemDelete(
                 table: child.table, key: child.key, values: child.values, kind: .foreignKey,
                 detail:

@@ -25,6 +25,11 @@ struct ConflictResolver {
         case removed, remote, deleted
     }
 
+    /// How many times a delete is tried again after settling what its foreign-key actions broke:
+    /// each round system-deletes at least one row, and a chain of actions deeper than this is
+    /// left to fail with SQLite's error.
+    static let maxSettlingRounds = 64
+
     let db: Database
     let replica: Replica.ID
     let tables: [String: TrackedTable]
@@ -147,14 +152,19 @@ struct ConflictResolver {
         let rows = RowAccess(db: db, table: table)
         rows.touched = touched
         rows.effects = effects
-        do {
-            try rows.delete(key: key)
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
-            // An action of the app's on the row's children broke one of theirs (merge.md §5.6).
-            guard let current = try rows.values(key: key),
-                try settleActionClashes(of: table, key: key, before: current, after: nil, clock: nil, error: error)
-            else { throw error }
-            try rows.delete(key: key)
+        var rounds = 0
+        while true {
+            do {
+                try rows.delete(key: key)
+                break
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                // An action of the app's on the row's children broke one of theirs (merge.md
+                // §5.6): settled round by round, as `MergeEngine.deleteSettlingActions` does.
+                rounds += 1
+                guard rounds <= Self.maxSettlingRounds, let current = try rows.values(key: key),
+                    try settleActionClashes(of: table, key: key, before: current, after: nil, clock: nil, error: error)
+                else { throw error }
+            }
         }
         digests.noteMerged(table)
         let store = metadata[table.name]!

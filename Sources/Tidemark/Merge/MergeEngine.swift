@@ -45,7 +45,7 @@ struct MergeEngine {
         var targets: [String: Target] = [:]
         // An app's connection may have a pre-update hook of its own (`PreUpdateRow`).
         let ownConnection = store.attachedWriter == nil
-        let effects = ActionEffects(
+        let effects = try ActionEffects(
             db: db, tables: store.replicatedTables, actionParents: foreignKeys.actionParents,
             ownConnection: ownConnection)
         self.effects = effects

@@ -200,7 +200,7 @@ extension MergeEngine {
             of: table, key: key, known: known, against: nil, generation: generation, by: sender,
             how: "had seen the row deleted and forgot its tombstone")
         known.startLife(generation)
-        try target.rows.delete(key: key)
+        try deleteSettlingActions(key: key, in: target, clock: nil)
         digests.noteMerged(table)
         known.rowHash = nil
         try target.metadata.save(db, key: key, &known)

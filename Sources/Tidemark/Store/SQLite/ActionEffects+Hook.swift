@@ -24,21 +24,31 @@ extension ActionEffects {
     func caught(_ db: OpaquePointer, op: Int32, database: UnsafePointer<CChar>?, name: UnsafePointer<CChar>?) {
         guard sqlite3_preupdate_depth(db) > 0, op == SQLITE_DELETE || op == SQLITE_UPDATE, let database, let name,
             sqlite3_stricmp(database, "main") == 0,
-            let table = children[String(cString: name).lowercased()],
-            sqlite3_preupdate_count(db) == Int32(table.columns.count)
+            let (table, layout) = children[String(cString: name).lowercased()]
         else { return }
+        // Where the hook finds column `i`'s old and new values (`PreUpdateLayout`).
+        let old: (Int) -> Int32
+        let new: (Int) -> Int32
+        switch layout {
+        case .identity:
+            guard sqlite3_preupdate_count(db) == Int32(table.columns.count) else { return }
+            (old, new) = ({ Int32($0) }, { Int32($0) })
+        case .mapped(let oldIndexes, let newIndexes):
+            (old, new) = ({ oldIndexes[$0] }, { newIndexes[$0] })
+        case .unknown:
+            return
+        }
         var before: [SQLValue] = []
         before.reserveCapacity(table.columns.count)
-        for index in 0..<Int32(table.columns.count) {
+        for i in table.columns.indices {
             var value: OpaquePointer?
-            guard sqlite3_preupdate_old(db, index, &value) == SQLITE_OK, let value else { return }
+            guard sqlite3_preupdate_old(db, old(i), &value) == SQLITE_OK, let value else { return }
             before.append(Self.value(value))
         }
         if op == SQLITE_UPDATE {
-            for index in table.keyIndexes {
+            for i in table.keyIndexes {
                 var value: OpaquePointer?
-                guard sqlite3_preupdate_new(db, Int32(index), &value) == SQLITE_OK, let value,
-                    Self.value(value) == before[index]
+                guard sqlite3_preupdate_new(db, new(i), &value) == SQLITE_OK, let value, Self.value(value) == before[i]
                 else { return }
             }
         }

@@ -45,11 +45,20 @@ public struct HLCTimestamp: Hashable, Comparable, Sendable, CustomStringConverti
 
     public static func < (lhs: HLCTimestamp, rhs: HLCTimestamp) -> Bool { lhs.packed < rhs.packed }
 
+    /// The largest wall-clock part a reading can have: packed, it must stay a positive signed
+    /// 64-bit integer (Protocol/bundle.md §2.5), which leaves 47 bits of milliseconds, until
+    /// 6429-10-17T02:45:55.327Z. A reading past it would wrap to a negative one, earlier than every other.
+    public static let maxMilliseconds: Int64 = Int64.max >> 16
+
     /// The next reading after `last`, given the wall clock reads `now` milliseconds: the wall clock
-    /// when it is ahead, otherwise `last` with its counter advanced. Never earlier than `last`.
-    public static func next(after last: HLCTimestamp, now: Int64) -> HLCTimestamp {
-        if now > last.milliseconds { return HLCTimestamp(milliseconds: now, counter: 0) }
-        if last.counter == .max { return HLCTimestamp(milliseconds: last.milliseconds + 1, counter: 0) }
-        return HLCTimestamp(milliseconds: last.milliseconds, counter: last.counter + 1)
+    /// when it is ahead, otherwise `last` with its counter advanced. Always later than `last`; nil
+    /// when no reading can be: the wall clock reads past `maxMilliseconds`, or `last` is the
+    /// largest reading there is.
+    public static func next(after last: HLCTimestamp, now: Int64) -> HLCTimestamp? {
+        if now > last.milliseconds {
+            return now <= maxMilliseconds ? HLCTimestamp(milliseconds: now, counter: 0) : nil
+        }
+        if last.counter < .max { return HLCTimestamp(milliseconds: last.milliseconds, counter: last.counter + 1) }
+        return last.milliseconds < maxMilliseconds ? HLCTimestamp(milliseconds: last.milliseconds + 1, counter: 0) : nil
     }
 }

@@ -18,19 +18,19 @@ import TidemarkTestSupport
         #expect(HLCTimestamp.next(after: last, now: 1_000) == HLCTimestamp(milliseconds: 1_000, counter: 8))
     }
 
-    @Test func neverGoesBackwardsWhenTheWallClockDoes() {
+    @Test func neverGoesBackwardsWhenTheWallClockDoes() throws {
         let last = HLCTimestamp(milliseconds: 5_000, counter: 2)
-        let next = HLCTimestamp.next(after: last, now: 1_000)
+        let next = try #require(HLCTimestamp.next(after: last, now: 1_000))
         #expect(next == HLCTimestamp(milliseconds: 5_000, counter: 3))
         #expect(next > last)
         // Still monotonic once the clock has jumped back a long way.
-        #expect(HLCTimestamp.next(after: next, now: 0) > next)
-        #expect(HLCTimestamp.next(after: next, now: -86_400_000) > next)
+        #expect(try #require(HLCTimestamp.next(after: next, now: 0)) > next)
+        #expect(try #require(HLCTimestamp.next(after: next, now: -86_400_000)) > next)
     }
 
-    @Test func counterOverflowCarriesIntoTheMilliseconds() {
+    @Test func counterOverflowCarriesIntoTheMilliseconds() throws {
         let full = HLCTimestamp(milliseconds: 5_000, counter: .max)
-        let next = HLCTimestamp.next(after: full, now: 5_000)
+        let next = try #require(HLCTimestamp.next(after: full, now: 5_000))
         #expect(next == HLCTimestamp(milliseconds: 5_001, counter: 0))
         #expect(next > full)
         // A wall clock behind the carried reading does not pull it back either.
@@ -38,10 +38,10 @@ import TidemarkTestSupport
         #expect(HLCTimestamp.next(after: full, now: 4_000) == HLCTimestamp(milliseconds: 5_001, counter: 0))
     }
 
-    @Test func manyReadingsWithAStuckClockStayStrictlyIncreasing() {
+    @Test func manyReadingsWithAStuckClockStayStrictlyIncreasing() throws {
         var last = HLCTimestamp(milliseconds: 10, counter: 0)
         for _ in 0..<(Int(UInt16.max) * 2 + 10) {
-            let next = HLCTimestamp.next(after: last, now: 10)
+            let next = try #require(HLCTimestamp.next(after: last, now: 10))
             #expect(next > last)
             last = next
         }
@@ -50,7 +50,7 @@ import TidemarkTestSupport
 
     /// A wall clock that jumps back and forth at random: every reading is later than the one
     /// before, and never earlier than the wall clock.
-    @Test func randomWallClockStaysMonotonic() {
+    @Test func randomWallClockStaysMonotonic() throws {
         let seed = UInt64.random(in: 1...UInt64.max)
         print("HLCTimestampTests.randomWallClockStaysMonotonic seed: \(seed)")
         var rng = SplitMix64(seed: seed)
@@ -58,11 +58,26 @@ import TidemarkTestSupport
         var last = HLCTimestamp.zero
         for step in 0..<20_000 {
             wall += Int64(rng.next() % 2_001) - 1_000
-            let next = HLCTimestamp.next(after: last, now: wall)
+            let next = try #require(HLCTimestamp.next(after: last, now: wall), "seed \(seed) step \(step)")
             #expect(next > last, "seed \(seed) step \(step)")
             #expect(next.milliseconds >= wall, "seed \(seed) step \(step)")
             last = next
         }
+    }
+
+    /// Packed, a reading must stay a positive signed 64-bit integer: past 47 bits of milliseconds
+    /// (year 6429) it would wrap to a negative one, earlier than every other, and peers would refuse
+    /// every later transaction. No reading follows a wall clock past that, nor the largest reading.
+    @Test func noReadingFollowsPastTheLargestOne() throws {
+        let max = HLCTimestamp.maxMilliseconds
+        #expect(HLCTimestamp(milliseconds: max, counter: .max).packed == Int64.max)
+        #expect(HLCTimestamp.next(after: .zero, now: max + 1) == nil)
+        #expect(HLCTimestamp.next(after: HLCTimestamp(milliseconds: max, counter: .max), now: 0) == nil)
+        #expect(HLCTimestamp.next(after: HLCTimestamp(milliseconds: max, counter: .max), now: max + 10) == nil)
+        let last = try #require(HLCTimestamp.next(after: HLCTimestamp(milliseconds: max - 1, counter: .max), now: 0))
+        #expect(last == HLCTimestamp(milliseconds: max, counter: 0))
+        #expect(last.packed > 0)
+        #expect(HLCTimestamp.next(after: .zero, now: max) == HLCTimestamp(milliseconds: max, counter: 0))
     }
 
     @Test(arguments: [

@@ -409,4 +409,23 @@ import TidemarkTestSupport
         #expect(third?.sequence == 3)
         #expect(try earlier.fetchHistory().map(\.timestamp) == [first, second, third].map { $0!.timestamp })
     }
+
+    /// A wall clock past the last time a timestamp holds (year 6429) would wrap the write's timestamp
+    /// to a negative one, which every peer refuses, with every later transaction: the write is
+    /// refused instead, and nothing is written; once the clock is right, writes go on.
+    @Test func aWriteUnderAClockPastTheLastTimestampIsRefused() throws {
+        let past = HLCTimestamp.maxMilliseconds + 1_000
+        let fixture = try StoreFixture(options: Store.Options(clock: FixedWallClock(milliseconds: past)))
+        let before = try StoreSnapshot.everything(of: fixture.path)
+        #expect {
+            _ = try fixture.store.execute(sql: "INSERT INTO items(id) VALUES ('a')")
+        } throws: { error in
+            guard case StoreError.clockOutOfRange = error else { return false }
+            return "\(error)".contains("past the last time a timestamp can hold")
+        }
+        #expect(try StoreSnapshot.everything(of: fixture.path) == before)
+        let right = try fixture.reopen(options: Store.Options(clock: FixedWallClock(milliseconds: 2_000_000)))
+        let (_, written) = try right.execute(sql: "INSERT INTO items(id) VALUES ('a')")
+        #expect(written?.timestamp == HLCTimestamp(milliseconds: 2_000_000, counter: 0))
+    }
 }

@@ -144,7 +144,10 @@ enum Sealer {
         _ db: Database, replica: Replica.ID, clock: any WallClock, state: ReplicaState, through last: Int64,
         _ authorship: Authorship
     ) throws -> Sealed {
-        let timestamp = HLCTimestamp.next(after: state.lastTimestamp, now: clock.nowMilliseconds())
+        let now = clock.nowMilliseconds()
+        guard let timestamp = HLCTimestamp.next(after: state.lastTimestamp, now: now) else {
+            throw StoreError.clockOutOfRange(now: now, newest: state.lastTimestamp)
+        }
         let sequence = state.sequence + 1
         try HistoryWriter.recordTransaction(
             db, origin: replica, sequence: sequence, timestamp: timestamp, authorship: authorship,

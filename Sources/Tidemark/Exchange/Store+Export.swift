@@ -174,7 +174,8 @@ extension Store {
     ) throws -> (ExportSummary, (sequence: Int64, attestation: Attestation)?) {
         let header = BundleHeader(
             kind: kind, senderName: replica.name,
-            created: HLCTimestamp.next(after: plan.clock, now: options.clock.nowMilliseconds()),
+            // Not checked by readers (bundle.md §3.3): the last reading will do when none follows it.
+            created: HLCTimestamp.next(after: plan.clock, now: options.clock.nowMilliseconds()) ?? plan.clock,
             since: plan.since, through: plan.through, tables: kind == .watermark ? plan.currentTables : plan.tables,
             ranges: kind == .watermark ? [] : plan.ranges, lineage: kind == .watermark ? [] : plan.lineage,
             schemaRuns: kind == .watermark ? [] : plan.schemaRuns, digest: digest)

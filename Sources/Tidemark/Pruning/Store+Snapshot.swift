@@ -109,7 +109,7 @@ extension Store {
         let last = try ReplicaState.fetch(db).lastTimestamp
         let header = BundleHeader(
             kind: .snapshot, senderName: replica.name,
-            created: HLCTimestamp.next(after: last, now: options.clock.nowMilliseconds()),
+            created: HLCTimestamp.next(after: last, now: options.clock.nowMilliseconds()) ?? last,
             since: .zero, through: through,
             tables: replicatedTables.map {
                 BundleHeader.TableSchema(name: $0.name, keyColumns: $0.keyColumns, columns: $0.columns)

@@ -70,6 +70,10 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case notAttached(path: String)
     /// A transaction's author was set outside a write transaction.
     case authorOutsideTransaction
+    /// No timestamp can follow this replica's newest (`newest`) with the wall clock reading `now`
+    /// (milliseconds since 1970): the clock reads past what a timestamp holds (year 6429), or the
+    /// newest is the largest timestamp there is. Nothing was written.
+    case clockOutOfRange(now: Int64, newest: HLCTimestamp)
     /// An author or context name that history cannot carry to peers: empty, or longer than
     /// `BundleFormat.maxNameLength` bytes. `field` is "author" or "context name"; nothing was
     /// written.
@@ -133,6 +137,11 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .storeIOError(let p, let m): return "\(p): I/O error on the store file (\(m))"
         case .notAttached(let p): return "\(p): the store is not attached to this connection's writer"
         case .authorOutsideTransaction: return "a transaction's author can only be set inside a write transaction"
+        case .clockOutOfRange(let now, let newest):
+            let clock = HLCTimestamp(milliseconds: now, counter: 0)
+            return now > HLCTimestamp.maxMilliseconds
+                ? "the system clock reads \(clock.iso8601), past the last time a timestamp can hold (\(HLCTimestamp(milliseconds: HLCTimestamp.maxMilliseconds, counter: 0).iso8601)); nothing was written"
+                : "no timestamp can follow this replica's newest, \(newest.description), the largest there is; nothing was written"
         case .invalidAuthorship(let field, let value, let reason):
             let shown = value.count > 40 ? "\(value.prefix(40))…" : value
             return "invalid \(field) '\(shown)': \(reason)"
@@ -180,6 +189,9 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
             return
                 "open the store with Store.open(writer) or Store.initialize(in: writer, setup:) and pass a Database of that writer"
         case .authorOutsideTransaction: return "call setTransactionAuthor inside writer.write { db in … }"
+        case .clockOutOfRange:
+            return
+                "set the system clock right; a timestamp that far ahead came from a clock set wrong, here or on a peer"
         case .invalidAuthorship: return "give a name of 1 to \(BundleFormat.maxNameLength) bytes, or nil for none"
         case .unsupportedMigration:
             return

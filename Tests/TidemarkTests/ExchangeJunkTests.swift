@@ -115,6 +115,31 @@ import TidemarkTestSupport
         #expect(quiet.removed.isEmpty && quiet.path == nil, "\(quiet.removed)")
     }
 
+    /// A copier that makes the file at its final size, writes the bytes in, and sets the
+    /// modification time back leaves a file a pull first finds damaged (zeros), then sound with the
+    /// same size and time: it is read again, and applied.
+    @Test func aDamagedBundleWrittenInPlaceWithTheSameSizeAndTimeIsReadAgain() throws {
+        let group = try Group()
+        let (a, b) = (group.replicas[0], group.replicas[1])
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-1', 'one')")
+        let path = try #require(try group.push(a).path)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        let time = try #require(try FileManager.default.attributesOfItem(atPath: path)[.modificationDate] as? Date)
+        try Data(count: bytes.count).write(to: URL(fileURLWithPath: path))
+        try FileManager.default.setAttributes([.modificationDate: time], ofItemAtPath: path)
+        let damaged = try group.pull(b)
+        #expect(damaged.imported.isEmpty)
+        #expect(Self.junkWarnings(damaged, naming: [path]).count == 1, "\(damaged.warnings)")
+        Thread.sleep(forTimeInterval: 0.05)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        try handle.write(contentsOf: bytes)
+        try handle.close()
+        try FileManager.default.setAttributes([.modificationDate: time], ofItemAtPath: path)
+        let sound = try group.pull(b)
+        #expect(sound.imported.map(\.path) == [path], "\(sound.warnings)")
+        #expect(try b.tables() == a.tables())
+    }
+
     /// Another replica's bundle that builds on what a damaged bundle held waits for it too: it is
     /// said once, naming the damaged file, and not again while the files are unchanged.
     @Test func aBundleOfAnotherReplicaWaitingForADamagedOneIsReportedOnce() throws {

@@ -77,13 +77,13 @@ enum CheckedFiles {
         /// another version put in its place, lists another size.
         static func written(size: Int64) -> String { "size \(size)" }
 
-        /// A listed file: its validator on a server, its size and time in a local folder; nil
+        /// A listed file: its validator on a server, its size and times in a local folder; nil
         /// when the listing says neither.
         static func listed(_ entry: ExchangeEntry) -> String? {
             if let validator = entry.validator { return validator }
             guard let size = entry.size else { return nil }
-            let time = entry.modified.map { String(format: "%.6f", $0.timeIntervalSince1970) } ?? "-"
-            return "\(size) \(time)"
+            let time = { (date: Date?) in date.map { String(format: "%.6f", $0.timeIntervalSince1970) } ?? "-" }
+            return "\(size) \(time(entry.modified)) \(time(entry.changed))"
         }
     }
 }

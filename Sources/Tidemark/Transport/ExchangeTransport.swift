@@ -57,6 +57,9 @@ struct ExchangeEntry: Sendable, Equatable {
     var size: Int64? = nil
     /// When it was last written, when the listing says.
     var modified: Date? = nil
+    /// When its status last changed (a local file's inode change time, which a write or a change
+    /// of its modification time moves on), when the listing says.
+    var changed: Date? = nil
     /// For a file on a server, what tells whether it changed since it was read: its ETag, or its
     /// size and time. Nil for a local folder, whose files are read again at no cost.
     var validator: String? = nil

@@ -77,13 +77,23 @@ final class FolderTransport: ExchangeTransport {
         let directory = path(folder)
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         return names.sorted().map { name in
-            // Size and time tell a temporary's age, and whether a file changed since it was checked.
-            guard let attributes = try? FileManager.default.attributesOfItem(atPath: directory + "/" + name),
-                attributes[.type] as? FileAttributeType == .typeRegular
-            else { return ExchangeEntry(name: name) }
+            // Size and times tell a temporary's age, and whether a file changed since it was
+            // checked: the status-change time too, since a copier may write the bytes into a file
+            // of the final size and set the modification time back to what it was.
+            var status = stat()
+            guard lstat(directory + "/" + name, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+                return ExchangeEntry(name: name)
+            }
+            #if canImport(Darwin)
+                let (modified, changed) = (status.st_mtimespec, status.st_ctimespec)
+            #else
+                let (modified, changed) = (status.st_mtim, status.st_ctim)
+            #endif
+            let date = { (time: timespec) in
+                Date(timeIntervalSince1970: Double(time.tv_sec) + Double(time.tv_nsec) / 1_000_000_000)
+            }
             return ExchangeEntry(
-                name: name, size: (attributes[.size] as? NSNumber)?.int64Value,
-                modified: attributes[.modificationDate] as? Date)
+                name: name, size: Int64(status.st_size), modified: date(modified), changed: date(changed))
         }
     }
 

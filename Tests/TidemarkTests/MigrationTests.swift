@@ -897,6 +897,40 @@ import TidemarkTestSupport
         #expect(try rows(b).map { $0["color"] as String? } == ["red", nil, "blue"])
     }
 
+    /// A replica on the new version fills an added column's default for the rows it receives from
+    /// replicas still on the old one: a default that differs per replica (`random()`, the time)
+    /// would leave each with another value, and the migration is refused, the store unchanged. A
+    /// deterministic expression is taken.
+    @Test(arguments: [
+        "ALTER TABLE items ADD COLUMN rnd INTEGER DEFAULT (random())",
+        """
+        CREATE TABLE items_new(id TEXT PRIMARY KEY, name TEXT, qty INTEGER, at TEXT DEFAULT CURRENT_TIMESTAMP);
+        INSERT INTO items_new(id, name, qty) SELECT id, name, qty FROM items;
+        DROP TABLE items; ALTER TABLE items_new RENAME TO items;
+        """,
+        "ALTER TABLE items ADD COLUMN day TEXT DEFAULT (date('now'))",
+    ])
+    func aDefaultThatDiffersPerReplicaIsRefused(_ sql: String) throws {
+        let group = try Self.group(["a"])
+        let a = group["a"]
+        if !sql.hasPrefix("ALTER") {
+            _ = try a.store.execute(sql: "INSERT INTO items(id, name, qty) VALUES ('i1', 'one', 1)")
+        }
+        let before = try StoreSnapshot.everything(of: a.path)
+        #expect {
+            try a.store.migrate(Store.Migration(sql: sql))
+        } throws: { error in
+            guard case StoreError.unsupportedMigration(_, let change) = error else { return false }
+            return change.contains("not the same on every replica")
+        }
+        #expect(try StoreSnapshot.everything(of: a.path) == before)
+        // SQLite takes an expression for the default of a column added to an empty table only.
+        let deterministic = sql.hasPrefix("ALTER") ? "(abs(-3))" : "-3"
+        let summary = try a.store.migrate(
+            Store.Migration(sql: "ALTER TABLE items ADD COLUMN n INTEGER DEFAULT \(deterministic)"))
+        #expect(summary.addedColumns == ["items": ["n"]])
+    }
+
     /// A column without a declared type keeps the class a value was written with: a real 0.0
     /// written where the column's default is the integer 0 is not that default, and adoption
     /// records it (Protocol/exchange.md §8.1).

@@ -71,6 +71,7 @@ struct SchemaMigrator {
             }
             after.append(table)
         }
+        if migration.changesSchema { try checkDefaultsAreDeterministic(summary.addedColumns) }
         try settleRenames(after, before: before)
         for (table, renamed) in summary.renamedColumns {
             try ConflictResolver.renameColumns(renamed, ofTable: table, in: db)

@@ -356,8 +356,20 @@ public final class Store: Sendable {
 
     /// Runs `body` in one write transaction begun IMMEDIATE (the write lock is taken before any
     /// work, so a busy store fails fast), committed when `body` returns, rolled back when it throws.
-    func writeImmediately<T>(_ body: (Database) throws -> T) throws -> T {
+    ///
+    /// `journalsInMemory` (an import's merge): each statement that writes a tracked table fires its
+    /// capture triggers, paused or not, so SQLite keeps a statement journal of the pages it
+    /// changes, which past 64 KiB goes to a temporary file, written at every statement after
+    /// (a system call per page; see BENCHMARKS.md). On a connection Tidemark opened, temporary
+    /// storage is kept in memory for the transaction;
+    /// an app's connection is left as the app set it (the setting drops its temporary tables).
+    /// Not for every write: a sort too large for the cache (an index a migration makes) would
+    /// then be held in memory whole.
+    func writeImmediately<T>(journalsInMemory: Bool = false, _ body: (Database) throws -> T) throws -> T {
         try database.writeWithoutTransaction { db in
+            let inMemory = journalsInMemory && attachedWriter == nil
+            if inMemory { try db.execute(sql: "PRAGMA temp_store = MEMORY") }
+            defer { if inMemory { try? db.execute(sql: "PRAGMA temp_store = DEFAULT") } }
             var result: T?
             try db.inTransaction(.immediate) {
                 result = try body(db)

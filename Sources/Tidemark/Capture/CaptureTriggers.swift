@@ -363,9 +363,11 @@ enum CaptureTriggers {
             let values = cols.indices.map { i in
                 table.keyIndexes.contains(i) ? "NEW.\(cols[i])" : "CASE WHEN \(changed(i)) THEN NEW.\(cols[i]) END"
             }.joined(separator: ", ")
+            // Whether capture runs is asked first: while an import's merge writes the table, the
+            // comparison of every column is skipped. An update that records something asks it anyway.
             statements.append(
                 """
-                CREATE TRIGGER \(n[1]) AFTER UPDATE ON \(t) WHEN \(keyed.isEmpty ? "" : "\(keyed) AND ")\(keySame) AND (\(anyChanged)) AND \(running) BEGIN
+                CREATE TRIGGER \(n[1]) AFTER UPDATE ON \(t) WHEN \(running) AND \(keyed.isEmpty ? "" : "\(keyed) AND ")\(keySame) AND (\(anyChanged)) BEGIN
                   \(confirm)INSERT INTO \(target) VALUES (\(table.id), \(updateOp), \(mask), \(values));
                 END
                 """)

@@ -361,13 +361,16 @@ public final class Store: Sendable {
     /// capture triggers, paused or not, so SQLite keeps a statement journal of the pages it
     /// changes, which past 64 KiB goes to a temporary file, written at every statement after
     /// (a system call per page; see BENCHMARKS.md). On a connection Tidemark opened, temporary
-    /// storage is kept in memory for the transaction;
-    /// an app's connection is left as the app set it (the setting drops its temporary tables).
-    /// Not for every write: a sort too large for the cache (an index a migration makes) would
-    /// then be held in memory whole.
+    /// storage is kept in memory for the transaction, unless the connection holds temporary
+    /// objects (a TEMP trigger made through `execute`), which changing the setting would drop; an
+    /// app's connection is left as the app set it. Not for every write: a sort too large for the
+    /// cache (an index a migration makes) would then be held in memory whole.
     func writeImmediately<T>(journalsInMemory: Bool = false, _ body: (Database) throws -> T) throws -> T {
         try database.writeWithoutTransaction { db in
-            let inMemory = journalsInMemory && attachedWriter == nil
+            let noTemporaryObjects = {
+                try Bool.fetchOne(db, sql: "SELECT NOT EXISTS (SELECT 1 FROM temp.sqlite_schema)") == true
+            }
+            let inMemory = try journalsInMemory && attachedWriter == nil && noTemporaryObjects()
             if inMemory { try db.execute(sql: "PRAGMA temp_store = MEMORY") }
             defer { if inMemory { try? db.execute(sql: "PRAGMA temp_store = DEFAULT") } }
             var result: T?

@@ -25,7 +25,9 @@ extension SchemaMigrator {
         }
     }
 
-    /// SQLite's reason for refusing `expression` as a deterministic value; nil when it is one.
+    /// SQLite's reason for refusing `expression` as a deterministic value; nil when it is one, or
+    /// when SQLite cannot evaluate it in a query at all (`0x10000000000000000`, which only a
+    /// table's DEFAULT takes): what rows get for it is then the same everywhere.
     private func nondeterminism(of expression: String) throws -> String? {
         let probe = "temp.\(Bookkeeping.prefix)default_probe"
         try db.execute(sql: "SAVEPOINT tidemark_default_probe")
@@ -40,8 +42,8 @@ extension SchemaMigrator {
                     SELECT y FROM \(probe);
                     """)
             return nil
-        } catch let error as DatabaseError where (error.message ?? "").contains("non-deterministic") {
-            return error.message
+        } catch let error as DatabaseError {
+            return (error.message ?? "").contains("non-deterministic") ? error.message : nil
         }
     }
 }

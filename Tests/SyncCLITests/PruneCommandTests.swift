@@ -174,7 +174,8 @@ import TidemarkTestSupport
         let aShort = try await a.id().short
         let message =
             "history token expired: replica \(aShort)'s transactions up to #3 were deleted from this store's history"
-        let hint = "fetch without --since to read the history that remains"
+        let hint =
+            "read the history that remains without --since (`sync log`), or run `sync watch` again to follow it from now"
         for token in [early, History.Token.zero.description] {
             let log = try await a.sync("log", "--since", token)
             expectFailure(log, message, hint: hint)

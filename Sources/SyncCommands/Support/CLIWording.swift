@@ -52,7 +52,9 @@ enum CLIWording {
         case .alreadyInitialized: return "see `sync status` for what the store tracks"
         case .invalidAuthorship: return "give --author and --context a name of 1 to 4096 bytes, or leave them out"
         case .nothingToTrack: return "create a table first (--schema FILE.sql), or name one with --track"
-        case .historyTokenExpired: return "fetch without --since to read the history that remains"
+        case .historyTokenExpired:
+            return
+                "read the history that remains without --since (`sync log`), or run `sync watch` again to follow it from now"
         case .foreignToken: return "use a token printed by `sync token` for this store"
         case .badToken: return "copy a whole token as `sync token` prints it (tm1.…)"
         case .trackedTableChanged(let t, _):

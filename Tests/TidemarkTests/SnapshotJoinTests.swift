@@ -153,4 +153,23 @@ import TidemarkTestSupport
         #expect(rows.count == 40 && rows.allSatisfy { $0[5] == .text("stamped") })
         #expect(try b.store.rowDigest().digest == b.tables().rowDigest)
     }
+
+    /// A replica that never wrote joins from a snapshot with a row its own CHECK refuses: the
+    /// conflict is noted at the clock the snapshot leaves it with, not at 1970.
+    @Test func aConflictMetJoiningFromASnapshotIsNotedAtTheSnapshotsClock() throws {
+        let directory = try TemporaryDirectory("tidemark-snapshot-join")
+        let a = try TestReplica(
+            "a", in: directory, schema: "CREATE TABLE items(id TEXT PRIMARY KEY, qty INTEGER);", preserve: [])
+        let b = try TestReplica(
+            "b", in: directory, schema: "CREATE TABLE items(id TEXT PRIMARY KEY, qty INTEGER CHECK (qty >= 0));",
+            preserve: [])
+        try TestReplica.trustEachOther([a, b])
+        let (_, written) = try a.store.execute(sql: "INSERT INTO items VALUES ('i1', -1), ('i2', 2)")
+        let path = directory.file("a.tms")
+        _ = try a.store.exportSnapshot(to: path, key: a.key)
+        _ = try b.store.importBundle(at: path)
+        let conflict = try #require(try b.store.conflicts().first)
+        #expect(conflict.kind == "check")
+        #expect(conflict.detected >= (try #require(written)).timestamp, "\(conflict.detected)")
+    }
 }

@@ -198,7 +198,10 @@ struct BundleApplier {
         // still carries its timestamp: so does this store's (exchange.md §4.4 relies on it).
         var newest = decoder.header.created
         let started = try ReplicaState.fetch(db).lastTimestamp
-        var engine = try MergeEngine(db: db, store: store) { started }
+        // A conflict is noted at this store's clock as the snapshot leaves it, not at the clock of a
+        // store that never wrote (1970).
+        let detected = max(started, decoder.header.created)
+        var engine = try MergeEngine(db: db, store: store) { detected }
         try engine.discarded.sender(through: decoder.header.through)
         var rows = 0
         var liveRows = 0

@@ -11,6 +11,16 @@ static inline int tidemark_sqlite_defensive(sqlite3 *db, int on) {
     return now;
 }
 
+/* Turns the connection's triggers of the main schema on (1) or off (0), or leaves them (-1), and
+   returns whether they are on then (sqlite3_db_config, variadic). TEMP triggers fire either way
+   since SQLite 3.35; changing it expires the connection's prepared statements, which SQLite
+   prepares again at their next step. */
+static inline int tidemark_sqlite_triggers(sqlite3 *db, int on) {
+    int now = 0;
+    sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_TRIGGER, on, &now);
+    return now;
+}
+
 /* The pre-update hook (sqlite.org/c3ref/preupdate_count.html). sqlite3.h declares it only when
    SQLITE_ENABLE_PREUPDATE_HOOK is defined, though the system libraries of Debian and of Apple's
    platforms are built with it. Declared weak here: where the linked library lacks it, the symbols

@@ -58,6 +58,68 @@ import TidemarkTestSupport
         #expect(a.store.restoredCaptureTriggers.isEmpty)
     }
 
+    /// Rows enough that their bundle is large (past `BundleApplier.isLarge`): random text does not
+    /// compress.
+    static let manyRows = """
+        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000)
+        INSERT INTO items(id, name) SELECT 'many-' || i, hex(randomblob(16)) FROM n
+        """
+
+    /// A large import turns the connection's triggers off while it merges, where the schema holds
+    /// none but the capture triggers: they are on again after it, for the same connection's writes.
+    @Test func aLargeImportTurnsTriggersOffAndCaptureGoesOn() throws {
+        let group = try ExchangeGroup(["a", "b"])
+        let (a, b) = (group["a"], group["b"])
+        _ = try a.store.execute(sql: Self.manyRows)
+        let pushed = try group.push("a")
+        let size = try FileManager.default.attributesOfItem(atPath: try #require(pushed.path))[.size] as? Int
+        #expect((size ?? 0) >= 16_384, "the bundle is large: \(size ?? 0) bytes")
+        try group.pull("b", prune: false)
+        #expect(try b.tables()["items"]?.rows.count == 2000)
+        #expect(try b.store.fetchHistory().filter { $0.origin == b.id }.isEmpty, "the merge was not captured")
+        _ = try b.store.execute(sql: "UPDATE items SET name = 'seen' WHERE id = 'many-7'")
+        #expect(try Self.lastKeys(b) == ["many-7"])
+        try group.round(prune: false)
+        #expect(try group.tableDifferences() == [])
+    }
+
+    /// Where the schema holds an app's trigger, a large import leaves the connection's triggers on:
+    /// the app's runs for every merged row, as it does for a small import.
+    @Test func aLargeImportRunsTheAppsTriggers() throws {
+        let group = try ExchangeGroup(["a", "b"])
+        let (a, b) = (group["a"], group["b"])
+        _ = try b.store.execute(
+            sql: """
+                CREATE TABLE arrivals(n INTEGER);
+                INSERT INTO arrivals VALUES (0);
+                CREATE TRIGGER counted AFTER INSERT ON items BEGIN UPDATE arrivals SET n = n + 1; END
+                """)
+        _ = try a.store.execute(sql: Self.manyRows)
+        try group.push("a")
+        try group.pull("b", prune: false)
+        #expect(try b.store.execute(sql: "SELECT n FROM arrivals").0[0].rows == [[.integer(2000)]])
+    }
+
+    /// A foreign-key action runs in a large import too, and what it changes in a row the writer
+    /// never saw is recorded (merge.md §5.6).
+    @Test func aLargeImportRecordsWhatAnActionChanged() throws {
+        let group = try ExchangeGroup(
+            ["a", "b"],
+            schema: """
+                CREATE TABLE lists(id TEXT PRIMARY KEY, name TEXT);
+                CREATE TABLE items(id TEXT PRIMARY KEY, name TEXT, list TEXT REFERENCES lists(id) ON DELETE CASCADE);
+                """, preserve: [])
+        let (a, b) = (group["a"], group["b"])
+        _ = try a.store.execute(sql: "INSERT INTO lists VALUES ('l1', 'groceries')")
+        try group.round(prune: false)
+        _ = try a.store.execute(sql: Self.manyRows + "; DELETE FROM lists WHERE id = 'l1'")
+        _ = try b.store.execute(sql: "INSERT INTO items VALUES ('i1', 'milk', 'l1')")
+        for _ in 0..<2 { try group.round(prune: false) }
+        #expect(try group.tableDifferences() == [])
+        #expect(try a.tables()["items"]?.rows.contains { $0[0] == .text("i1") } == false)
+        #expect(try b.store.conflicts().map { "\($0.table) \($0.kind)" } == ["items removed"])
+    }
+
     /// A caller that catches what the paused body threw and commits all the same keeps capture.
     @Test func captureRunsAgainWhenThePausedBodyThrows() throws {
         let group = try ExchangeGroup(["a"])

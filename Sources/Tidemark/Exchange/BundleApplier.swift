@@ -14,6 +14,15 @@ struct BundleApplier {
     private let history: HistoryWriter
     private let translations: SchemaTranslations
 
+    /// Whether the file is large enough that turning the connection's triggers off while it merges
+    /// (`Store.withCapturePaused`) saves more than SQLite spends preparing the connection's
+    /// statements again after (a trigger program per merged statement, against a few dozen
+    /// statements prepared: a file of a few changes merged 4% slower with them off, one of 200,000
+    /// 14% faster).
+    private var isLarge: Bool {
+        ((try? FileManager.default.attributesOfItem(atPath: path)[.size]) as? NSNumber)?.intValue ?? 0 >= 16_384
+    }
+
     init(db: Database, store: Store, context: ImportContext, path: String) {
         self.db = db
         self.store = store
@@ -37,7 +46,7 @@ struct BundleApplier {
         let started = try ReplicaState.fetch(db).lastTimestamp
         var engine = try MergeEngine(db: db, store: store) { max(started, newest) }
         try engine.discarded.sender(through: decoder.header.through)
-        let (verified, changed) = try store.withCapturePaused(in: db) {
+        let (verified, changed) = try store.withCapturePaused(in: db, turningTriggersOff: isLarge) {
             let verified = try decode(decoder) {
                 while let head = try decoder.nextTransaction() {
                     if head.sequence <= context.token[head.origin] {
@@ -207,7 +216,7 @@ struct BundleApplier {
         var liveRows = 0
         // Derived from the sender's key by a hash: once, not per row.
         let sender = decoder.sender
-        let (verified, changed) = try store.withCapturePaused(in: db) {
+        let (verified, changed) = try store.withCapturePaused(in: db, turningTriggersOff: isLarge) {
             // The floors the sender declares, by this store's tables.
             let floors: [(TrackedTable, Int64)] = decoder.header.floors.compactMap { floor in
                 let position = decoder.header.lineage.count

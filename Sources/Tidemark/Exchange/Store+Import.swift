@@ -101,7 +101,7 @@ extension Store {
         try sealForeignWrites()
         do {
             let summary = try mappingErrors {
-                try writeImmediately(journalsInMemory: true) { db in
+                try writeImmediately { db in
                     try applyWhileVerifying(opened, from: path, encrypted: encrypted, identity: identity, db)
                 }
             }
@@ -172,7 +172,7 @@ extension Store {
         if case .hold = plan { bytes = try heldBytes(path, verified, identity: identity) }
         try sealForeignWrites()
         let summary = try mappingErrors {
-            try writeImmediately(journalsInMemory: true) { db in
+            try writeImmediately { db in
                 try applyVerified(verified, from: path, bytes: bytes, encrypted: encrypted, identity: identity, db)
             }
         }

@@ -308,9 +308,18 @@ public final class Store: Sendable {
     /// captured (`CaptureTriggers.paused`). A trigger another client removed since they were last
     /// checked is repaired first, as before a write, so that `restoredCaptureTriggers` names its
     /// table and the writes after the import are captured.
-    func withCapturePaused<T>(in db: Database, _ body: () throws -> T) throws -> T {
+    ///
+    /// Paused, the capture triggers still run on every statement that writes a tracked table, to
+    /// find that they are paused: a trigger program per statement, and a statement journal SQLite
+    /// keeps for a statement with triggers. `turningTriggersOff` (a large import): where the main
+    /// schema holds no other trigger, the connection's are turned off too, which expires its
+    /// prepared statements; not on an app's connection, whose statements those are.
+    func withCapturePaused<T>(in db: Database, turningTriggersOff: Bool = false, _ body: () throws -> T) throws -> T {
         try repairCaptureTriggersIfSchemaChanged(db)
-        return try CaptureTriggers.paused(replicatedTables, in: db, body)
+        guard try turningTriggersOff && attachedWriter == nil && !MainSchemaTriggers.appTriggersExist(db) else {
+            return try CaptureTriggers.paused(replicatedTables, in: db, body)
+        }
+        return try CaptureTriggers.paused(replicatedTables, in: db) { try MainSchemaTriggers.off(db, body) }
     }
 
     /// Notes that the capture triggers are as this build makes them at the current schema cookie.
@@ -356,23 +365,8 @@ public final class Store: Sendable {
 
     /// Runs `body` in one write transaction begun IMMEDIATE (the write lock is taken before any
     /// work, so a busy store fails fast), committed when `body` returns, rolled back when it throws.
-    ///
-    /// `journalsInMemory` (an import's merge): each statement that writes a tracked table fires its
-    /// capture triggers, paused or not, so SQLite keeps a statement journal of the pages it
-    /// changes, which past 64 KiB goes to a temporary file, written at every statement after
-    /// (a system call per page; see BENCHMARKS.md). On a connection Tidemark opened, temporary
-    /// storage is kept in memory for the transaction, unless the connection holds temporary
-    /// objects (a TEMP trigger made through `execute`), which changing the setting would drop; an
-    /// app's connection is left as the app set it. Not for every write: a sort too large for the
-    /// cache (an index a migration makes) would then be held in memory whole.
-    func writeImmediately<T>(journalsInMemory: Bool = false, _ body: (Database) throws -> T) throws -> T {
+    func writeImmediately<T>(_ body: (Database) throws -> T) throws -> T {
         try database.writeWithoutTransaction { db in
-            let noTemporaryObjects = {
-                try Bool.fetchOne(db, sql: "SELECT NOT EXISTS (SELECT 1 FROM temp.sqlite_schema)") == true
-            }
-            let inMemory = try journalsInMemory && attachedWriter == nil && noTemporaryObjects()
-            if inMemory { try db.execute(sql: "PRAGMA temp_store = MEMORY") }
-            defer { if inMemory { try? db.execute(sql: "PRAGMA temp_store = DEFAULT") } }
             var result: T?
             try db.inTransaction(.immediate) {
                 result = try body(db)

@@ -909,6 +909,9 @@ import TidemarkTestSupport
         DROP TABLE items; ALTER TABLE items_new RENAME TO items;
         """,
         "ALTER TABLE items ADD COLUMN day TEXT DEFAULT (date('now'))",
+        // SQLite keeps these as a table's DEFAULT, and cannot compute them for a row.
+        "ALTER TABLE items ADD COLUMN huge INTEGER DEFAULT 0x10000000000000000",
+        "ALTER TABLE items ADD COLUMN over INTEGER DEFAULT (abs(-9223372036854775807 - 1))",
     ])
     func aDefaultThatDiffersPerReplicaIsRefused(_ sql: String) throws {
         let group = try Self.group(["a"])
@@ -921,7 +924,7 @@ import TidemarkTestSupport
             try a.store.migrate(Store.Migration(sql: sql))
         } throws: { error in
             guard case StoreError.unsupportedMigration(_, let change) = error else { return false }
-            return change.contains("not the same on every replica")
+            return change.contains("does not compute alike on every replica")
         }
         #expect(try StoreSnapshot.everything(of: a.path) == before)
         // SQLite takes an expression for the default of a column added to an empty table only.
@@ -929,6 +932,40 @@ import TidemarkTestSupport
         let summary = try a.store.migrate(
             Store.Migration(sql: "ALTER TABLE items ADD COLUMN n INTEGER DEFAULT \(deterministic)"))
         #expect(summary.addedColumns == ["items": ["n"]])
+    }
+
+    /// The same default made by another client (the `sqlite3` shell) is refused as the migration
+    /// that would adopt it, and the store opens once it is gone.
+    @Test func aDefaultThatDiffersPerReplicaFromAnotherClientIsRefused() async throws {
+        let group = try Self.group(["a"])
+        let a = group["a"]
+        let other = try DatabaseQueue(path: a.path)
+        try await other.write { db in try db.execute(sql: "ALTER TABLE items ADD COLUMN n DEFAULT (random())") }
+        #expect {
+            try Store.open(a.path)
+        } throws: { error in
+            guard case StoreError.trackedTableChanged(_, let now) = error else { return false }
+            return now.contains("its new column 'n' has DEFAULT random()")
+                && now.contains("does not compute alike on every replica")
+        }
+        try await other.write { db in try db.execute(sql: "ALTER TABLE items DROP COLUMN n") }
+        try other.close()
+        _ = try Store.open(a.path)
+    }
+
+    /// Rows that predate a column of no declared type read its integral real default (0.0) as an
+    /// integer, on every replica: adopting the column records none of them.
+    @Test func rowsThatPredateAColumnAnotherClientAddedAreNotRecordedForItsDefault() async throws {
+        let group = try Self.group(["a"])
+        let a = group["a"]
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('i1', 'one'), ('i2', 'two')")
+        let before = try a.store.fetchHistory().count
+        let other = try DatabaseQueue(path: a.path)
+        try await other.write { db in try db.execute(sql: "ALTER TABLE items ADD COLUMN y DEFAULT 0.0") }
+        try other.close()
+        let reopened = try Store.open(a.path)
+        #expect(reopened.adoptedSchemaChange?.addedColumns == ["items": ["y"]])
+        #expect(try reopened.fetchHistory().count == before)
     }
 
     /// A column without a declared type keeps the class a value was written with: a real 0.0

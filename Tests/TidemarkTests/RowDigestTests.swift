@@ -285,9 +285,9 @@ import TidemarkTestSupport
         try migrate(
             "ALTER TABLE tags ADD COLUMN mask INTEGER DEFAULT 0x80000000", keeps: ["items"],
             "rows that predate the column read a large hexadecimal default as text")
-        try migrate(
-            "ALTER TABLE tags ADD COLUMN huge INTEGER DEFAULT 0x10000000000000000", keeps: ["items"],
-            "a default SQLite cannot evaluate in a SELECT is no hash default, and no failure")
+        // A default SQLite cannot evaluate for a row (0x10000000000000000) is refused
+        // (`MigrationTests.aDefaultThatDiffersPerReplicaIsRefused`): a replica on the new version
+        // could insert no row of an older one.
         try migrate(
             "ALTER TABLE tags ADD COLUMN fraction DEFAULT 0.5", keeps: ["items", "tags"],
             "a real that is not integral is kept as it is in a column of BLOB affinity")

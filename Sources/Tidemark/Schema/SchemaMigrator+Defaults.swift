@@ -19,15 +19,16 @@ extension SchemaMigrator {
                 throw StoreError.unsupportedMigration(
                     table: table,
                     change:
-                        "its new column '\(column)' has DEFAULT \(expression), which is not the same on every replica (\(problem)); a replica on the new version gives it to the rows it receives from replicas still on the old one"
+                        "its new column '\(column)' has DEFAULT \(expression), which SQLite does not compute alike on every replica (\(problem)); a replica on the new version gives it to the rows it receives from replicas still on the old one"
                 )
             }
         }
     }
 
-    /// SQLite's reason for refusing `expression` as a deterministic value; nil when it is one, or
-    /// when SQLite cannot evaluate it in a query at all (`0x10000000000000000`, which only a
-    /// table's DEFAULT takes): what rows get for it is then the same everywhere.
+    /// SQLite's reason for refusing `expression` as a value every replica computes alike; nil when
+    /// it is one. An expression SQLite cannot evaluate at all (`0x10000000000000000`, which only a
+    /// table's DEFAULT takes, or one that overflows) is refused too: a replica on the new version
+    /// could then insert no row a replica on the old one sends.
     private func nondeterminism(of expression: String) throws -> String? {
         let probe = "temp.\(Bookkeeping.prefix)default_probe"
         try db.execute(sql: "SAVEPOINT tidemark_default_probe")
@@ -43,7 +44,7 @@ extension SchemaMigrator {
                     """)
             return nil
         } catch let error as DatabaseError {
-            return (error.message ?? "").contains("non-deterministic") ? error.message : nil
+            return error.message ?? "\(error)"
         }
     }
 }

@@ -71,7 +71,8 @@ struct SchemaMigrator {
             }
             after.append(table)
         }
-        if migration.changesSchema { try checkDefaultsAreDeterministic(summary.addedColumns) }
+        // Another client's change (no SQL here) too: it is adopted as a migration, or refused as one.
+        try checkDefaultsAreDeterministic(summary.addedColumns)
         try settleRenames(after, before: before)
         for (table, renamed) in summary.renamedColumns {
             try ConflictResolver.renameColumns(renamed, ofTable: table, in: db)

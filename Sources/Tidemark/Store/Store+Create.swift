@@ -270,10 +270,13 @@ extension Store {
             // What adding the column gives every row: its default, or NULL without one.
             let added = (defaults[column] ?? nil).map { "(\($0))" } ?? "NULL"
             // A column without affinity keeps the class a value was written with: 0.0 is not the
-            // default 0, though `IS` finds them equal (Protocol/exchange.md §8.1).
+            // default 0, though `IS` finds them equal (Protocol/exchange.md §8.1). The rows that
+            // predate the column read an integral real default as an integer, as on every replica.
+            let predating =
+                "CASE WHEN typeof(\(added)) = 'real' AND \(added) = CAST(\(added) AS INTEGER) THEN 'integer' ELSE typeof(\(added)) END"
             let differs =
                 affinities[index] == .blob
-                ? "(\(name) IS NOT \(added) COLLATE BINARY OR typeof(\(name)) <> typeof(\(added)))"
+                ? "(\(name) IS NOT \(added) COLLATE BINARY OR typeof(\(name)) <> \(predating))"
                 : "\(name) IS NOT \(added) COLLATE BINARY"
             try db.execute(
                 sql: """

@@ -16,9 +16,8 @@ struct BundleApplier {
 
     /// Whether the file is large enough that turning the connection's triggers off while it merges
     /// (`Store.withCapturePaused`) saves more than SQLite spends preparing the connection's
-    /// statements again after (a trigger program per merged statement, against a few dozen
-    /// statements prepared: a file of a few changes merged 4% slower with them off, one of 200,000
-    /// 14% faster).
+    /// statements again after: a trigger program per merged statement, against a few dozen
+    /// statements prepared (BENCHMARKS.md, "An import fell from 0.50").
     private var isLarge: Bool {
         ((try? FileManager.default.attributesOfItem(atPath: path)[.size]) as? NSNumber)?.intValue ?? 0 >= 16_384
     }

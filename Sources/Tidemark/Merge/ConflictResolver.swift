@@ -109,6 +109,24 @@ struct ConflictResolver {
         }
     }
 
+    /// Runs `delete` until it goes through: where it fails on a constraint, which an app's
+    /// foreign-key action broke, `settle` settles the children that action reached and says
+    /// whether it settled any. A child settled can let the delete reach further (a cascade into a
+    /// grandchild's constraint), so it goes on while rounds settle something, at most
+    /// `maxSettlingRounds`; otherwise SQLite's error is thrown.
+    static func deleteSettling(
+        _ delete: @autoclosure () throws -> Void, settle: (DatabaseError) throws -> Bool
+    ) throws {
+        for _ in 0...maxSettlingRounds {
+            do {
+                return try delete()
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                guard try settle(error) else { throw error }
+            }
+        }
+        try delete()
+    }
+
     /// Whether the row `key`, whose values in a UNIQUE index were written at `clock`, loses that
     /// index to the row `otherKey`, written at `otherClock` (merge.md §5.1): the one written later
     /// loses; if the clocks are equal or unknown, the one whose key orders after.
@@ -152,19 +170,10 @@ struct ConflictResolver {
         let rows = RowAccess(db: db, table: table)
         rows.touched = touched
         rows.effects = effects
-        var rounds = 0
-        while true {
-            do {
-                try rows.delete(key: key)
-                break
-            } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
-                // An action of the app's on the row's children broke one of theirs (merge.md
-                // §5.6): settled round by round, as `MergeEngine.deleteSettlingActions` does.
-                rounds += 1
-                guard rounds <= Self.maxSettlingRounds, let current = try rows.values(key: key),
-                    try settleActionClashes(of: table, key: key, before: current, after: nil, clock: nil, error: error)
-                else { throw error }
-            }
+        // An action of the app's on the row's children may break one of theirs (merge.md §5.6).
+        try Self.deleteSettling(rows.delete(key: key)) { error in
+            guard let current = try rows.values(key: key) else { return false }
+            return try settleActionClashes(of: table, key: key, before: current, after: nil, clock: nil, error: error)
         }
         digests.noteMerged(table)
         let store = metadata[table.name]!

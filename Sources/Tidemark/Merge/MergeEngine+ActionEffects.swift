@@ -40,20 +40,10 @@ extension MergeEngine {
     /// breaks none): those children are settled first (`settleActionClashes`), and the row
     /// deleted again (merge.md §5.6).
     mutating func deleteSettlingActions(key: [SQLValue], in target: Target, clock: MergeClock?) throws {
-        var rounds = 0
-        while true {
-            do {
-                return try target.rows.delete(key: key)
-            } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
-                // Each round settles the children one action broke; a child settled can let the
-                // delete reach further (a cascade into a grandchild's constraint), so it goes on
-                // while rounds settle something.
-                rounds += 1
-                guard rounds <= ConflictResolver.maxSettlingRounds, let values = try target.rows.values(key: key),
-                    try settleActionClashes(
-                        of: target.table, key: key, before: values, after: nil, clock: clock, error: error)
-                else { throw error }
-            }
+        try ConflictResolver.deleteSettling(target.rows.delete(key: key)) { error in
+            guard let values = try target.rows.values(key: key) else { return false }
+            return try settleActionClashes(
+                of: target.table, key: key, before: values, after: nil, clock: clock, error: error)
         }
     }
 

@@ -90,9 +90,12 @@ extension SQLValue: CustomStringConvertible {
         return parts.isEmpty ? "''" : parts.joined(separator: " || ")
     }
 
+    /// A REAL as SQL that reads back as the same value: an infinity as `9e999` or `-9e999`, which
+    /// SQLite's parser rounds to it (its own `quote()` writes `Inf`, which reads as a name).
+    /// SQLite stores no NaN; one a bundle carried prints as `NaN`.
     static func render(real v: Double) -> String {
         if v.isNaN { return "NaN" }
-        if v.isInfinite { return v < 0 ? "-Inf" : "Inf" }
+        if v.isInfinite { return v < 0 ? "-9e999" : "9e999" }
         if v == v.rounded(), abs(v) < 1e15 {
             return (v.sign == .minus && v == 0) ? "-0.0" : String(format: "%.1f", v)
         }
@@ -106,14 +109,20 @@ extension SQLValue {
     /// The JSON form used by `log --json`, `inspect --json` and the protocol's test vectors:
     /// NULL→null, INTEGER→number (exact), REAL→number, TEXT→string, BLOB→`{"base64": "…"}`.
     ///
-    /// A REAL that is NaN or infinite, or whose JSON number would read back as an integer,
-    /// is written `{"real": "…"}` so that no value changes storage class on the way through JSON.
+    /// A REAL whose JSON number would read back as an integer is written `{"real": "…"}` so that no
+    /// value changes storage class on the way through JSON; an infinity as `{"real": "Infinity"}` or
+    /// `{"real": "-Infinity"}` and NaN as `{"real": "nan", "bits": "…"}` with its 16 hex digits, the
+    /// spellings of Protocol/bundle.md §10.2.
     public var jsonFragment: String {
         switch self {
         case .null: return "null"
         case .integer(let v): return String(v)
         case .real(let v):
-            if !v.isFinite { return "{\"real\":\"\(SQLValue.render(real: v))\"}" }
+            if v.isInfinite { return v < 0 ? #"{"real":"-Infinity"}"# : #"{"real":"Infinity"}"# }
+            if v.isNaN {
+                let bits = String(v.bitPattern, radix: 16)
+                return #"{"real":"nan","bits":""# + String(repeating: "0", count: 16 - bits.count) + bits + #""}"#
+            }
             if v == v.rounded(), abs(v) < 1e15 { return SQLValue.render(real: v) }
             return "\(v)"
         case .text(let v): return JSONText.quote(v)

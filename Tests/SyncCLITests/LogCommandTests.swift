@@ -114,6 +114,8 @@ import TidemarkTestSupport
         ("three", "3.0", .real(3), "3.0"),
         ("huge", "1e300", .real(1e300), "1e+300"),
         ("tiny", "-2.5e-300", .real(-2.5e-300), "-2.5e-300"),
+        ("inf", "9e999", .real(.infinity), #"{"real":"Infinity"}"#),
+        ("minusinf", "-9e999", .real(-.infinity), #"{"real":"-Infinity"}"#),
         ("text", "'héllo \"wörld\" 🌊 ✓ 中文'", .text("héllo \"wörld\" 🌊 ✓ 中文"), #""héllo \"wörld\" 🌊 ✓ 中文""#),
         ("digits", "'123'", .text("123"), #""123""#),
         ("blob", "x'00ff10'", .blob([0x00, 0xff, 0x10]), #"{"base64":"AP8Q"}"#),
@@ -146,6 +148,11 @@ import TidemarkTestSupport
                 "\(row.id)")
             #expect(updated[.text(row.id)] == ["note": row.value], "update \(row.id)")
         }
+        // The text form writes SQL that reads back as the same value: SQLite's own `quote()`
+        // writes an infinity as `Inf`, which reads as a name.
+        let text = try await store.sync("log")
+        #expect(text.stdoutLines.contains("  update items [id='inf'] note=9e999"), "\(text)")
+        #expect(text.stdoutLines.contains("  update items [id='minusinf'] note=-9e999"), "\(text)")
     }
 
     @Test func sinceReturnsExactlyTheTransactionsAfterTheToken() async throws {

@@ -108,12 +108,16 @@ enum LogDocument {
             if object.count == 1, let base64 = object["base64"] as? String, let data = Data(base64Encoded: base64) {
                 return .blob(Array(data))
             }
+            if object.count == 2, object["real"] as? String == "nan", let bits = object["bits"] as? String,
+                bits.count == 16, let pattern = UInt64(bits, radix: 16)
+            {
+                return .real(Double(bitPattern: pattern))
+            }
             if object.count == 1, let real = object["real"] as? String {
                 switch real {
-                case "NaN": return .real(.nan)
-                case "Inf": return .real(.infinity)
-                case "-Inf": return .real(-.infinity)
-                default: break
+                case "Infinity": return .real(.infinity)
+                case "-Infinity": return .real(-.infinity)
+                default: if let value = Double(real) { return .real(value) }
                 }
             }
             throw Invalid(description: "unknown value object \(object)")

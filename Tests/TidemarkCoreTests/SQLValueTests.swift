@@ -19,8 +19,10 @@ import TidemarkCore
         (.integer(Int64.min), "-9223372036854775808"),
         (.real(2.5), "2.5"),
         (.real(3), "3.0"),
-        (.real(.infinity), #"{"real":"Inf"}"#),
-        (.real(.nan), #"{"real":"NaN"}"#),
+        (.real(.infinity), #"{"real":"Infinity"}"#),
+        (.real(-.infinity), #"{"real":"-Infinity"}"#),
+        (.real(.nan), #"{"real":"nan","bits":"7ff8000000000000"}"#),
+        (.real(-Double(nan: 5, signaling: false)), #"{"real":"nan","bits":"fff8000000000005"}"#),
         (.text("é \"q\" \n 🌊"), #""é \"q\" \n 🌊""#),
         (.text("\u{01}"), #""\u0001""#),
         (.blob([0x00, 0xff, 0x10]), #"{"base64":"AP8Q"}"#),
@@ -49,6 +51,8 @@ import TidemarkCore
         #expect(SQLValue.text("\t'\u{2028}").description == "char(9) || '''' || char(8232)")
         #expect(SQLValue.blob([0x00, 0xab]).description == "x'00ab'")
         #expect(SQLValue.real(-0.0).description == "-0.0")
+        #expect(SQLValue.real(.infinity).description == "9e999")
+        #expect(SQLValue.real(-.infinity).description == "-9e999")
         #expect(SQLValue.null.description == "NULL")
     }
 }

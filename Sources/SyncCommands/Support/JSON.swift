@@ -7,7 +7,8 @@ import TidemarkCore
 /// Not `Encodable` through `JSONEncoder`: that encoder writes the real 1.0 as `1`, so a value would
 /// change storage class on its way through the output, and it orders an object's members by its own
 /// rule, where these documents keep the table's column order and the documented order. Column values
-/// are written in the exact forms of Protocol/bundle.md §10.2 (`SQLValue.jsonFragment`).
+/// are written as `SQLValue.jsonFragment` says: the forms of Protocol/bundle.md §10.2, except that an
+/// integral REAL below 10^15 is a JSON number with a fraction (`3.0`) instead of `{"real": "3.0"}`.
 indirect enum JSON: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,
     ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral
 {

@@ -150,6 +150,11 @@ import TidemarkTestSupport
             nil
         ),
         ("no primary key", "CREATE TABLE loose(a TEXT, b TEXT);", [], "cannot track table 'loose'", "PRIMARY KEY"),
+        (
+            "a name with Tidemark's prefix", "CREATE TABLE Tidemark_Notes(id TEXT PRIMARY KEY, body);", [],
+            "cannot track table 'Tidemark_Notes': names beginning with 'tidemark_' are reserved",
+            "name the tables to track (--track TABLE for each)"
+        ),
         ("rowid alias", "CREATE TABLE counted(id INTEGER PRIMARY KEY, v);", [], "cannot track table 'counted'", "UUID"),
         (
             "preserve of an unknown column", "CREATE TABLE items(id TEXT PRIMARY KEY);", ["--preserve", "items.nope"],
@@ -197,6 +202,18 @@ import TidemarkTestSupport
         let result = try await SyncProcess.run(["init", "--store", path, "--schema", schemaFile] + replica + arguments)
         expectFailure(result, message, hint: hint)
         #expect(Self.existing(path).isEmpty, "\(label)")
+    }
+
+    /// A table with Tidemark's prefix is left out only when the user names the others.
+    @Test func aTableWithTidemarksPrefixIsLeftOutWhenTheOthersAreNamed() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("app.db")
+        try await SQLiteShell.execute(
+            path, "CREATE TABLE tidemark_notes(id TEXT PRIMARY KEY); CREATE TABLE items(id TEXT PRIMARY KEY, v);")
+        let result = try await SyncProcess.run(["init", "--store", path, "--replica", "a", "--track", "items"])
+        #expect(result.exitCode == 0, "\(result)")
+        let status = try await SyncProcess.run(["status", "--store", path])
+        #expect(status.stdoutLines.filter { $0.hasPrefix("table ") } == ["table    items key(id)"], "\(status)")
     }
 
     @Test func theRowidAliasHintSuggestsATextUUIDKey() async throws {

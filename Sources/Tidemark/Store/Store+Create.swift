@@ -9,7 +9,8 @@ extension Store {
         public var replicaName: String
         /// A schema script to run first: its file name (for messages) and SQL.
         public var schema: (file: String, sql: String)?
-        /// Tables to track; when empty, every table but SQLite's, Tidemark's and GRDB's own (`grdb_`).
+        /// Tables to track; when empty, every table but SQLite's and GRDB's own (`grdb_`). A table
+        /// whose name begins with `tidemark_` is then refused: the prefix is reserved.
         public var tables: [String]
         /// `TABLE.COLUMN` pairs whose last values a delete's tombstone keeps.
         public var preserve: [String]
@@ -213,6 +214,23 @@ extension Store {
                       AND name NOT LIKE 'tidemark\\_%' ESCAPE '\\' AND name NOT LIKE 'grdb\\_%' ESCAPE '\\'
                     ORDER BY name
                     """)
+            // Before the bookkeeping is made, a table with Tidemark's prefix is the app's: left out
+            // without a word, its rows would silently stay on this device.
+            if try !Bookkeeping.isInitialized(db),
+                let reserved = try String.fetchOne(
+                    db,
+                    sql: """
+                        SELECT name FROM pragma_table_list
+                        WHERE schema = 'main' AND type = 'table' AND name LIKE 'tidemark\\_%' ESCAPE '\\'
+                        ORDER BY name
+                        """)
+            {
+                throw StoreError.untrackableTable(
+                    reserved,
+                    reason:
+                        "names beginning with 'tidemark_' are reserved for Tidemark's bookkeeping, so it would not sync",
+                    hint: "rename the table, or name the tables to track (Setup.tables) to leave it out")
+            }
             guard !names.isEmpty else { throw StoreError.nothingToTrack(path: path) }
         }
         var preserve: [String: [String]] = [:]

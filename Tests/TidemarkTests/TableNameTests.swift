@@ -119,6 +119,25 @@ import TidemarkTestSupport
         #expect(try a.store.fetchHistory().count == 2)
     }
 
+    /// A refused name of thousands of bytes is shown cut, with its length, at init and in a migration.
+    @Test func aLongNameIsShownCutInTheRefusal() throws {
+        let directory = try TemporaryDirectory("tidemark-names")
+        let long = String(repeating: "c", count: 5000)
+        #expect {
+            _ = try TestReplica(
+                "a", in: directory, schema: "CREATE TABLE t(id TEXT PRIMARY KEY, \"\(long)\" TEXT);", preserve: [])
+        } throws: { error in
+            "\(error)".count < 300 && "\(error)".contains("… (5000 bytes)")
+        }
+        let b = try TestReplica(
+            "b", in: directory, schema: "CREATE TABLE t(id TEXT PRIMARY KEY, v TEXT);", preserve: [])
+        #expect {
+            try b.store.migrate(Store.Migration(sql: "ALTER TABLE t ADD COLUMN \"\(long)\" TEXT;"))
+        } throws: { error in
+            "\(error)".count < 300 && "\(error)".contains("… (5000 bytes)")
+        }
+    }
+
     /// A key column that keeps the storage class of equal numbers (no declared type, BLOB) holds
     /// 1 and 1.0 as one row to SQLite and two to replicas: a real key equal to an integer is
     /// refused, as written and as found where the table starts being tracked.

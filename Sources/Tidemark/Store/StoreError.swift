@@ -97,6 +97,13 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     /// `tidemark_changes`); nothing was changed.
     case bookkeepingChanged(statement: String, object: String)
 
+    /// A table or column name as a message shows it: whole up to 64 characters, else its first 48
+    /// and its length, so that a name of thousands of bytes does not fill the screen.
+    static func shown(_ name: String) -> String {
+        guard name.count > 64 else { return name }
+        return "\(name.prefix(48))… (\(name.utf8.count) bytes)"
+    }
+
     public var description: String {
         switch self {
         case .storeNotFound(let p): return "no store at \(p)"
@@ -108,7 +115,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .schemaFailed(let f, let m): return "schema file \(f) failed: \(m)"
         case .unknownTable(let t): return "no table named '\(t)'"
         case .unknownColumn(let t, let c): return "table '\(t)' has no column '\(c)'"
-        case .untrackableTable(let t, let reason, _): return "cannot track table '\(t)': \(reason)"
+        case .untrackableTable(let t, let reason, _): return "cannot track table '\(Self.shown(t))': \(reason)"
         case .trackedTableChanged(let t, let now):
             return "tracked table '\(t)' changed shape since tracking began: \(now)"
         case .invalidReplicaName(let n):

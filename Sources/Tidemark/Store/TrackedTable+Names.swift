@@ -15,7 +15,7 @@ extension TrackedTable {
         let rename = "rename it, e.g. `ALTER TABLE … RENAME COLUMN …` from the sqlite3 shell"
         if let why = unsupported(table) { return ("its name \(why)", "rename the table") }
         if let column = columns.first(where: { unsupported($0) != nil }) {
-            return ("the name of column '\(column)' \(unsupported(column)!)", rename)
+            return ("the name of column '\(StoreError.shown(column))' \(unsupported(column)!)", rename)
         }
         var seen: [String: String] = [:]
         for column in columns {

@@ -681,6 +681,44 @@ import TidemarkTestSupport
         #expect(again.restoredCaptureTriggers.isEmpty)
     }
 
+    /// A row another client inserted into a table it rebuilt with a column more, before the capture
+    /// triggers were back, went unrecorded: the adoption records the new column's values of the
+    /// rows history holds, and none for that row, which would reach peers as a row of that one
+    /// column (a NOT NULL column empty there, settled by deleting the row, and the delete then
+    /// taking the writer's row too).
+    @Test func aRowWrittenWhileTheTriggersWereMissingGetsNoAdoptedValue() async throws {
+        let group = try Self.group(["a", "b"])
+        let (a, b) = (group["a"], group["b"])
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name, qty) VALUES ('i1', 'one', 1)")
+        _ = try group.round(prune: false)
+        let other = try DatabaseQueue(path: a.path)
+        try await other.write { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE items_new(id TEXT PRIMARY KEY, name TEXT, qty INTEGER, color TEXT);
+                    INSERT INTO items_new SELECT id, name, qty, 'c-' || id FROM items; DROP TABLE items;
+                    ALTER TABLE items_new RENAME TO items;
+                    INSERT INTO items VALUES ('i2', 'two', 2, 'red');
+                    """)
+        }
+        let reopened = try Store.open(a.path)
+        #expect(reopened.adoptedSchemaChange?.addedColumns == ["items": ["color"]])
+        _ = try b.store.migrate(Store.Migration(sql: "ALTER TABLE items ADD COLUMN color TEXT"))
+        _ = try reopened.push(to: group.folder, key: a.key)
+        _ = try group.round(["b"], prune: false)
+        _ = try reopened.pull(from: group.folder, key: a.key, prune: false)
+        let rows = "SELECT id, name, qty, color FROM items ORDER BY id"
+        #expect(
+            try b.store.execute(sql: rows).0[0].rows == [[.text("i1"), .text("one"), .integer(1), .text("c-i1")]])
+        #expect(
+            try reopened.execute(sql: rows).0[0].rows == [
+                [.text("i1"), .text("one"), .integer(1), .text("c-i1")],
+                [.text("i2"), .text("two"), .integer(2), .text("red")],
+            ])
+        #expect(try b.store.conflicts().isEmpty)
+        #expect(try reopened.conflicts().isEmpty)
+    }
+
     /// A table another client rebuilt with the same columns (made anew, filled, renamed into place)
     /// lost its capture triggers with the table it replaced: the next open puts them back, once,
     /// and that client's later writes are recorded again.

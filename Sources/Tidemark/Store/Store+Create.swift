@@ -269,7 +269,8 @@ extension Store {
     }
 
     /// Records, as one update per row and column, the values rows of `table` hold in `columns`,
-    /// which another client added, other than the column's default (NULL when it has none):
+    /// which another client added, other than the column's default (NULL when it has none), for
+    /// the rows row metadata holds alive (the caller folds first):
     /// every replica that adds the column gets that, and a write made before the capture triggers
     /// knew the column gets recorded.
     static func adoptValues(of table: TrackedTable, columns: [String], in db: Database) throws {
@@ -279,6 +280,14 @@ extension Store {
         let words = ColumnMask.wordCount(slots: table.slotCount)
         let masks = (0..<words).map(Bookkeeping.maskColumn).joined(separator: ", ")
         let affinities = try ColumnAffinity.of(table.columns, in: table.name, db)
+        // Only rows this replica's history holds alive (the caller folded every captured change):
+        // a row written while the triggers were missing is not replicated, and an update of it
+        // alone would reach peers as a row of that one column.
+        let keyMatch = table.keyIndexes.enumerated().map {
+            "m.k\($0.offset) = row.\(table.columns[$0.element].quotedIdentifier)"
+        }
+        let known =
+            "EXISTS (SELECT 1 FROM \(Bookkeeping.rowMetadataTable(table)) AS m WHERE \(keyMatch.joined(separator: " AND ")) AND m.gen % 2 = 1)"
         for column in columns {
             guard let index = table.index(of: column) else { continue }
             let written = table.keyIndexes + [index]
@@ -300,7 +309,7 @@ extension Store {
                 sql: """
                     INSERT INTO tidemark_changes(table_id, op, \(masks), \(valueColumns))
                     SELECT \(table.id), \(Bookkeeping.Op.update.rawValue), \(ColumnMask(slots: written.map { table.slots[$0] }).sql(words: words)), \(selected)
-                    FROM \(table.name.quotedIdentifier) WHERE \(differs)
+                    FROM \(table.name.quotedIdentifier) AS row WHERE \(differs) AND \(known)
                     """)
         }
     }

@@ -19,6 +19,10 @@ extension Store {
         public var waiting: [SchemaWait] = []
         /// Bytes fetched from the server of a WebDAV exchange folder (none from a local folder).
         public var bytesDownloaded: Int64 = 0
+        /// Schema versions taken on from the members' files before applying them (a store created
+        /// from the app's newer schema, Protocol/schema.md §5); those an import took on are in
+        /// its summary.
+        public var adoptedVersions: [Schema.Version] = []
         /// Files removed from this replica's own subfolder, each as `address: why`: abandoned
         /// temporaries, and copies of its files that a sync tool made.
         public var removed: [String] = []
@@ -47,11 +51,18 @@ extension Store {
         let held = try HeldCopies(store: self)
         defer { held.remove() }
         var imported: [ImportSummary] = []
+        // A store created from the app's newer schema takes on the versions the members have made
+        // before it applies a file written before them: such a file names the tables as they were,
+        // and a name a later version gave another column would put its values there.
+        var adopted: [Schema.Version] = []
+        if !sources.order.isEmpty, try lineage().isEmpty { adopted = try takeOnFolderVersions(in: exchange, key: key) }
         var pending = try applyCatchingUp(
             held.paths + sources.order, from: sources, imported: &imported, failures: &failures, held: held, key: key)
         // Files older than the tables of a store created from the app's newer schema apply once
         // it takes on the versions the folder's members have made.
-        if failures.namedUnknownSchema, try !takeOnFolderVersions(in: exchange, key: key).isEmpty {
+        if failures.namedUnknownSchema, case let more = try takeOnFolderVersions(in: exchange, key: key), !more.isEmpty
+        {
+            adopted += more
             pending = try applyCatchingUp(
                 held.paths + sources.order, from: sources, imported: &imported, failures: &failures, held: held,
                 key: key)
@@ -83,7 +94,8 @@ extension Store {
             let report = autoPrune ? try prune(key: key, settings: settings) : nil
             return PullSummary(
                 imported: imported, warnings: tidy.kept + warnings, watermark: watermark, prune: report,
-                waiting: try schemaWaits(), bytesDownloaded: exchange.transport.bytesDownloaded, removed: tidy.removed)
+                waiting: try schemaWaits(), bytesDownloaded: exchange.transport.bytesDownloaded,
+                adoptedVersions: adopted, removed: tidy.removed)
         }
     }
 

@@ -97,12 +97,15 @@ struct SchemaNaming {
         }
         // Columns whose names the versions permute (two swapped through a temporary name, say)
         // fit by name either way: the store's values would pass for each other's. A column the
-        // versions renamed onto a name another column of the table has now is such a one.
+        // versions renamed away from a name that another column of the table had before them,
+        // and has now, is such a one. A column the versions added under the name one of them
+        // renamed away is not: a store that made none of them has no column of the new name.
         for (id, table) in now {
             guard let start = state[id] else { continue }
-            let names = Set(table.columns.values)
+            let slots = Dictionary(table.columns.map { ($0.value, $0.key) }, uniquingKeysWith: { first, _ in first })
             for (slot, name) in table.columns {
-                if let was = start.columns[slot], was != name, names.contains(was) { return nil }
+                guard let was = start.columns[slot], was != name, let other = slots[was] else { continue }
+                if start.columns[other] != nil { return nil }
             }
         }
         return registrations

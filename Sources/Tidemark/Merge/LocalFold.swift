@@ -92,6 +92,8 @@ private struct FoldPass {
     /// Where a row's tombstone was dropped, a life started here must outrank it (merge.md §3).
     let floors: [Int64: Int64]
     let layout: ChangeLayout
+    /// Per table, the statement column of each of its columns' values in a change's history row.
+    let valueColumns: [Int64: [Int32]]
     /// The statement that reads the changes of a transaction.
     let changes: RawStatement
     var generations: GenerationRuns
@@ -114,9 +116,26 @@ private struct FoldPass {
         access = Dictionary(
             uniqueKeysWithValues: store.replicatedTables.map { ($0.id, RowAccess(db: db, table: $0)) })
         floors = try Tombstones.floors(db)
-        layout = try ChangeLayout(db)
+        let layout = try ChangeLayout(db)
+        self.layout = layout
+        valueColumns = Dictionary(
+            uniqueKeysWithValues: store.replicatedTables.map { table in
+                (table.id, table.slots.map { Int32(layout.valueIndex($0)) })
+            })
         changes = try RawStatement(db, sql: HistoryQuery.changesOfTransaction(selecting: layout.selectList + ", id"))
         generations = try GenerationRuns(db)
+    }
+
+    /// The change on the current row of `statement` (selected with `layout`, then the id), of
+    /// `table`, written at `clock`; an insert of the whole row hashed from what history holds.
+    private func captured(_ statement: RawStatement, of table: TrackedTable, at clock: MergeClock) throws -> Captured {
+        var change = Captured(statement, layout, table, clock: clock)
+        if change.op == .insert, hashesRows, table.slots.allSatisfy(change.mask.contains),
+            let rows = access[table.id], let columns = valueColumns[table.id]
+        {
+            change.insertedHash = try rows.hash(captured: statement, columns: columns)
+        }
+        return change
     }
 
     /// Folds the changes `first` through `last` of one transaction, written at `clock`.
@@ -129,7 +148,7 @@ private struct FoldPass {
                 op != .marker
             else { continue }
             let table = metadataStore.table
-            let change = Captured(changes, layout, table, clock: clock)
+            let change = try captured(changes, of: table, at: clock)
             // Inserts of new rows of one table, one after another, have their metadata written
             // many to a statement; anything else first writes those.
             if op == .insert, metadataStore.expectsNewRows, !table.isInternal, batch.takes(table) {
@@ -170,11 +189,7 @@ private struct FoldPass {
         }
         metadata.rowHash = nil
         if metadata.isAlive && hashesRows, let rows = access[table.id] {
-            if let values = change.inserted {
-                metadata.rowHash = try rows.hash(key: change.key, holding: values)
-            } else {
-                metadata.rowHash = try rows.hash(key: change.key)
-            }
+            metadata.rowHash = try change.insertedHash ?? rows.hash(key: change.key)
         }
         return metadata
     }
@@ -230,22 +245,21 @@ private struct FoldPass {
                 throw StoreError.database(
                     path: store.path, message: "change \(row.id) of history was not there to fold again")
             }
-            let change = Captured(reread, layout, metadataStore.table, clock: row.clock)
+            let change = try captured(reread, of: metadataStore.table, at: row.clock)
             reread.reset()
             try foldAlone(change, into: metadataStore)
         }
     }
 }
 
-/// One captured change, as the fold reads it: which row, which columns it wrote, and an insert's
-/// values (by column index, nil for a column it did not write), which make the row's hash without
-/// reading it.
+/// One captured change, as the fold reads it: which row and which columns it wrote, and for an
+/// insert of the whole row, the hash of the row it left, made without reading the row.
 private struct Captured {
     var id: Int64
     var op: Bookkeeping.Op
     var key: [SQLValue]
     var mask: ColumnMask
-    var inserted: [SQLValue?]?
+    var insertedHash: Int64?
     var clock: MergeClock
 
     /// The change on the current row of `statement`, selected with `layout` and then its id, of
@@ -256,9 +270,6 @@ private struct Captured {
         op = Bookkeeping.Op(rawValue: statement.int64(1)) ?? .marker
         key = table.keyIndexes.map(value)
         mask = layout.mask(statement)
-        inserted =
-            op == .insert
-            ? table.columns.indices.map { [mask] in mask.contains(table.slots[$0]) ? value($0) : nil } : nil
         self.clock = clock
     }
 

@@ -166,6 +166,13 @@ final class RowAccess {
         return try hash(key: key)
     }
 
+    /// The hash of the row a captured insert left, from the history row `captured` holds, where
+    /// column `i` lies at statement column `columns[i]` (`RowHasher.hash(captured:columns:)`); nil
+    /// when it must be read.
+    func hash(captured: RawStatement, columns: [Int32]) throws -> Int64? {
+        try hasher().hash(captured: captured, columns: columns)
+    }
+
     /// The hash of the row a write of `values` (by column index) leaves, when they make the whole
     /// row and SQLite stores each as given (`RowHasher.hash(writing:)`); nil when it must be read.
     func hash(writing values: [SQLValue?]) throws -> Int64? {

@@ -82,6 +82,14 @@ final class RowHasher {
         }!
     }
 
+    /// The hash of the row a captured insert left, from the history row `captured` holds, where the
+    /// table's column `i` lies at statement column `columns[i]`: the capture trigger recorded each
+    /// value as SQLite stored it. Nil when another trigger may have changed the row since.
+    func hash(captured: RawStatement, columns: [Int32]) -> Int64? {
+        guard !hasOtherTriggers else { return nil }
+        return hash(MappedColumns(statement: captured, columns: columns))
+    }
+
     /// The hash of the row a write of `values` (by column index, every column given) leaves, known
     /// without reading it back when SQLite stores each value exactly as given (its column's
     /// affinity keeps it) and no other trigger can change the row. Nil when it must be read.
@@ -139,6 +147,16 @@ protocol EncodedRow {
 }
 
 extension RawStatement: EncodedRow {}
+
+/// A statement's current row whose column `i` lies at statement column `columns[i]`.
+private struct MappedColumns: EncodedRow {
+    let statement: RawStatement
+    let columns: [Int32]
+
+    func appendEncodedValue(_ index: Int32, asReal: Bool, to out: inout some CellOutput) -> Bool {
+        statement.appendEncodedValue(columns[Int(index)], asReal: asReal, to: &out)
+    }
+}
 extension PreUpdateRow.Values: EncodedRow {}
 
 /// Where an `EncodedRow` puts a cell's value: the row hash as it is taken, or bytes.

@@ -681,6 +681,35 @@ import TidemarkTestSupport
         #expect(again.restoredCaptureTriggers.isEmpty)
     }
 
+    /// A store holding a peer's bundle written under a version it has not made refuses to make
+    /// another version at that position, which would fork it from that peer for good, and changes
+    /// nothing; the peer's migration is made, and the bundle applies.
+    @Test func aMigrationThatWouldForkFromAHeldBundleIsRefused() throws {
+        let group = try Self.group(["a", "b"])
+        let (a, b) = (group["a"], group["b"])
+        let addColor = Store.Migration(sql: "ALTER TABLE items ADD COLUMN color TEXT")
+        let made = try #require(try a.store.migrate(addColor).version)
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name, color) VALUES ('i1', 'one', 'red')")
+        try group.push("a")
+        #expect(try group.pull("b", prune: false).waiting.map(\.version) == [made])
+        let before = try StoreSnapshot.everything(of: b.path)
+        #expect {
+            try b.store.migrate(Store.Migration(sql: "ALTER TABLE items ADD COLUMN size TEXT"))
+        } throws: { error in
+            guard case StoreError.migrationForks(_, let held) = error else { return false }
+            return held == made
+        }
+        #expect(try StoreSnapshot.everything(of: b.path) == before)
+        // A migration that makes no version (an index) is no fork.
+        _ = try b.store.migrate(Store.Migration(sql: "CREATE INDEX items_by_name ON items(name)"))
+        #expect(try b.store.migrate(addColor).version == made)
+        _ = try group.pull("b", prune: false)
+        #expect(
+            try b.store.execute(sql: "SELECT id, name, color FROM items").0[0].rows == [
+                [.text("i1"), .text("one"), .text("red")]
+            ])
+    }
+
     /// A row another client inserted into a table it rebuilt with a column more, before the capture
     /// triggers were back, went unrecorded: the adoption records the new column's values of the
     /// rows history holds, and none for that row, which would reach peers as a row of that one

@@ -66,6 +66,9 @@ enum CLIWording {
             return "put the schema change in a file and run `sync migrate --store STORE FILE.sql`"
         case .neverTracked(let t):
             return "`sync migrate --store STORE --track \(t)` tracks it: its writes are recorded from then on"
+        case .migrationForks:
+            return
+                "make the migration that peer made first (`sync status` shows the version its bundles wait for), then this one if it is still needed"
         case .tooManyColumnSlots(let t, _, _):
             return
                 "keep the table's columns under the limit; if dropped columns hold the slots, `sync migrate --store STORE --untrack \(t)` "

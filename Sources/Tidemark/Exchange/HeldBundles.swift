@@ -79,6 +79,19 @@ enum HeldBundles {
         position <= lineage.count && lineage[position - 1].id == id
     }
 
+    /// The versions at `position` of the lineages the held bundles were written under, where
+    /// they reach that far.
+    static func versionsAt(_ position: Int, _ db: Database) throws -> [Schema.Version] {
+        var versions: [Schema.Version] = []
+        for bundle in try all(db) where bundle.position >= position {
+            guard let lineage = try? BundleDecoder(BufferSource(bundle.bytes)).header.lineage,
+                lineage.count >= position
+            else { continue }
+            versions.append(lineage[position - 1])
+        }
+        return versions
+    }
+
     /// What the store will hold once every held bundle applies: `token` merged with each held
     /// bundle's `through`.
     static func reach(from token: History.Token, _ db: Database) throws -> History.Token {

@@ -85,7 +85,17 @@ struct SchemaMigrator {
         for table in after where table.untrackedAt == nil && outranked.contains(table.name.lowercased()) {
             try CaptureTriggers.remake(table, in: db)
         }
-        if !operations.isEmpty { summary.version = try SchemaLineage.append(db, Schema.Change(operations)) }
+        if !operations.isEmpty {
+            let version = try SchemaLineage.append(db, Schema.Change(operations))
+            // Another client's change is made already: refusing it would leave a store no command
+            // opens, so it is adopted, and pulls report the fork.
+            if !migration.isAdoption,
+                let held = try HeldBundles.versionsAt(version.position, db).first(where: { $0.id != version.id })
+            {
+                throw StoreError.migrationForks(made: version, held: held)
+            }
+            summary.version = version
+        }
         try store.registrations.reload(db)
         // A change another client made (no SQL here) came with writes to the columns it added.
         let added =

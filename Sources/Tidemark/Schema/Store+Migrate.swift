@@ -43,6 +43,9 @@ extension Store {
 
         /// Whether the migration changes anything itself (SQL or code), rather than only tracking.
         var changesSchema: Bool { sql != nil || body != nil }
+
+        /// Whether the migration asks for nothing: it adopts what another client changed.
+        var isAdoption: Bool { !changesSchema && track.isEmpty && untrack.isEmpty && preserve.isEmpty }
     }
 
     /// What a migration changed in tracking.

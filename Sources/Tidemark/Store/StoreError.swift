@@ -82,6 +82,10 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case migrationFailed(statement: String, message: String)
     /// A migration changed a tracked table in a way tracking cannot follow; nothing was changed.
     case unsupportedMigration(table: String, change: String)
+    /// A migration would make another version than `held`, the one a peer's bundle held in the
+    /// store was written under, at the same position: a fork (Protocol/schema.md §5); nothing was
+    /// changed.
+    case migrationForks(made: Schema.Version, held: Schema.Version)
     /// A migration would leave a tracked table with more column slots (its columns, and those
     /// dropped since it was tracked) than history has room for; nothing was changed.
     case tooManyColumnSlots(table: String, slots: Int, limit: Int)
@@ -156,6 +160,11 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
             return "migration failed, nothing was changed: \(m) (in: \(statement))"
         case .unsupportedMigration(let t, let change):
             return "migration refused, nothing was changed: tracked table '\(t)': \(change)"
+        case .migrationForks(let made, let held):
+            return
+                "migration refused, nothing was changed: it makes schema \(made) (\(made.change)), but a peer's bundle held "
+                + "here was written under \(held) (\(held.change)) from the same v\(held.position - 1): the store would "
+                + "fork from that peer for good"
         case .tooManyColumnSlots(let t, let slots, let limit):
             return
                 "migration refused, nothing was changed: tracked table '\(t)' would have \(slots) column slots "
@@ -203,6 +212,9 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unsupportedMigration:
             return
                 "keep each table's key; rename a table or column in a migration of its own; untrack a table to drop it"
+        case .migrationForks:
+            return
+                "make the migration the peer made first (Store.schemaWaits says which), then this one if it is still needed"
         case .tooManyColumnSlots:
             return
                 "history keeps a value column per slot, within SQLite's column limit: keep the table's columns under the limit; "

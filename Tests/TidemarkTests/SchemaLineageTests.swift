@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Testing
 import Tidemark
 import TidemarkCore
@@ -96,21 +97,26 @@ import TidemarkTestSupport
         #expect(try b.store.schemaWaits().isEmpty)
     }
 
-    /// A store that holds a bundle for a version, then makes another version in its place, has
-    /// forked: the held bundle is not said to apply with the next pull.
-    @Test func aHeldBundleOfAVersionMadeOtherwiseHereIsForked() throws {
+    /// A store that holds a bundle for a version refuses to make another version in its place; one
+    /// that another client's change made all the same (adopted: it is made already) has forked:
+    /// the held bundle is not said to apply with the next pull.
+    @Test func aHeldBundleOfAVersionMadeOtherwiseHereIsForked() async throws {
         let group = try ExchangeGroup(["a", "b"], schema: Self.v1, preserve: [])
         let (a, b) = (group["a"], group["b"])
         try a.store.migrate(Self.addNote)
         _ = try a.store.execute(sql: "INSERT INTO items(id, name, note) VALUES ('i1', 'one', 'first')")
         let bundle = try #require(try group.push("a").path)
         _ = try b.store.importBundle(at: bundle)
-        try b.store.migrate(Store.Migration(sql: "ALTER TABLE items ADD COLUMN color TEXT"))
-        let waits = try b.store.schemaWaits()
+        let addColor = "ALTER TABLE items ADD COLUMN color TEXT"
+        #expect(throws: StoreError.self) { try b.store.migrate(Store.Migration(sql: addColor)) }
+        try await DatabaseQueue(path: b.path).write { db in try db.execute(sql: addColor) }
+        let reopened = try Store.open(b.path)
+        #expect(reopened.adoptedSchemaChange?.version?.position == 1)
+        let waits = try reopened.schemaWaits()
         #expect(waits.map(\.isMade) == [false])
         #expect(waits.map(\.isForked) == [true])
         // A pull says so of the folder's file, not of a copy of the held one under a name of its own.
-        let pulled = try group.pull("b", prune: false)
+        let pulled = try reopened.pull(from: group.folder, key: b.key, prune: false)
         #expect(pulled.warnings.count == 1 && pulled.warnings.allSatisfy { $0.contains("schema lineage fork") })
         #expect(!pulled.warnings.contains { $0.contains("tidemark-held") }, "\(pulled.warnings)")
     }

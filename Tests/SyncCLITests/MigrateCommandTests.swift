@@ -264,6 +264,35 @@ import TidemarkTestSupport
     /// A replica that joins from a snapshot written under a schema version it has not made holds
     /// the snapshot and says so, as `import` and `pull` do, rather than "imported 0 rows"; once it
     /// makes the migration, importing the snapshot again brings it the rows.
+    /// Two members that made different migrations from one version: `status` lists the fork and
+    /// says of the member that it is forked, not that it is up to date; a migration that would fork
+    /// from a held bundle is refused.
+    @Test func aForkedMemberIsSaidToBeForked() async throws {
+        let group = try await PruneCommandTests.Group(["a", "b"])
+        let (a, b) = (group["a"], group["b"])
+        let color = a.directory.file("color.sql")
+        try "ALTER TABLE items ADD COLUMN color TEXT;".write(toFile: color, atomically: false, encoding: .utf8)
+        let size = b.directory.file("size.sql")
+        try "ALTER TABLE items ADD COLUMN size TEXT;".write(toFile: size, atomically: false, encoding: .utf8)
+        #expect(try await a.sync("migrate", color).exitCode == 0)
+        try await a.exec("INSERT INTO items(id, name, color) VALUES ('i1', 'one', 'red')")
+        try await group.push("a")
+        _ = try await b.sync("pull", "--from", group.folder)
+        let refused = try await b.sync("migrate", size)
+        expectFailure(refused, "migration refused, nothing was changed: it makes schema v1 ", hint: "`sync status`")
+        #expect(refused.errorLines.first?.contains("the store would fork from that peer for good") == true)
+
+        // Made from another client, the change is adopted all the same: b has forked from a.
+        try await SQLiteShell.execute(b.path, "ALTER TABLE items ADD COLUMN size TEXT;")
+        _ = try await b.sync("pull", "--from", group.folder)
+        let status = try await b.sync("status")
+        #expect(status.stdoutLines.contains { $0.hasPrefix("fork     a made schema v1 ") }, "\(status)")
+        let member = try #require(status.stdoutLines.first { $0.hasPrefix("member   a") })
+        #expect(
+            member.hasPrefix("member   a: forked (see `fork` above), applies none of this store's changes"), "\(member)"
+        )
+    }
+
     @Test func aJoinFromASnapshotOfANewerSchemaSaysItIsHeld() async throws {
         let group = try await PruneCommandTests.Group(["a", "b"])
         let migration = group["a"].directory.file("v2.sql")

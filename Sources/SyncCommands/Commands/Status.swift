@@ -47,9 +47,13 @@ extension SyncCLI {
             Output.line(history)
             Output.line("rows     \(DigestWording.line(digest))")
             Output.line("deleted  \(status.tombstones) tombstones, kept until every member has applied their delete")
+            let forked = Set(status.forks.map(\.peer))
             for m in members where !m.isSelf {
                 var line = "member   \(m.name)\(m.retired ? " (retired)" : "")"
-                if m.behindTransactions == 0 {
+                if forked.contains(m.id) {
+                    // Lacking nothing, or lacking it for good: neither applies the other's changes.
+                    line += ": forked (see `fork` above), applies none of this store's changes"
+                } else if m.behindTransactions == 0 {
                     line += ": up to date"
                 } else {
                     line += ": lacks \(m.behindTransactions) transactions"

@@ -13,12 +13,13 @@ extension Store {
     /// that none goes out under a version that lacks its columns, and bundles written before
     /// those versions (which name the tables as they were) apply. Returns the versions taken on.
     /// `headers` are what `newestHeaders` read, when the caller read them already.
-    func takeOnFolderVersions(in exchange: ExchangeFolder, key: KeyFile, headers: [FolderHeader]? = nil) throws
-        -> [Schema.Version]
-    {
+    /// Files at `skipping` (addresses), junk a pull judged before, are not read.
+    func takeOnFolderVersions(
+        in exchange: ExchangeFolder, key: KeyFile, headers: [FolderHeader]? = nil, skipping: Set<String> = []
+    ) throws -> [Schema.Version] {
         let ours = try lineage()
         let candidates: [(file: ExchangeFolder.File, lineage: [Schema.Version])] =
-            try (headers ?? newestHeaders(in: exchange, key: key)).compactMap { file, header in
+            try (headers ?? newestHeaders(in: exchange, key: key, skipping: skipping)).compactMap { file, header in
                 header.lineage.count > ours.count && Self.extends(header.lineage, ours) ? (file, header.lineage) : nil
             }
         // The longest first; one that does not verify (a copy cut short) gives way to the next.
@@ -75,15 +76,17 @@ extension Store {
     typealias FolderHeader = (file: ExchangeFolder.File, header: BundleHeader)
 
     /// The headers of each trusted member's newest bundle and snapshot in `exchange`, where they
-    /// can be read (not verified).
-    func newestHeaders(in exchange: ExchangeFolder, key: KeyFile) throws -> [FolderHeader] {
+    /// can be read (not verified), but for the files at `skipping` (addresses).
+    func newestHeaders(in exchange: ExchangeFolder, key: KeyFile, skipping: Set<String> = []) throws
+        -> [FolderHeader]
+    {
         let trusted = Set(try peers().map(\.id))
         var headers: [FolderHeader] = []
         for member in try exchange.replicaFolders(except: replica.id) where trusted.contains(member) {
             var files = try exchange.bundles(of: member).suffix(1).map(\.file)
             let snapshot = ExchangeFolder.File(replica: member, name: ExchangeFolder.snapshotName)
             if try exchange.contains(snapshot.name, of: member) { files.append(snapshot) }
-            for file in files {
+            for file in files where !skipping.contains(exchange.address(of: file)) {
                 guard let header = try? exchange.signedHeader(of: file, identity: key.envelopeIdentity) else {
                     continue
                 }

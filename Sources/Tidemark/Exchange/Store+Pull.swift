@@ -53,9 +53,16 @@ extension Store {
         var imported: [ImportSummary] = []
         // A store created from the app's newer schema takes on the versions the members have made
         // before it applies a file written before them: such a file names the tables as they were,
-        // and a name a later version gave another column would put its values there.
+        // and a name a later version gave another column would put its values there. Only before
+        // its first pull: one that applied the group's files since has the group's first schema.
         var adopted: [Schema.Version] = []
-        if !sources.order.isEmpty, try lineage().isEmpty { adopted = try takeOnFolderVersions(in: exchange, key: key) }
+        if !sources.order.isEmpty, try lineage().isEmpty,
+            try currentToken().sequences.keys.allSatisfy({ $0 == replica.id })
+        {
+            let usable = try withoutJudgedJunk(sources.order, from: sources, failures: &failures)
+            adopted = try takeOnFolderVersions(
+                in: exchange, key: key, skipping: Set(sources.order).subtracting(usable))
+        }
         var pending = try applyCatchingUp(
             held.paths + sources.order, from: sources, imported: &imported, failures: &failures, held: held, key: key)
         // Files older than the tables of a store created from the app's newer schema apply once

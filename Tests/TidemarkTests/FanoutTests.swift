@@ -130,6 +130,31 @@ import TidemarkTestSupport
         #expect(try late.tables() == b.tables(), "\(pulled.warnings)")
     }
 
+    /// One of a replica's own bundles is lost from the middle of its numbers (not pruned: a member
+    /// lags, so no snapshot holds it): the next push carries all of its own transactions again, so
+    /// that a reader that lacked the lost one applies it, and only once.
+    @Test func aReplicaWhoseOwnBundleWasLostCarriesItsTransactionsAgainOnce() throws {
+        let group = try ExchangeGroup(["a", "b", "c"])
+        let (a, b) = (group["a"], group["b"])
+        for i in 1...3 {
+            _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a\(i)', 'a')")
+            try group.push("a")
+        }
+        let bundles = ExchangeGroup.bundles(in: group.folder, of: a)
+        try #require(bundles.count == 3)
+        try FileManager.default.removeItem(atPath: bundles[1])
+        let again = try #require(try group.push("a").path, "a carries what the lost file held again")
+        #expect(try ExchangeGroup.header(of: again).since[a.id] == 0)
+        let pulled = try group.pull("b", prune: false)
+        #expect(try b.tables() == a.tables(), "\(pulled.warnings)")
+        #expect(try group.push("a").path == nil, "nothing new")
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a4', 'a')")
+        let next = try #require(try group.push("a").path)
+        #expect(try ExchangeGroup.header(of: next).since[a.id] == 3, "only the new transaction")
+        _ = try group.pull("b", prune: false)
+        #expect(try b.tables() == a.tables())
+    }
+
     /// A peer's snapshot provides its transactions only to replicas that catch up from it; one
     /// that follows the peer's bundles gets only what they carry. A push that counted on the
     /// snapshot for a transaction no bundle carries yet made a bundle such a replica could not

@@ -153,6 +153,29 @@ extension Store {
         }
     }
 
+    /// Whether this replica's own bundles in `exchange` (`existing`, with their `headers`) no
+    /// longer carry its transactions through `carried` to a reader that holds only what its pruned
+    /// history or a snapshot there holds (a prune deletes only bundles such a snapshot holds,
+    /// pruning.md §3.3): a file was lost, not pruned (Protocol/exchange.md §3.1), and a reader
+    /// that lacks what it held could apply none of the bundles after it. Read in order, a bundle
+    /// extends what the files carry when its `since` is within it; one that carries everything
+    /// again (after such a loss) extends it from the start.
+    private func ownFilesFallShort(
+        _ existing: [(number: Int, file: ExchangeFolder.File)], headers: [BundleHeader?], carried: Int64,
+        pruned: Int64, in exchange: ExchangeFolder, key: KeyFile
+    ) throws -> Bool {
+        // An unreadable file is left to the owner's check of its own files (§6.5).
+        guard carried > pruned, !headers.contains(where: { $0 == nil }) else { return false }
+        let reach = { (start: Int64) in
+            headers.reduce(start) { reached, header in
+                guard let header, header.since[self.replica.id] <= reached else { return reached }
+                return max(reached, header.through[self.replica.id])
+            }
+        }
+        if reach(pruned) >= carried { return false }
+        return reach(max(pruned, try folderSnapshots(in: exchange, key: key).position(of: replica.id))) < carried
+    }
+
     /// Where a push to `exchange` starts (Protocol/exchange.md §3.1): `since`, the token the new
     /// bundle assumes its readers hold; `carried`, how far this replica's bundles there carry
     /// each origin (what the push records once it publishes); and `provided`, how far the other
@@ -181,14 +204,16 @@ extension Store {
         // of its own bundles was removed as damaged: those bundles can then no longer be applied
         // by a replica that lacks them, so this one depends on nothing but this replica's pruned
         // history, and carries everything else again.
-        let required = existing.compactMap {
-            try? exchange.header(of: $0.file, identity: key.envelopeIdentity).header.since
-        }.reduce(History.Token.zero) { $0.merged(with: $1) }
+        let headers = existing.map { try? exchange.header(of: $0.file, identity: key.envelopeIdentity).header }
+        let required = headers.compactMap { $0?.since }.reduce(History.Token.zero) { $0.merged(with: $1) }
         let lost =
-            republish
+            try republish
             || required.sequences.contains { origin, needed in
                 origin != replica.id && needed > max(carried[origin], provided[origin] ?? 0, pruned[origin])
             }
+            || ownFilesFallShort(
+                existing, headers: headers, carried: carried[replica.id], pruned: pruned[replica.id], in: exchange,
+                key: key)
         if lost {
             carried = .zero
             since = pruned

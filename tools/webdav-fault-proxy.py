@@ -10,6 +10,7 @@ method is `method` ("*" for any) and whose path contains `path`:
   {"action": "status", "status": 503}      answer with that status, without forwarding
   {"action": "drop-request"}               read part of the request body, then close the connection
   {"action": "drop-response", "after": N}  forward, send the head and N body bytes, then close
+  {"action": "lose-answer"}                forward, then close without answering (the server acted)
   {"action": "delay", "seconds": S}        wait S seconds, then forward
   {"action": "trickle", "seconds": S, "after": N}  forward, send the head, then N body bytes (all
                                            by default) one every S seconds, then close
@@ -100,6 +101,13 @@ class Proxy(http.server.BaseHTTPRequestHandler):
         upstream.request(self.command, self.path, body=body, headers=headers)
         response = upstream.getresponse()
         data = response.read()
+        if action == "lose-answer":
+            with lock:
+                log.append({"method": self.command, "path": self.path, "range": self.headers.get("Range"),
+                            "status": response.status, "bytes": 0})
+            upstream.close()
+            self.close_connection = True
+            return
         self.send_response(response.status, response.reason)
         for k, v in response.getheaders():
             if k.lower() not in ("connection", "keep-alive", "transfer-encoding", "content-length"):

@@ -40,7 +40,8 @@ public final class FaultProxy: @unchecked Sendable {  // @unchecked: immutable a
         _ = process.waitForExit(within: .seconds(5))
     }
 
-    /// One fault: `action` is status, drop-request, drop-response, delay or refuse (see the script).
+    /// One fault: `action` is status, drop-request, drop-response, lose-answer, delay, trickle or
+    /// refuse (see the script).
     public struct Rule: Encodable, Sendable {
         public var method: String
         public var path: String

@@ -144,6 +144,32 @@ struct WebDAVExchangeTests {
         try group.converge()
     }
 
+    /// A MOVE the server carried out, whose answer was lost: the retry finds the upload gone. rclone
+    /// answers it 412 (the name is taken, by the file just moved there), Apache 404; for a watermark
+    /// (replaced) rclone first removes what it had put in place. Each publishes, once, and says so.
+    @Test(arguments: WebDAVServer.Kind.allCases)
+    func aMoveWhoseAnswerWasLostPublishedAndSaysSo(_ kind: WebDAVServer.Kind) throws {
+        let server = try WebDAVServer(kind)
+        let proxy = try FaultProxy(upstream: server)
+        let directory = try TemporaryDirectory("tidemark-webdav-lost-answer")
+        let (a, b) = (try TestReplica("a", in: directory), try TestReplica("b", in: directory))
+        try TestReplica.trustEachOther([a, b])
+        let settings = ExchangeSettings(
+            netrcPath: server.netrc, timeout: 3, connectTimeout: 1, retries: 2, retryDelay: 0.05)
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a-1', 'one')")
+        try proxy.inject([.init("lose-answer", method: "MOVE")])
+        let pushed = try a.store.push(to: proxy.url, key: a.key, settings: settings)
+        #expect(pushed.path?.hasSuffix("/0000000001.tmb") == true, "\(pushed.path ?? "nil")")
+        try proxy.inject([.init("lose-answer", method: "MOVE")])
+        let pulled = try b.store.pull(from: proxy.url, key: b.key, prune: false, settings: settings)
+        #expect(pulled.warnings.isEmpty, "\(pulled.warnings)")
+        #expect(try b.tables() == a.tables())
+        let files = FolderTree.files(in: server.root).map { ($0 as NSString).lastPathComponent }
+        #expect(files.filter { $0.hasSuffix(".tmb") } == ["0000000001.tmb"], "published once: \(files)")
+        #expect(files.filter { $0 == "watermark.tmw" }.count == 1, "the watermark is in place: \(files)")
+        try Self.expectSoundFiles(server)
+    }
+
     @Test func transientFaultsAreRetriedAndPersistentOnesReportedThenRetried() throws {
         let group = try Faulty()
         try group.write(group.a)

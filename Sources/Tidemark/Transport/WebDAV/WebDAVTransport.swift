@@ -288,12 +288,14 @@ final class WebDAVTransport: ExchangeTransport {
             case 201, 204:
                 published = true
                 return candidate
-            // Taken: the next number.
-            case 412: continue
             // The upload is gone: an earlier try of this MOVE went through and its answer was lost.
-            case 404 where try files(in: folder).contains { $0.name == candidate }:
+            // A server answers the retry 404 (no source), or 412 (the name is taken, by it).
+            case 404 where try movedEarlier(uploaded, to: candidate, in: folder),
+                412 where try movedEarlier(uploaded, to: candidate, in: folder):
                 published = true
                 return candidate
+            // Taken: the next number.
+            case 412: continue
             default:
                 throw client.fault(.init(status: status, headers: [:], body: Data()), url(folder, candidate))
             }
@@ -301,11 +303,23 @@ final class WebDAVTransport: ExchangeTransport {
         throw ExchangeError.remoteFailed(url: WebDAVClient.display(url(folder)), .conflict(status: 412))
     }
 
+    /// Whether a MOVE of `uploaded` to `destination` in `folder` went through in an earlier try
+    /// whose answer was lost: the upload is gone, and the name is there.
+    private func movedEarlier(_ uploaded: String, to destination: String, in folder: String) throws -> Bool {
+        let names = Set(try files(in: folder).map(\.name))
+        return !names.contains(uploaded) && names.contains(destination)
+    }
+
     func replace(_ name: String, in folder: String, with temporary: String) throws {
         defer { try? FileManager.default.removeItem(atPath: temporary) }
-        let uploaded = try upload(temporary, to: folder)
-        let status = try move(uploaded, to: name, in: folder, overwrite: true)
-        guard status == 201 || status == 204 else {
+        for attempt in 0..<2 {
+            let uploaded = try upload(temporary, to: folder)
+            let status = try move(uploaded, to: name, in: folder, overwrite: true)
+            if status == 201 || status == 204 { return }
+            // An earlier try of this MOVE went through and its answer was lost; the retry found the
+            // upload gone, and a server may have removed the file it had put in place first
+            // (rclone does): put it in place again, once.
+            if attempt == 0, !(try files(in: folder).contains { $0.name == uploaded }) { continue }
             _ = try? client.request(.DELETE, url(folder, uploaded))
             throw client.fault(.init(status: status, headers: [:], body: Data()), url(folder, name))
         }

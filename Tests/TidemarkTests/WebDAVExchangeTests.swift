@@ -283,6 +283,7 @@ struct WebDAVExchangeTests {
 
         let republished = try group.a.store.push(to: group.url, key: group.a.key, settings: group.settings)
         #expect(republished.removed.count == 1 && republished.removed[0].contains(name), "\(republished.removed)")
+        #expect(!republished.removed[0].contains("/tmp/"), "named by its URL, not a local copy: \(republished.removed)")
         #expect(republished.path != nil)
         try group.converge()
     }

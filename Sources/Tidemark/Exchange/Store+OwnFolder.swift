@@ -74,10 +74,13 @@ extension Store {
             return
         }
         let verified: VerifiedBundle
+        var local: String?
         do {
-            let local = try exchange.localPath(of: file)
-            verified = try Self.inspectBundle(at: local, key: key, transactions: { _, _ in })
-        } catch let error as ExchangeError where error.isDamage {
+            local = try exchange.localPath(of: file)
+            verified = try Self.inspectBundle(at: local!, key: key, transactions: { _, _ in })
+        } catch var error as ExchangeError where error.isDamage {
+            // A server's file is read from a local copy: named by its own name, not the copy's.
+            if let local { error = error.naming(local, as: entry.name) }
             guard (try? exchange.transport.remove(entry.name, in: mine)) != nil else { return }
             if entry.name == ExchangeFolder.snapshotName {
                 tidy.removedSnapshot = true

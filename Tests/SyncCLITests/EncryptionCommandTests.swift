@@ -123,7 +123,9 @@ struct EncryptionCommandTests {
         let cBefore = try await c.dump()
         try await c.trust(a, as: "a")
         let trusted = try await c.dump()
-        expectFailure(try await c.sync("import", out), "encrypted for someone else")
+        expectFailure(
+            try await c.sync("import", out), "encrypted for someone else",
+            hint: "(exported for another peer, written before its sender trusted this replica")
         #expect(try await c.dump() == trusted)
         #expect(cBefore != trusted)
     }

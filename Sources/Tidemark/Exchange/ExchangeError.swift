@@ -178,7 +178,8 @@ public enum ExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
                 + "sends the rows as they are in a snapshot instead"
         case .badEnvelope(_, .notARecipient):
             return
-                "it was encrypted before the sender trusted this replica, or by a sender that no longer does; ask its sender to push again"
+                "it was encrypted for other replicas only (exported for another peer, written before its sender trusted this "
+                + "replica, or by a sender that no longer does): ask its sender to export for this replica, or to push again"
         case .badEnvelope: return "the file is damaged or incomplete; its sender writes it again on its next push"
         case .encryptedWithoutKey: return "give this replica's key file, which decrypts what the group encrypts to it"
         case .downgraded:

@@ -681,6 +681,33 @@ import TidemarkTestSupport
         #expect(again.restoredCaptureTriggers.isEmpty)
     }
 
+    /// A column dropped and given back in one migration (added again, or another renamed onto
+    /// its name) ends with the same names, but lost its values here and keeps them everywhere
+    /// else: refused, the store unchanged. So is SQL that names a table that does not exist, as
+    /// a failed migration naming the statement.
+    @Test(arguments: [
+        "ALTER TABLE items DROP COLUMN qty; ALTER TABLE items ADD COLUMN qty INTEGER;",
+        "ALTER TABLE items DROP COLUMN name; ALTER TABLE items RENAME COLUMN qty TO name;",
+        "ALTER TABLE nosuch ADD COLUMN x;",
+    ])
+    func aColumnDroppedAndGivenBackInOneMigrationIsRefused(_ sql: String) throws {
+        let group = try Self.group(["a"])
+        let a = group["a"]
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name, qty) VALUES ('i1', 'one', 1)")
+        let before = try StoreSnapshot.everything(of: a.path)
+        #expect {
+            try a.store.migrate(Store.Migration(sql: sql))
+        } throws: { error in
+            switch error {
+            case StoreError.unsupportedMigration(_, let change): return change.contains("dropped and given back")
+            case StoreError.migrationFailed(let statement, let message):
+                return statement == "ALTER TABLE nosuch ADD COLUMN x;" && message.contains("no such table")
+            default: return false
+            }
+        }
+        #expect(try StoreSnapshot.everything(of: a.path) == before)
+    }
+
     /// A store holding a peer's bundle written under a version it has not made refuses to make
     /// another version at that position, which would fork it from that peer for good, and changes
     /// nothing; the peer's migration is made, and the bundle applies.

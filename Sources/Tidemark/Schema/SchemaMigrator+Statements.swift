@@ -14,7 +14,7 @@ extension SchemaMigrator {
         while true {
             do {
                 try db.inSavepoint {
-                    if let sql = migration.sql { try runStatements(sql) }
+                    if let sql = migration.sql { try runStatements(sql, tracked: tracked) }
                     if let body = migration.body { try runBody(body, tracked: tracked) }
                     return .commit
                 }
@@ -53,10 +53,15 @@ extension SchemaMigrator {
         try watch.finish()
     }
 
-    /// Runs SQL statements, naming the statement that failed.
-    func runStatements(_ sql: String) throws {
+    /// Runs SQL statements, naming the statement that failed. A column of a `tracked` table that
+    /// an `ALTER TABLE` drops and a later one gives back (added, or another renamed onto it) is
+    /// refused: the table ends with the same names, but the column lost its values here and
+    /// keeps them on every other replica.
+    func runStatements(_ sql: String, tracked: [TrackedTable]) throws {
         let statements = try db.allStatements(sql: sql)
-        while let statement = try statements.next() {
+        var columns = try columnNames(of: tracked)
+        var dropped: [String: Set<String>] = [:]
+        while let statement = try nextStatement(statements) {
             if statement.isTransactionControl {
                 throw StoreError.transactionControlNotAllowed(statement: statement.sql)
             }
@@ -70,6 +75,45 @@ extension SchemaMigrator {
                 throw StoreError.migrationFailed(
                     statement: statement.sql, message: error.message ?? "\(error.resultCode)")
             }
+            guard statement.sql.drop(while: \.isWhitespace).prefix(5).uppercased() == "ALTER" else { continue }
+            let now = try columnNames(of: tracked)
+            for (table, names) in columns {
+                guard let after = now[table] else { continue }
+                // Fewer columns: a drop (a rename keeps the count, and the values).
+                if after.count < names.count { dropped[table, default: []].formUnion(names.subtracting(after)) }
+                if let back = dropped[table]?.intersection(after).sorted(), !back.isEmpty {
+                    throw StoreError.unsupportedMigration(
+                        table: table,
+                        change:
+                            "column(s) \(back.map { "'\($0)'" }.joined(separator: ", ")) dropped and given back in one migration: "
+                            + "the values the column held here would be gone and stay on every other replica; drop it in a "
+                            + "migration of its own, and add it again in a later one")
+                }
+            }
+            columns = now
         }
+    }
+
+    /// The next statement of `statements`, a statement that cannot be prepared (a table that does
+    /// not exist, say) failing the migration by name.
+    private func nextStatement(_ statements: SQLStatementCursor) throws -> Statement? {
+        do {
+            return try statements.next()
+        } catch let error as DatabaseError {
+            throw StoreError.migrationFailed(
+                statement: error.sql?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "(the migration's SQL)",
+                message: error.message ?? "\(error.resultCode)")
+        }
+    }
+
+    /// The column names of each of `tracked`, by the table's name, as the schema has them now.
+    private func columnNames(of tracked: [TrackedTable]) throws -> [String: Set<String>] {
+        var names: [String: Set<String>] = [:]
+        for table in tracked {
+            let columns = try String.fetchAll(
+                db, sql: "SELECT name FROM pragma_table_xinfo(?, 'main')", arguments: [table.name])
+            if !columns.isEmpty { names[table.name] = Set(columns) }
+        }
+        return names
     }
 }

@@ -27,7 +27,6 @@ enum CLIWording {
         (library: "ExchangeSettings.caFile", cli: "--ca-file"),
         (library: "as a replica's identity line has them", cli: "as `sync identity` prints them"),
         (library: "(Store.migrate)", cli: "(sync migrate)"),
-        (library: "(Setup.tables)", cli: "(--track TABLE for each)"),
     ]
 
     /// What to do with a store restored from an older copy of itself.

@@ -377,6 +377,9 @@ enum Bookkeeping {
 
     /// Whether `db` holds Tidemark bookkeeping.
     static func isInitialized(_ db: Database) throws -> Bool {
+        // An app's table that happens to have the name is not Tidemark's (`init` refuses it).
         try db.tableExists("tidemark_meta")
+            && Set(try String.fetchAll(db, sql: "SELECT name FROM pragma_table_info('tidemark_meta')"))
+                .isSuperset(of: ["key", "value"])
     }
 }

@@ -9,8 +9,9 @@ extension Store {
         public var replicaName: String
         /// A schema script to run first: its file name (for messages) and SQL.
         public var schema: (file: String, sql: String)?
-        /// Tables to track; when empty, every table but SQLite's and GRDB's own (`grdb_`). A table
-        /// whose name begins with `tidemark_` is then refused: the prefix is reserved.
+        /// Tables to track; when empty, every table but SQLite's and GRDB's own (`grdb_`). A
+        /// database with a table whose name begins with `tidemark_` is refused: the prefix is
+        /// reserved.
         public var tables: [String]
         /// `TABLE.COLUMN` pairs whose last values a delete's tombstone keeps.
         public var preserve: [String]
@@ -204,6 +205,22 @@ extension Store {
 
     /// The registrations `setup` asks for, validated against the database.
     static func plannedTables(_ setup: Setup, in db: Database, path: String) throws -> [TrackedTable] {
+        // Before the bookkeeping is made, a table with Tidemark's prefix is the app's: left out of
+        // every table without a word its rows would silently stay on this device, and one named
+        // as Tidemark's own tables are would stop the store being made.
+        if try !Bookkeeping.isInitialized(db),
+            let reserved = try String.fetchOne(
+                db,
+                sql: """
+                    SELECT name FROM pragma_table_list
+                    WHERE schema = 'main' AND type = 'table' AND name LIKE 'tidemark\\_%' ESCAPE '\\'
+                    ORDER BY name
+                    """)
+        {
+            throw StoreError.untrackableTable(
+                reserved, reason: "names beginning with 'tidemark_' are reserved for Tidemark's bookkeeping",
+                hint: "rename the table")
+        }
         var names = try setup.tables.map { try TrackedTable.spelling(of: $0, in: db) ?? $0 }
         if names.isEmpty {
             names = try String.fetchAll(
@@ -214,23 +231,6 @@ extension Store {
                       AND name NOT LIKE 'tidemark\\_%' ESCAPE '\\' AND name NOT LIKE 'grdb\\_%' ESCAPE '\\'
                     ORDER BY name
                     """)
-            // Before the bookkeeping is made, a table with Tidemark's prefix is the app's: left out
-            // without a word, its rows would silently stay on this device.
-            if try !Bookkeeping.isInitialized(db),
-                let reserved = try String.fetchOne(
-                    db,
-                    sql: """
-                        SELECT name FROM pragma_table_list
-                        WHERE schema = 'main' AND type = 'table' AND name LIKE 'tidemark\\_%' ESCAPE '\\'
-                        ORDER BY name
-                        """)
-            {
-                throw StoreError.untrackableTable(
-                    reserved,
-                    reason:
-                        "names beginning with 'tidemark_' are reserved for Tidemark's bookkeeping, so it would not sync",
-                    hint: "rename the table, or name the tables to track (Setup.tables) to leave it out")
-            }
             guard !names.isEmpty else { throw StoreError.nothingToTrack(path: path) }
         }
         var preserve: [String: [String]] = [:]

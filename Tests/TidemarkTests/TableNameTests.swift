@@ -131,6 +131,11 @@ import TidemarkTestSupport
         }
         let b = try TestReplica(
             "b", in: directory, schema: "CREATE TABLE t(id TEXT PRIMARY KEY, v TEXT);", preserve: [])
+        for error in [
+            StoreError.unknownTable(long), .unknownColumn(table: "t", column: long), .invalidReplicaName(long),
+        ] {
+            #expect("\(error)".count < 300 && "\(error)".contains("… (5000 bytes)"), "\(error)")
+        }
         #expect {
             try b.store.migrate(Store.Migration(sql: "ALTER TABLE t ADD COLUMN \"\(long)\" TEXT;"))
         } throws: { error in

@@ -117,13 +117,13 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
             return "\(p) was created by a newer Tidemark (store format \(found); this build reads format \(supported))"
         case .alreadyInitialized(let p, let d): return "\(p) is already initialized: \(d)"
         case .schemaFailed(let f, let m): return "schema file \(f) failed: \(m)"
-        case .unknownTable(let t): return "no table named '\(t)'"
-        case .unknownColumn(let t, let c): return "table '\(t)' has no column '\(c)'"
+        case .unknownTable(let t): return "no table named '\(Self.shown(t))'"
+        case .unknownColumn(let t, let c): return "table '\(Self.shown(t))' has no column '\(Self.shown(c))'"
         case .untrackableTable(let t, let reason, _): return "cannot track table '\(Self.shown(t))': \(reason)"
         case .trackedTableChanged(let t, let now):
             return "tracked table '\(t)' changed shape since tracking began: \(now)"
         case .invalidReplicaName(let n):
-            return "invalid replica name '\(n)': use 1 to 64 letters, digits, '.', '_' or '-'"
+            return "invalid replica name '\(Self.shown(n))': use 1 to 64 letters, digits, '.', '_' or '-'"
         case .invalidPreserve(let a, let reason): return "invalid preserved column '\(a)': \(reason)"
         case .nothingToTrack(let p): return "\(p) has no tables to track"
         case .sqlFailed(let m, _): return "SQL failed, nothing was applied: \(m)"

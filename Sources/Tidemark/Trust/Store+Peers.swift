@@ -19,7 +19,8 @@ extension Store {
     /// Trusts `publicKeyBase64` under `name`. Adding the same pair again changes nothing.
     public func addPeer(name: String, publicKeyBase64: String) throws {
         guard name.range(of: "^[A-Za-z0-9._-]{1,64}$", options: .regularExpression) != nil else {
-            throw ExchangeError.invalidPeer("invalid peer name '\(name)': use 1 to 64 letters, digits, '.', '_' or '-'")
+            throw ExchangeError.invalidPeer(
+                "invalid peer name '\(StoreError.shown(name))': use 1 to 64 letters, digits, '.', '_' or '-'")
         }
         guard let data = Data(base64Encoded: publicKeyBase64), data.count == 32,
             (try? Curve25519.Signing.PublicKey(rawRepresentation: data)) != nil

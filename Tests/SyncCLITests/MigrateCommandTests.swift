@@ -293,6 +293,25 @@ import TidemarkTestSupport
         )
     }
 
+    /// A store created from the app's newer schema takes the group's version on with its first
+    /// pull, and says so.
+    @Test func aPullThatTakesAVersionOnSaysSo() async throws {
+        let group = try await PruneCommandTests.Group(["a"])
+        let a = group["a"]
+        let migration = a.directory.file("color.sql")
+        try "ALTER TABLE items ADD COLUMN color TEXT;".write(toFile: migration, atomically: false, encoding: .utf8)
+        #expect(try await a.sync("migrate", migration).exitCode == 0)
+        try await a.exec("INSERT INTO items(id, name, color) VALUES ('i1', 'one', 'red')")
+        try await group.push("a")
+        let newer = CLIStore.schema.replacingOccurrences(of: "note);", with: "note, color TEXT);")
+        let d = try await CLIStore(replica: "d", schema: newer)
+        try await d.trust(a, as: "a")
+        let pulled = try await d.sync("pull", "--from", group.folder)
+        #expect(pulled.exitCode == 0 && pulled.stderr.isEmpty, "\(pulled)")
+        let line = try #require(pulled.stdoutLines.first { $0.hasPrefix("took on schema v1 ") }, "\(pulled)")
+        #expect(line.hasSuffix("(add column items.color), which this store's tables already had"), "\(line)")
+    }
+
     @Test func aJoinFromASnapshotOfANewerSchemaSaysItIsHeld() async throws {
         let group = try await PruneCommandTests.Group(["a", "b"])
         let migration = group["a"].directory.file("v2.sql")

@@ -47,6 +47,7 @@ extension SyncCLI {
         }
 
         static func report(_ file: String, _ summary: Store.ImportSummary) {
+            for version in summary.adoptedVersions { Output.line("\(file): \(SchemaWording.tookOn(version))") }
             if let version = summary.waitingFor {
                 Output.line("\(file): \(SchemaWording.held(version))")
             } else if summary.alreadyApplied {

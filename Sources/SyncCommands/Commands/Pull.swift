@@ -32,6 +32,9 @@ extension SyncCLI {
                 throw failed.error
             }
             Self.report(summary.imported, warnings: summary.warnings, removed: summary.removed)
+            for version in summary.adoptedVersions + summary.imported.flatMap(\.adoptedVersions) {
+                Output.line(SchemaWording.tookOn(version))
+            }
             for wait in summary.waiting { Output.line("waiting \(SchemaWording.waiting(wait))") }
             if let prune = summary.prune, prune.removedTransactions > 0 || !prune.removedFiles.isEmpty {
                 Output.line(

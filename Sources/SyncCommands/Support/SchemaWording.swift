@@ -31,6 +31,12 @@ enum SchemaWording {
             + "again as a new store from the other's app version and pulls"
     }
 
+    /// A version a pull or an import took on without a migration, the store's tables having it
+    /// already (made from the app's newer schema).
+    static func tookOn(_ version: Schema.Version) -> String {
+        "took on schema \(version) (\(clipped(version.change))), which this store's tables already had"
+    }
+
     /// A file held for a version this store has not made, as `import` and `init --from` report it.
     static func held(_ version: Schema.Version) -> String {
         "held, not applied: written under schema \(version) (\(clipped(version.change))), which this store has not made; "

@@ -775,6 +775,35 @@ import TidemarkTestSupport
         #expect(try reopened.conflicts().isEmpty)
     }
 
+    /// A row another client deleted while the capture triggers were missing (a rebuild) is gone
+    /// though its history holds it alive: when a peer's update of it arrives it cannot be merged
+    /// into, and is deleted everywhere (merge.md §4.4). The peer lists the row as it held it, not
+    /// as the replica that settled it knew it (the update alone).
+    @Test func aRowDeletedWhileTheTriggersWereMissingIsListedWithThePeersValues() async throws {
+        let group = try Self.group(["a", "b"])
+        let (a, b) = (group["a"], group["b"])
+        _ = try a.store.execute(sql: "INSERT INTO items(id, name, qty) VALUES ('i1', 'one', 1), ('i2', 'two', 2)")
+        _ = try group.round(prune: false)
+        try await DatabaseQueue(path: a.path).write { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE items_new(id TEXT PRIMARY KEY, name TEXT, qty INTEGER);
+                    INSERT INTO items_new SELECT * FROM items; DROP TABLE items;
+                    ALTER TABLE items_new RENAME TO items; DELETE FROM items WHERE id = 'i2';
+                    """)
+        }
+        let reopened = try Store.open(a.path)
+        _ = try b.store.execute(sql: "UPDATE items SET qty = 22 WHERE id = 'i2'")
+        try group.push("b")
+        _ = try reopened.pull(from: group.folder, key: a.key, prune: false)
+        _ = try reopened.push(to: group.folder, key: a.key)
+        _ = try group.pull("b", prune: false)
+        let listed = try #require(try b.store.conflicts().first { $0.kind == "remote" })
+        #expect(listed.row == #"{"name":"two","qty":22}"#, "\(listed)")
+        let removed = try #require(try reopened.conflicts().first { $0.kind == "removed" })
+        #expect(removed.detail.contains("while the capture triggers were missing"), "\(removed.detail)")
+    }
+
     /// A table another client rebuilt with the same columns (made anew, filled, renamed into place)
     /// lost its capture triggers with the table it replaced: the next open puts them back, once,
     /// and that client's later writes are recorded again.

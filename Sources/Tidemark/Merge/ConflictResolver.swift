@@ -194,7 +194,17 @@ struct ConflictResolver {
     /// Lists a system delete in `tidemark_conflicts` (once per row life).
     func record(_ change: History.Change, kind: Kind, detail: String, origin: Replica.ID) throws {
         let keyNames = Set(change.key.map(\.name))
-        let row = (change.tombstone ?? []).filter { !keyNames.contains($0.name) }
+        var row = (change.tombstone ?? []).filter { !keyNames.contains($0.name) }
+        // Another replica's resolution deleting a row held here lists the row as it was here,
+        // what this replica loses: the resolver's tombstone holds the row as it knew it.
+        if kind == .remote, let table = tables[change.table],
+            let values = try RowAccess(db: db, table: table).values(
+                key: table.keyColumns.map { name in change.key.first { $0.name == name }?.value ?? .null })
+        {
+            row = table.columns.indices.filter { !table.keyIndexes.contains($0) }.map {
+                History.Column(table.columns[$0], values[$0])
+            }
+        }
         try db.execute(
             sql: """
                 INSERT OR IGNORE INTO tidemark_conflicts(table_name, key, generation, kind, detail, row, detected, origin)

@@ -156,7 +156,10 @@ struct MergeEngine {
         for (i, v) in zip(table.keyIndexes, key) { row[i] = v }
         for (i, v) in values { row[i] = v }
         try resolver.systemDelete(
-            table: table, key: key, values: row, kind: .removed, detail: "the row was removed by a foreign-key action")
+            table: table, key: key, values: row, kind: .removed,
+            detail:
+                "the row was gone here though its history holds it alive: removed by a foreign-key action, or by another client while the capture triggers were missing"
+        )
     }
 
     /// The target of the table `name`, looked up once for a run of changes or row states of it.

@@ -200,6 +200,9 @@ import TidemarkTestSupport
                     CHECK (kind <> 'bad' OR pcode IS NOT NULL));
                 """, preserve: [])
         _ = try group["b"].store.execute(sql: "INSERT INTO p VALUES ('p3', 'k2')")
+        // b's row is written first by its clock, which the clash rule compares (merge.md §5.1): in
+        // the same millisecond the replicas' ids, made anew each run, would decide.
+        Thread.sleep(forTimeInterval: 0.005)
         _ = try group["a"].store.execute(
             sql: "INSERT INTO p VALUES ('p2', 'k2'); INSERT INTO c VALUES ('c2', 'k2', 'bad')")
         for _ in 0..<3 {

@@ -691,6 +691,7 @@ import TidemarkTestSupport
     @Test(arguments: [
         "ALTER TABLE items DROP COLUMN qty; ALTER TABLE items ADD COLUMN qty INTEGER;",
         "ALTER TABLE items DROP COLUMN name; ALTER TABLE items RENAME COLUMN qty TO name;",
+        "ALTER TABLE items DROP COLUMN QTY; ALTER TABLE items ADD COLUMN Qty INTEGER;",
         "ALTER TABLE nosuch ADD COLUMN x;",
     ])
     func aColumnDroppedAndGivenBackInOneMigrationIsRefused(_ sql: String) throws {

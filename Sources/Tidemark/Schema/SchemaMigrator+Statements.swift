@@ -106,13 +106,14 @@ extension SchemaMigrator {
         }
     }
 
-    /// The column names of each of `tracked`, by the table's name, as the schema has them now.
+    /// The column names of each of `tracked`, by the table's name, as the schema has them now,
+    /// folded as SQLite compares them (`Qty` dropped and `qty` added is the same name).
     private func columnNames(of tracked: [TrackedTable]) throws -> [String: Set<String>] {
         var names: [String: Set<String>] = [:]
         for table in tracked {
             let columns = try String.fetchAll(
                 db, sql: "SELECT name FROM pragma_table_xinfo(?, 'main')", arguments: [table.name])
-            if !columns.isEmpty { names[table.name] = Set(columns) }
+            if !columns.isEmpty { names[table.name] = Set(columns.map(TrackedTable.folded)) }
         }
         return names
     }

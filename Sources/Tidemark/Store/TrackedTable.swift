@@ -205,6 +205,11 @@ extension TrackedTable {
         return a.utf8.count == b.utf8.count && zip(a.utf8, b.utf8).allSatisfy { folded($0) == folded($1) }
     }
 
+    /// `name` as SQLite compares names: ASCII letters folded to lower case, nothing else.
+    static func folded(_ name: String) -> String {
+        String(decoding: name.utf8.map { (65...90).contains($0) ? $0 + 32 : $0 }, as: UTF8.self)
+    }
+
     /// The name of table `table` as the main schema spells it, which SQLite matches whatever the
     /// case; nil when there is no such table.
     static func spelling(of table: String, in db: Database) throws -> String? {

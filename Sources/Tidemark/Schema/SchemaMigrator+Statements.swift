@@ -54,9 +54,10 @@ extension SchemaMigrator {
     }
 
     /// Runs SQL statements, naming the statement that failed. A column of a `tracked` table that
-    /// an `ALTER TABLE` drops and a later one gives back (added, or another renamed onto it) is
+    /// a statement drops and a later one gives back (added, or another renamed onto it) is
     /// refused: the table ends with the same names, but the column lost its values here and
-    /// keeps them on every other replica.
+    /// keeps them on every other replica. The columns are read again after each statement that
+    /// changed the schema.
     func runStatements(_ sql: String, tracked: [TrackedTable]) throws {
         let statements = try db.allStatements(sql: sql)
         var columns = try columnNames(of: tracked)
@@ -69,13 +70,14 @@ extension SchemaMigrator {
             if !statement.isReadonly, let name = SchemaWatch.bookkeepingName(in: statement.sql) {
                 throw StoreError.bookkeepingChanged(statement: statement.sql, object: name)
             }
+            let cookie = try db.schemaVersion()
             do {
                 try statement.execute()
             } catch let error as DatabaseError {
                 throw StoreError.migrationFailed(
                     statement: statement.sql, message: error.message ?? "\(error.resultCode)")
             }
-            guard statement.sql.drop(while: \.isWhitespace).prefix(5).uppercased() == "ALTER" else { continue }
+            guard try db.schemaVersion() != cookie else { continue }
             let now = try columnNames(of: tracked)
             for (table, names) in columns {
                 guard let after = now[table] else { continue }

@@ -206,12 +206,15 @@ import TidemarkTestSupport
     /// A table with Tidemark's prefix is refused even where the tables to track are named, and so
     /// is one named as Tidemark's own tables are, which was taken for a store's bookkeeping: the
     /// database is left as it was.
-    @Test(arguments: ["tidemark_notes", "tidemark_meta", "Tidemark_Changes"])
-    func aTableWithTidemarksPrefixIsRefusedWhateverIsTracked(_ name: String) async throws {
+    @Test(arguments: [
+        ("tidemark_notes", "id TEXT PRIMARY KEY"), ("tidemark_meta", "id TEXT PRIMARY KEY"),
+        ("tidemark_meta", "key TEXT PRIMARY KEY, value"), ("Tidemark_Changes", "id TEXT PRIMARY KEY"),
+    ])
+    func aTableWithTidemarksPrefixIsRefusedWhateverIsTracked(_ name: String, _ columns: String) async throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("app.db")
         try await SQLiteShell.execute(
-            path, "CREATE TABLE \(name)(id TEXT PRIMARY KEY); CREATE TABLE items(id TEXT PRIMARY KEY, v);")
+            path, "CREATE TABLE \(name)(\(columns)); CREATE TABLE items(id TEXT PRIMARY KEY, v);")
         let before = try await SQLiteShell.dump(path)
         for extra in [[], ["--track", "items"]] {
             let result = try await SyncProcess.run(["init", "--store", path, "--replica", "a"] + extra)

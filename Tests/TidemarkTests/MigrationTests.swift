@@ -692,7 +692,12 @@ import TidemarkTestSupport
         "ALTER TABLE items DROP COLUMN qty; ALTER TABLE items ADD COLUMN qty INTEGER;",
         "ALTER TABLE items DROP COLUMN name; ALTER TABLE items RENAME COLUMN qty TO name;",
         "ALTER TABLE items DROP COLUMN QTY; ALTER TABLE items ADD COLUMN Qty INTEGER;",
-        "ALTER TABLE nosuch ADD COLUMN x;",
+        "-- reset qty\nALTER TABLE items DROP COLUMN qty; /* again */ ALTER TABLE items ADD COLUMN qty INTEGER;",
+        """
+        ALTER TABLE items RENAME TO items_old; CREATE TABLE items(id TEXT PRIMARY KEY, name TEXT);
+        INSERT INTO items SELECT id, name FROM items_old; DROP TABLE items_old; ALTER TABLE items ADD COLUMN qty INTEGER;
+        """,
+        "-- a comment\nALTER TABLE nosuch ADD COLUMN x; CREATE INDEX by_name ON items(name);",
     ])
     func aColumnDroppedAndGivenBackInOneMigrationIsRefused(_ sql: String) throws {
         let group = try Self.group(["a"])
@@ -705,11 +710,35 @@ import TidemarkTestSupport
             switch error {
             case StoreError.unsupportedMigration(_, let change): return change.contains("dropped and given back")
             case StoreError.migrationFailed(let statement, let message):
-                return statement == "ALTER TABLE nosuch ADD COLUMN x;" && message.contains("no such table")
+                return statement == "ALTER TABLE nosuch ADD COLUMN x" && message.contains("no such table")
             default: return false
             }
         }
         #expect(try StoreSnapshot.everything(of: a.path) == before)
+    }
+
+    /// What the check for a column given back lets through: a generated column dropped and added
+    /// again (how SQLite changes its expression: it holds no value), and a table the same
+    /// migration untracks.
+    @Test func aGeneratedColumnMadeAgainAndAnUntrackedTableAreNoColumnGivenBack() throws {
+        let group = try ExchangeGroup(
+            ["a"],
+            schema: """
+                CREATE TABLE g(id TEXT PRIMARY KEY, a INTEGER, d INTEGER GENERATED ALWAYS AS (a * 2) VIRTUAL);
+                CREATE TABLE items(id TEXT PRIMARY KEY, name TEXT, qty INTEGER);
+                """, preserve: [])
+        let a = group["a"]
+        _ = try a.store.execute(sql: "INSERT INTO g(id, a) VALUES ('g1', 2)")
+        _ = try a.store.migrate(
+            Store.Migration(
+                sql:
+                    "ALTER TABLE g DROP COLUMN d; ALTER TABLE g ADD COLUMN d INTEGER GENERATED ALWAYS AS (a * 3) VIRTUAL"
+            ))
+        #expect(try a.store.execute(sql: "SELECT d FROM g").0[0].rows == [[.integer(6)]])
+        _ = try a.store.migrate(
+            Store.Migration(
+                sql: "ALTER TABLE items DROP COLUMN qty; ALTER TABLE items ADD COLUMN qty INTEGER", untrack: ["items"]))
+        #expect(try a.store.trackedTables.map(\.name) == ["g"])
     }
 
     /// A store holding a peer's bundle written under a version it has not made refuses to make
@@ -804,6 +833,29 @@ import TidemarkTestSupport
         _ = try group.pull("b", prune: false)
         let listed = try #require(try b.store.conflicts().first { $0.kind == "remote" })
         #expect(listed.row == #"{"name":"two","qty":22}"#, "\(listed)")
+        // A later life held here is not the one the resolution ended: the resolver's row is listed.
+        _ = try b.store.execute(sql: "INSERT INTO items(id, name, qty) VALUES ('i3', 'three', 3)")
+        _ = try group.round(["b"], prune: false)
+        _ = try reopened.pull(from: group.folder, key: a.key, prune: false)
+        try await DatabaseQueue(path: a.path).write { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE items_new(id TEXT PRIMARY KEY, name TEXT, qty INTEGER);
+                    INSERT INTO items_new SELECT * FROM items; DROP TABLE items;
+                    ALTER TABLE items_new RENAME TO items; DELETE FROM items WHERE id = 'i3';
+                    """)
+        }
+        let again = try Store.open(a.path)
+        _ = try b.store.execute(sql: "UPDATE items SET qty = 33 WHERE id = 'i3'")
+        try group.push("b")
+        _ = try again.pull(from: group.folder, key: a.key, prune: false)
+        _ = try again.push(to: group.folder, key: a.key)
+        _ = try b.store.execute(
+            sql: "DELETE FROM items WHERE id = 'i3'; INSERT INTO items(id, name, qty) VALUES ('i3', 'fresh', 99)")
+        _ = try group.pull("b", prune: false)
+        let later = try #require(try b.store.conflicts().first { $0.kind == "remote" && $0.key.contains("i3") })
+        #expect(!later.row.contains("fresh"), "\(later)")
+        #expect(try b.store.execute(sql: "SELECT name FROM items WHERE id = 'i3'").0[0].rows == [[.text("fresh")]])
         let removed = try #require(try reopened.conflicts().first { $0.kind == "removed" })
         #expect(removed.detail.contains("while the capture triggers were missing"), "\(removed.detail)")
     }

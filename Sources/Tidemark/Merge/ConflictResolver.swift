@@ -196,10 +196,14 @@ struct ConflictResolver {
         let keyNames = Set(change.key.map(\.name))
         var row = (change.tombstone ?? []).filter { !keyNames.contains($0.name) }
         // Another replica's resolution deleting a row held here lists the row as it was here,
-        // what this replica loses: the resolver's tombstone holds the row as it knew it.
-        if kind == .remote, let table = tables[change.table],
-            let values = try RowAccess(db: db, table: table).values(
-                key: table.keyColumns.map { name in change.key.first { $0.name == name }?.value ?? .null })
+        // what this replica loses: the resolver's tombstone holds the row as it knew it. Only the
+        // life it ends: a later one held here stays, and is not what the resolution discarded.
+        let key = tables[change.table].map { table in
+            table.keyColumns.map { name in change.key.first { $0.name == name }?.value ?? .null }
+        }
+        if kind == .remote, let table = tables[change.table], let key,
+            try metadata[table.name]?.fetch(db, key: key).generation == change.generation - 1,
+            let values = try RowAccess(db: db, table: table).values(key: key)
         {
             row = table.columns.indices.filter { !table.keyIndexes.contains($0) }.map {
                 History.Column(table.columns[$0], values[$0])

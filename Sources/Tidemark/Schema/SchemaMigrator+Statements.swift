@@ -14,7 +14,14 @@ extension SchemaMigrator {
         while true {
             do {
                 try db.inSavepoint {
-                    if let sql = migration.sql { try runStatements(sql, tracked: tracked) }
+                    if let sql = migration.sql {
+                        // A table the migration untracks is the app's alone after it.
+                        try runStatements(
+                            sql,
+                            tracked: tracked.filter { table in
+                                !migration.untrack.contains { TrackedTable.sameName($0, table.name) }
+                            })
+                    }
                     if let body = migration.body { try runBody(body, tracked: tracked) }
                     return .commit
                 }
@@ -80,6 +87,8 @@ extension SchemaMigrator {
             guard try db.schemaVersion() != cookie else { continue }
             let now = try columnNames(of: tracked)
             for (table, names) in columns {
+                // A table renamed away or dropped keeps the columns it had last: one made again
+                // under its name (a rebuild) is compared with them.
                 guard let after = now[table] else { continue }
                 // Fewer columns: a drop (a rename keeps the count, and the values).
                 if after.count < names.count { dropped[table, default: []].formUnion(names.subtracting(after)) }
@@ -92,7 +101,7 @@ extension SchemaMigrator {
                             + "migration of its own, and add it again in a later one")
                 }
             }
-            columns = now
+            columns.merge(now) { _, new in new }
         }
     }
 
@@ -103,18 +112,39 @@ extension SchemaMigrator {
             return try statements.next()
         } catch let error as DatabaseError {
             throw StoreError.migrationFailed(
-                statement: error.sql?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "(the migration's SQL)",
+                statement: error.sql.map(Self.firstStatement) ?? "(the migration's SQL)",
                 message: error.message ?? "\(error.resultCode)")
         }
     }
 
-    /// The column names of each of `tracked`, by the table's name, as the schema has them now,
-    /// folded as SQLite compares them (`Qty` dropped and `qty` added is the same name).
+    /// The statement that `sql`, the rest of a migration's SQL from one SQLite could not prepare,
+    /// starts with: without the comments before it or the statements after it, and cut at 240
+    /// characters.
+    static func firstStatement(_ sql: String) -> String {
+        var rest = Substring(sql)
+        while true {
+            rest = rest.drop(while: \.isWhitespace)
+            if rest.hasPrefix("--") {
+                rest = rest.drop(while: { !$0.isNewline })
+            } else if rest.hasPrefix("/*"), let end = rest.range(of: "*/") {
+                rest = rest[end.upperBound...]
+            } else {
+                break
+            }
+        }
+        let statement = rest.prefix { $0 != ";" }.trimmingCharacters(in: .whitespacesAndNewlines)
+        return statement.count <= 240 ? statement : statement.prefix(239) + "…"
+    }
+
+    /// The stored column names of each of `tracked`, by the table's name, as the schema has them
+    /// now, folded as SQLite compares them (`Qty` dropped and `qty` added is the same name). A
+    /// generated column holds no value of its own: dropping it and adding it again is how SQLite
+    /// changes its expression.
     private func columnNames(of tracked: [TrackedTable]) throws -> [String: Set<String>] {
         var names: [String: Set<String>] = [:]
         for table in tracked {
             let columns = try String.fetchAll(
-                db, sql: "SELECT name FROM pragma_table_xinfo(?, 'main')", arguments: [table.name])
+                db, sql: "SELECT name FROM pragma_table_xinfo(?, 'main') WHERE hidden = 0", arguments: [table.name])
             if !columns.isEmpty { names[table.name] = Set(columns.map(TrackedTable.folded)) }
         }
         return names

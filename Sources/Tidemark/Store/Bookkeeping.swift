@@ -378,7 +378,7 @@ enum Bookkeeping {
     /// Whether `db` holds Tidemark bookkeeping.
     static func isInitialized(_ db: Database) throws -> Bool {
         // An app's table that happens to have the name is not Tidemark's (`init` refuses it).
-        try db.tableExists("tidemark_meta")
+        try db.tableExists("tidemark_meta") && db.tableExists("tidemark_tables")
             && Set(try String.fetchAll(db, sql: "SELECT name FROM pragma_table_info('tidemark_meta')"))
                 .isSuperset(of: ["key", "value"])
     }

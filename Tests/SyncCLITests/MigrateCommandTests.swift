@@ -310,6 +310,13 @@ import TidemarkTestSupport
         #expect(pulled.exitCode == 0 && pulled.stderr.isEmpty, "\(pulled)")
         let line = try #require(pulled.stdoutLines.first { $0.hasPrefix("took on schema v1 ") }, "\(pulled)")
         #expect(line.hasSuffix("(add column items.color), which this store's tables already had"), "\(line)")
+        // One that pushes first takes it on then, and says so.
+        let e = try await CLIStore(replica: "e", schema: newer)
+        try await e.trust(a, as: "a")
+        try await e.exec("INSERT INTO items(id, name, color) VALUES ('e1', 'from e', 'blue')")
+        let pushed = try await e.sync("push", "--to", group.folder)
+        #expect(pushed.exitCode == 0 && pushed.stderr.isEmpty, "\(pushed)")
+        #expect(pushed.stdoutLines.contains(line), "\(pushed)")
     }
 
     @Test func aJoinFromASnapshotOfANewerSchemaSaysItIsHeld() async throws {

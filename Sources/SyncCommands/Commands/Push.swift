@@ -22,6 +22,7 @@ extension SyncCLI {
                 to: to, key: try key.load(forStore: try store.path), settings: exchange.settings)
             for warning in summary.warnings { Output.error("warning: \(CLIWording.words(warning))") }
             for removed in summary.removed { Output.line("removed \(removed)") }
+            for version in summary.adoptedVersions { Output.line(SchemaWording.tookOn(version)) }
             if let snapshot = summary.snapshot { Output.line("wrote snapshot \(snapshot)") }
             if let path = summary.path, let export = summary.export {
                 Output.line(

@@ -19,6 +19,9 @@ extension Store {
         /// of the folder provides (held as row state since a snapshot caught this replica up), so
         /// that a reader lacking them can catch up from it.
         public var snapshot: String?
+        /// Schema versions taken on from the members' newest files before publishing (a store
+        /// created from the app's newer schema, Protocol/schema.md §5).
+        public var adoptedVersions: [Schema.Version] = []
     }
 
     /// Writes the transactions this replica holds beyond its previous push into a new numbered
@@ -43,6 +46,7 @@ extension Store {
         // A peer's watermark may show this store restored where no bundle of its later self is left
         // (pruned into a snapshot): before own transactions go out here, read those that changed
         // since they were last read.
+        var adopted: [Schema.Version] = []
         if try currentToken()[replica.id] > pushedThrough(recorded)?[replica.id] ?? 0 {
             var unread = PullFailures()
             _ = try readWatermarks(in: exchange, recorded: recorded, failures: &unread, key: key)
@@ -51,7 +55,7 @@ extension Store {
             // transactions go out under the versions the members have made, and not before the
             // members have what they name.
             let headers = try newestHeaders(in: exchange, key: key)
-            _ = try takeOnFolderVersions(in: exchange, key: key, headers: headers)
+            adopted = try takeOnFolderVersions(in: exchange, key: key, headers: headers)
             let ahead = try namesAhead(of: headers)
             if !ahead.isEmpty { throw ExchangeError.aheadOfGroup(path: location, names: ahead) }
         }
@@ -84,7 +88,9 @@ extension Store {
         }
         try plan()
         if since.covers(current) {
-            return PushSummary(path: nil, export: nil, removed: tidy.removed, warnings: tidy.kept, snapshot: snapshot)
+            return PushSummary(
+                path: nil, export: nil, removed: tidy.removed, warnings: tidy.kept, snapshot: snapshot,
+                adoptedVersions: adopted)
         }
         let temporary = exchange.transport.temporaryFile(for: mine)
         defer { try? FileManager.default.removeItem(atPath: temporary) }
@@ -101,7 +107,8 @@ extension Store {
                 try plan()
                 if since.covers(current) {
                     return PushSummary(
-                        path: nil, export: nil, removed: tidy.removed, warnings: tidy.kept, snapshot: snapshot)
+                        path: nil, export: nil, removed: tidy.removed, warnings: tidy.kept, snapshot: snapshot,
+                        adoptedVersions: adopted)
                 }
             }
         }
@@ -126,7 +133,8 @@ extension Store {
         var export = summary
         export.path = exchange.transport.address(of: name, in: mine)
         return PushSummary(
-            path: export.path, export: export, removed: tidy.removed, warnings: tidy.kept, snapshot: snapshot)
+            path: export.path, export: export, removed: tidy.removed, warnings: tidy.kept, snapshot: snapshot,
+            adoptedVersions: adopted)
     }
 
     /// Exports a push's bundle, since `since`, to `temporary`. When history holds a change too

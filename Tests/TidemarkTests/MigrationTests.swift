@@ -815,16 +815,20 @@ import TidemarkTestSupport
     @Test func aRowDeletedWhileTheTriggersWereMissingIsListedWithThePeersValues() async throws {
         let group = try Self.group(["a", "b"])
         let (a, b) = (group["a"], group["b"])
+        /// Another client rebuilds `items` on a (its capture triggers go with it) and deletes row `id`.
+        func rebuildDeleting(_ id: String) async throws {
+            try await DatabaseQueue(path: a.path).write { db in
+                try db.execute(
+                    sql: """
+                        CREATE TABLE items_new(id TEXT PRIMARY KEY, name TEXT, qty INTEGER);
+                        INSERT INTO items_new SELECT * FROM items; DROP TABLE items;
+                        ALTER TABLE items_new RENAME TO items; DELETE FROM items WHERE id = ?;
+                        """, arguments: [id])
+            }
+        }
         _ = try a.store.execute(sql: "INSERT INTO items(id, name, qty) VALUES ('i1', 'one', 1), ('i2', 'two', 2)")
         _ = try group.round(prune: false)
-        try await DatabaseQueue(path: a.path).write { db in
-            try db.execute(
-                sql: """
-                    CREATE TABLE items_new(id TEXT PRIMARY KEY, name TEXT, qty INTEGER);
-                    INSERT INTO items_new SELECT * FROM items; DROP TABLE items;
-                    ALTER TABLE items_new RENAME TO items; DELETE FROM items WHERE id = 'i2';
-                    """)
-        }
+        try await rebuildDeleting("i2")
         let reopened = try Store.open(a.path)
         _ = try b.store.execute(sql: "UPDATE items SET qty = 22 WHERE id = 'i2'")
         try group.push("b")
@@ -837,14 +841,7 @@ import TidemarkTestSupport
         _ = try b.store.execute(sql: "INSERT INTO items(id, name, qty) VALUES ('i3', 'three', 3)")
         _ = try group.round(["b"], prune: false)
         _ = try reopened.pull(from: group.folder, key: a.key, prune: false)
-        try await DatabaseQueue(path: a.path).write { db in
-            try db.execute(
-                sql: """
-                    CREATE TABLE items_new(id TEXT PRIMARY KEY, name TEXT, qty INTEGER);
-                    INSERT INTO items_new SELECT * FROM items; DROP TABLE items;
-                    ALTER TABLE items_new RENAME TO items; DELETE FROM items WHERE id = 'i3';
-                    """)
-        }
+        try await rebuildDeleting("i3")
         let again = try Store.open(a.path)
         _ = try b.store.execute(sql: "UPDATE items SET qty = 33 WHERE id = 'i3'")
         try group.push("b")

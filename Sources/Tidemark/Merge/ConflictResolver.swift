@@ -198,10 +198,8 @@ struct ConflictResolver {
         // Another replica's resolution deleting a row held here lists the row as it was here,
         // what this replica loses: the resolver's tombstone holds the row as it knew it. Only the
         // life it ends: a later one held here stays, and is not what the resolution discarded.
-        let key = tables[change.table].map { table in
-            table.keyColumns.map { name in change.key.first { $0.name == name }?.value ?? .null }
-        }
-        if kind == .remote, let table = tables[change.table], let key,
+        if kind == .remote, let table = tables[change.table],
+            case let key = table.keyColumns.map({ name in change.key.first { $0.name == name }?.value ?? .null }),
             try metadata[table.name]?.fetch(db, key: key).generation == change.generation - 1,
             let values = try RowAccess(db: db, table: table).values(key: key)
         {

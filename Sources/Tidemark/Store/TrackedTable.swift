@@ -201,14 +201,14 @@ extension TrackedTable {
 
     /// Whether SQLite takes `a` and `b` for the same name: it folds the case of ASCII letters only.
     static func sameName(_ a: String, _ b: String) -> Bool {
-        func folded(_ byte: UInt8) -> UInt8 { (65...90).contains(byte) ? byte + 32 : byte }
-        return a.utf8.count == b.utf8.count && zip(a.utf8, b.utf8).allSatisfy { folded($0) == folded($1) }
+        a.utf8.count == b.utf8.count && zip(a.utf8, b.utf8).allSatisfy { folded($0) == folded($1) }
     }
 
-    /// `name` as SQLite compares names: ASCII letters folded to lower case, nothing else.
-    static func folded(_ name: String) -> String {
-        String(decoding: name.utf8.map { (65...90).contains($0) ? $0 + 32 : $0 }, as: UTF8.self)
-    }
+    /// `name` as SQLite compares names (`sameName`).
+    static func folded(_ name: String) -> String { String(decoding: name.utf8.map(folded), as: UTF8.self) }
+
+    /// A byte of a name as SQLite compares it: an ASCII letter in lower case, anything else as is.
+    private static func folded(_ byte: UInt8) -> UInt8 { (65...90).contains(byte) ? byte + 32 : byte }
 
     /// The name of table `table` as the main schema spells it, which SQLite matches whatever the
     /// case; nil when there is no such table.

@@ -32,6 +32,7 @@ import TidemarkTestSupport
         let ratio = Double(written) / Double(unique)
         print("16 replicas: \(written) bytes of bundles written for \(unique) bytes of unique data (\(ratio)×)")
         #expect(ratio <= 1.1)
+        #expect(!group.files.contains { $0.contains("/watermark-") }, "a relay in a folder every member reaches")
     }
 
     @Test func writesCrossAChainOfTwoFoldersThroughTheReplicaInBoth() throws {
@@ -62,6 +63,60 @@ import TidemarkTestSupport
                 #expect(!header.ranges.contains { $0.origin == notRelayed.id }, "\(bundle) relays \(notRelayed.name)")
             }
         }
+    }
+
+    /// a and b share one folder, b and c another, and each prunes after every pull. a and c never
+    /// meet, so each learns the other's watermark only as b relays it: without it neither end ever
+    /// prunes its history, and once b pruned its relay bundles into its snapshot, a relayed c's
+    /// transactions back into the first folder.
+    @Test func theEndsOfAChainOfFoldersPruneAndRelayNothingBack() throws {
+        let group = try ExchangeGroup(["a", "b", "c"])
+        let (a, b, c) = (group["a"], group["b"], group["c"])
+        let first = group.folder
+        let second = group.directory.file("second")
+        try FileManager.default.createDirectory(atPath: second, withIntermediateDirectories: true)
+        func pull(_ replica: TestReplica, _ folder: String) throws {
+            let pulled = try replica.store.pull(from: folder, key: replica.key)
+            #expect(pulled.warnings.isEmpty, "\(pulled.warnings)")
+        }
+        func round() throws {
+            _ = try a.store.push(to: first, key: a.key)
+            try pull(b, first)
+            _ = try b.store.push(to: second, key: b.key)
+            try pull(c, second)
+            _ = try c.store.push(to: second, key: c.key)
+            try pull(b, second)
+            _ = try b.store.push(to: first, key: b.key)
+            try pull(a, first)
+        }
+        for step in 0..<4 {
+            _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('a\(step)', 'a')")
+            _ = try c.store.execute(sql: "INSERT INTO items(id, name) VALUES ('c\(step)', 'c')")
+            try round()
+        }
+        for _ in 0..<3 { try round() }
+        #expect(try group.tableDifferences() == [])
+        #expect(try a.store.knownToken(of: c.id) == c.store.currentToken())
+        #expect(try c.store.knownToken(of: a.id) == a.store.currentToken())
+        for end in [a, c] {
+            let report = try end.store.prune(key: end.key)
+            #expect(report.blockers == [], "\(end.name) is held back by \(report.blockers)")
+            #expect(try end.store.status().transactionCount == 0, "\(end.name) pruned everything")
+        }
+        for (folder, relaying, notRelayed) in [(first, a, c), (second, c, a)] {
+            for bundle in ExchangeGroup.bundles(in: folder, of: relaying) {
+                let header = try ExchangeGroup.header(of: bundle)
+                #expect(
+                    !header.ranges.contains { $0.origin == notRelayed.id },
+                    "\(relaying.name) relays \(notRelayed.name)'s writes back: \(bundle)")
+            }
+        }
+        // b relays c's watermark into the first folder until c leaves its own there.
+        let relay = "\(first)/\(b.id)/watermark-\(c.id).tmw"
+        #expect(FileManager.default.fileExists(atPath: relay))
+        try pull(c, first)
+        try pull(b, first)
+        #expect(!FileManager.default.fileExists(atPath: relay))
     }
 
     /// a and b share one folder; b, c, d and e another. b relays a's transactions into the second

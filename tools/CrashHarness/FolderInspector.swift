@@ -25,7 +25,9 @@ enum FolderInspector {
                 let path = folder + "/" + name
                 if name.hasPrefix(".tmp-") {
                     facts.temporaries.append(path)
-                } else if name.hasSuffix(".tmb") || name == "watermark.tmw" || name == "snapshot.tms" {
+                } else if name.hasSuffix(".tmb") || name.hasPrefix("watermark") && name.hasSuffix(".tmw")
+                    || name == "snapshot.tms"
+                {
                     do {
                         facts.bundleTags[path] = try tags(inBundle: path)
                     } catch {

@@ -62,6 +62,18 @@ struct ExchangeFolder {
 
     static func bundleName(_ number: Int) -> String { String(format: "%010d.%@", number, bundleExtension) }
 
+    /// The name under which a replica relays `member`'s watermark into a folder that member does
+    /// not reach (Protocol/exchange.md §3.3): `watermark-<member id>.tmw`.
+    static func relayedWatermarkName(of member: Replica.ID) -> String { "watermark-\(member.description).tmw" }
+
+    /// The member whose watermark a file named `name` relays, if it is named as a relay is.
+    static func relayedMember(_ name: String) -> Replica.ID? {
+        guard name.hasPrefix("watermark-"), name.hasSuffix(".tmw") else { return nil }
+        let id = name.dropFirst("watermark-".count).dropLast(".tmw".count)
+        guard let member = Replica.ID(hex: String(id)), relayedWatermarkName(of: member) == name else { return nil }
+        return member
+    }
+
     /// Whether `name` ends as an exchange file's name does (`.tmb`, `.tms`, `.tmw`): one of a
     /// replica's files, or a copy a sync tool made of one (`0000000003 (1).tmb`,
     /// `watermark.sync-conflict-….tmw`). A file of any other name is nothing Tidemark wrote, and
@@ -85,6 +97,7 @@ struct ExchangeFolder {
     func strayFiles(of replica: Replica.ID, now: Date = Date()) throws -> [(file: File, abandoned: Bool)] {
         try transport.files(in: replica.description).filter { entry in
             Self.bundleNumber(entry.name) == nil && entry.name != Self.watermarkName && entry.name != Self.snapshotName
+                && Self.relayedMember(entry.name) == nil
                 && (entry.name.hasPrefix(Self.temporaryPrefix) || !entry.name.hasPrefix("."))
         }.map { (File(replica: replica, name: $0.name), Self.isAbandonedTemporary($0, now: now)) }
     }

@@ -37,7 +37,9 @@ extension Store {
         }
         let current = try currentToken()
         for entry in try exchange.transport.files(in: mine)
-        where !entry.name.hasPrefix(".") && entry.name != ExchangeFolder.watermarkName {
+        where !entry.name.hasPrefix(".") && entry.name != ExchangeFolder.watermarkName
+            && ExchangeFolder.relayedMember(entry.name) == nil
+        {
             try check(
                 entry, of: exchange, recorded: recorded, key: key, current: current, checkPublished: checkPublished,
                 into: &tidy)

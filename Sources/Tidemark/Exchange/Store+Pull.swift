@@ -77,7 +77,8 @@ extension Store {
         return try afterApplying(imported) {
             try clearWaitingOnHeld(pending, from: sources, failures: &failures, key: key)
             var listed = Set(sources.order)
-            listed.formUnion(try readWatermarks(in: exchange, recorded: recorded, failures: &failures, key: key))
+            let watermarks = try readWatermarks(in: exchange, recorded: recorded, failures: &failures, key: key)
+            listed.formUnion(watermarks.listed)
             // Snapshots' tokens too, this replica's own included: read once while unchanged.
             listed.formUnion(
                 try (exchange.replicaFolders(except: replica.id) + [replica.id]).map {
@@ -94,6 +95,8 @@ extension Store {
             try exchange.transport.createFolder(self.replica.id.description)
             let tidy = try tidyOwnFolder(exchange, recorded: recorded, key: key, checkPublished: false)
             let watermark = try writeWatermark(in: exchange, key: key)
+            // Best effort: a relay that cannot be written now is written by the next pull.
+            try? relayWatermarks(in: exchange, found: watermarks)
             // What this replica wrote in clear before it learned that the group encrypts (its
             // snapshot holds every row): a member that only pulls replaces it too. A file that
             // cannot be replaced now is tried again by the next push or pull.

@@ -23,33 +23,42 @@ extension Store {
     }
 
     /// Records that `replica` held `token` at `signedAt` (as its own signature showed); keeps the
-    /// larger. A watermark's `digest` of its rows at `token` replaces the one kept before.
+    /// larger. A watermark's `digest` of its rows at `token` replaces the one kept before. `file`,
+    /// the watermark file itself, replaces the one kept for relaying unless that says more.
     func noteWatermark(
         _ token: History.Token, of replica: Replica.ID, signedAt: HLCTimestamp, digest: RowDigest? = nil,
-        tables: [BundleHeader.TableSchema] = []
+        tables: [BundleHeader.TableSchema] = [], file: Data? = nil
     ) throws {
         try mappingErrors {
             try database.write { db in
                 let key = Data(replica.bytes)
                 var merged = token
                 let known = try Row.fetchOne(
-                    db, sql: "SELECT token, signed_at FROM tidemark_watermarks WHERE replica = ?", arguments: [key])
-                if let text = known?[0] as String?, let known = try? History.Token(parsing: text) {
-                    if known.covers(token) && known != token { return }
-                    merged = known.merged(with: token)
-                }
-                let previous = (known?[1] as Int64?) ?? 0
-                try db.execute(
-                    sql: """
-                        INSERT INTO tidemark_watermarks(replica, token, signed_at) VALUES (?, ?, ?)
-                        ON CONFLICT(replica) DO UPDATE SET token = excluded.token, signed_at = excluded.signed_at
-                        """,
-                    arguments: [key, merged.description, max(previous, signedAt.packed)])
-                if let digest {
+                    db, sql: "SELECT token, signed_at, signed_file_token FROM tidemark_watermarks WHERE replica = ?",
+                    arguments: [key])
+                let knownToken = (known?[0] as String?).flatMap { try? History.Token(parsing: $0) }
+                // The token learned from bundles may pass the latest watermark's: the file is kept apart.
+                let fileToken = (known?[2] as String?).flatMap { try? History.Token(parsing: $0) }
+                if let knownToken { merged = knownToken.merged(with: token) }
+                if !(knownToken.map { $0.covers(token) && $0 != token } ?? false) {
+                    let previous = (known?[1] as Int64?) ?? 0
                     try db.execute(
-                        sql:
-                            "UPDATE tidemark_watermarks SET digest = ?, digest_token = ?, digest_schema = ? WHERE replica = ?",
-                        arguments: [Data(digest.bytes), token.description, Self.tablesFingerprint(tables), key])
+                        sql: """
+                            INSERT INTO tidemark_watermarks(replica, token, signed_at) VALUES (?, ?, ?)
+                            ON CONFLICT(replica) DO UPDATE SET token = excluded.token, signed_at = excluded.signed_at
+                            """,
+                        arguments: [key, merged.description, max(previous, signedAt.packed)])
+                    if let digest {
+                        try db.execute(
+                            sql:
+                                "UPDATE tidemark_watermarks SET digest = ?, digest_token = ?, digest_schema = ? WHERE replica = ?",
+                            arguments: [Data(digest.bytes), token.description, Self.tablesFingerprint(tables), key])
+                    }
+                }
+                if let file, fileToken.map(token.covers) ?? true {
+                    try db.execute(
+                        sql: "UPDATE tidemark_watermarks SET signed_file = ?, signed_file_token = ? WHERE replica = ?",
+                        arguments: [file, token.description, key])
                 }
             }
         }
@@ -83,8 +92,9 @@ extension Store {
         return HexCoding.encode(Array(SHA256.hash(data: Data(text.utf8))))
     }
 
-    /// Reads and verifies a watermark file; returns the token if it is intact and signed by a
-    /// trusted replica, which it then records.
+    /// Reads and verifies a watermark file, the signer's own or one relayed by another replica;
+    /// returns the token if it is intact and signed by a trusted replica, which it then records
+    /// with the file.
     @discardableResult
     func readWatermark(at path: String, key: KeyFile) throws -> (Replica.ID, History.Token, signedAt: HLCTimestamp)? {
         guard FileManager.default.fileExists(atPath: path) else { return nil }
@@ -104,55 +114,12 @@ extension Store {
             }
             try noteWatermark(
                 verified.header.through, of: sender, signedAt: verified.header.created, digest: verified.header.digest,
-                tables: verified.header.tables)
+                tables: verified.header.tables,
+                file: sender == replica.id ? nil : try Data(contentsOf: URL(fileURLWithPath: path)))
             return (sender, verified.header.through, verified.header.created)
         } catch let error as BundleError {
             throw ExchangeError.badBundle(path: path, error)
         }
-    }
-
-    /// Reads every peer's watermark not read before (on a server: unchanged since, by its
-    /// validator) and records what it says. Returns the addresses of the peers' watermarks and
-    /// snapshots, for the memory of what was read.
-    func readWatermarks(
-        in exchange: ExchangeFolder, recorded: String, failures: inout PullFailures, key: KeyFile
-    ) throws -> Set<String> {
-        var listed: Set<String> = []
-        let own = try currentToken()[self.replica.id]
-        for replica in try exchange.replicaFolders(except: self.replica.id) {
-            if try exchange.contains(ExchangeFolder.snapshotName, of: replica) {
-                listed.insert(exchange.address(of: .init(replica: replica, name: ExchangeFolder.snapshotName)))
-            }
-            guard let entry = try exchange.entry(ExchangeFolder.watermarkName, of: replica) else { continue }
-            let file = ExchangeFolder.File(replica: replica, name: entry.name)
-            let address = exchange.address(of: file)
-            listed.insert(address)
-            // A watermark read before and not replaced since says nothing new.
-            if let validator = entry.validator,
-                try remoteThrough(recorded, address, validator: validator) != nil
-            {
-                continue
-            }
-            var local = address
-            do {
-                local = try exchange.localPath(of: file)
-                let read = try readWatermark(at: local, key: key)
-                // A peer that holds more of this replica's transactions than this store, or one of
-                // them signed for before this store wrote it: an older copy (exchange.md §4.4).
-                if let (_, token, signedAt) = read,
-                    try token[self.replica.id] > own
-                        || ownTransaction(min(token[self.replica.id], own), isNewerThan: signedAt)
-                {
-                    try noteRestored(path: address, have: own, bundleHas: token[self.replica.id])
-                }
-                if let (_, token, _) = read, let validator = entry.validator {
-                    try rememberRemote(recorded, address, validator: validator, through: token)
-                }
-            } catch let error as ExchangeError {
-                failures.record(error, reading: local, as: address)
-            }
-        }
-        return listed
     }
 
     /// Writes `<id>/watermark.tmw`: a signed bundle of kind watermark whose `through` token is what

@@ -52,6 +52,11 @@ extension Bookkeeping {
             // Digests kept before are compared as before, whatever schema they were made under.
             try db.execute(sql: "ALTER TABLE tidemark_watermarks ADD COLUMN digest_schema TEXT")
         }
+        if try !db.columns(in: "tidemark_watermarks").contains(where: { $0.name == "signed_file" }) {
+            // Watermarks read before are relayed once their members sign the next ones.
+            try db.execute(sql: "ALTER TABLE tidemark_watermarks ADD COLUMN signed_file BLOB")
+            try db.execute(sql: "ALTER TABLE tidemark_watermarks ADD COLUMN signed_file_token TEXT")
+        }
         for table in try String.fetchAll(db, sql: rowMetadataOfAnEarlierLayout) {
             try rewriteRowMetadata(db, table: table)
         }
@@ -82,7 +87,7 @@ extension Bookkeeping {
             || !db.columns(in: "tidemark_held").contains { $0.name == "encrypted" }
             || !db.tableExists("tidemark_digests") || String.fetchOne(db, sql: rowMetadataOfAnEarlierLayout) != nil
             || Int.fromDatabaseValue(meta(db, Meta.format)) ?? 0 < formatVersion
-            || !db.columns(in: "tidemark_watermarks").contains { $0.name == "digest_schema" }
+            || !db.columns(in: "tidemark_watermarks").contains { $0.name == "signed_file" }
             || !db.tableExists("tidemark_epochs")
             || !db.columns(in: "tidemark_epochs").contains { $0.name == "dropped" }
             || !db.columns(in: "tidemark_peers").contains { $0.name == "added_at" }

@@ -127,7 +127,9 @@ enum Bookkeeping {
                     signed_at INTEGER NOT NULL,       -- the replica's clock when it signed that token (packed)
                     digest BLOB,                      -- the row digest its latest watermark carried (RowDigest.bytes)
                     digest_token TEXT,                -- the token that digest describes
-                    digest_schema TEXT                -- the tables that watermark listed (Store.tablesFingerprint)
+                    digest_schema TEXT,               -- the tables that watermark listed (Store.tablesFingerprint)
+                    signed_file BLOB,                 -- its latest watermark file as read, relayed to folders it does not reach
+                    signed_file_token TEXT            -- the token that file says
                 ) WITHOUT ROWID;
                 CREATE TABLE tidemark_folders(
                     path TEXT PRIMARY KEY NOT NULL,   -- exchange folders this replica has pushed to or pulled from

@@ -441,6 +441,40 @@ import TidemarkTestSupport
     /// An in-memory database, unnamed or named (GRDB's shared `file:NAME?mode=memory&cache=shared`),
     /// has no place beside it for the key file: the store asks for `Setup.keyPath` and writes no
     /// key into the current directory; with one, it is created.
+    /// The README's app initializes at every launch with the setup of its first release. Its
+    /// migrations since — a column added and one dropped through `migrate(_:in:)`, a column added
+    /// and a cache table made without it — leave that setup the one the store was created with.
+    @Test func theAppInitializesAgainAtEveryLaunchAfterItsMigrations() throws {
+        let fixture = try Fixture()
+        let (pool, app) = (fixture.pool, fixture.app)
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in try db.execute(sql: AppWriterTests.schema) }
+        migrator.registerMigration("v2") { db in
+            try app.migrate(
+                Store.Migration { db in
+                    try db.alter(table: "notes") { t in t.add(column: "color", .text) }
+                }, in: db)
+        }
+        migrator.registerMigration("v3") { db in
+            try app.migrate(
+                Store.Migration { db in try db.alter(table: "notes") { t in t.drop(column: "color") } }, in: db)
+        }
+        migrator.registerMigration("v4") { db in
+            try db.alter(table: "notes") { t in t.add(column: "pinned", .boolean) }
+            try db.create(table: "cache") { t in t.column("k", .text) }
+        }
+        for _ in 0..<2 {
+            try migrator.migrate(pool)
+            let (again, created) = try Store.initialize(in: pool, setup: Store.Setup(replicaName: "app"))
+            #expect(!created)
+            #expect(again.replica == app.replica)
+            #expect(again.trackedTables.map(\.name) == ["notes"])
+        }
+        #expect(throws: StoreError.self) {
+            try Store.initialize(in: pool, setup: Store.Setup(replicaName: "app", tables: ["cache"]))
+        }
+    }
+
     @Test func anInMemoryDatabaseNeedsAKeyPath() throws {
         let directory = try TemporaryDirectory("tidemark-memory")
         for queue in [try DatabaseQueue(), try DatabaseQueue(named: "tidemark-\(UUID().uuidString)")] {

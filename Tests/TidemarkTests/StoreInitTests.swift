@@ -296,6 +296,30 @@ import TidemarkTestSupport
         #expect(try await SQLiteShell.dump(fixture.path) == before)
     }
 
+    /// A script runs the same `init`, schema file included, before its migrations: once they are
+    /// made, the store is still the one that `init` created, and other settings are still refused.
+    @Test func reinitializingAfterMigrationsWithTheSetupItWasCreatedWithChangesNothing() async throws {
+        let fixture = try StoreFixture()
+        let setup = Store.Setup(replicaName: "a", schema: ("schema.sql", StoreFixture.schema), preserve: ["items.name"])
+        _ = try fixture.store.migrate(Store.Migration(sql: "ALTER TABLE items ADD COLUMN color TEXT"))
+        _ = try fixture.store.execute(sql: "INSERT INTO items(id, color) VALUES ('a', 'red')")
+        _ = try fixture.store.migrate(Store.Migration(sql: "ALTER TABLE items DROP COLUMN color"))
+        try await SQLiteShell.execute(fixture.path, "ALTER TABLE items ADD COLUMN pinned; CREATE TABLE cache(k, v);")
+        _ = try Store.open(fixture.path)
+        let before = try await SQLiteShell.dump(fixture.path)
+        let (again, created) = try Store.initialize(fixture.path, setup: setup)
+        #expect(!created)
+        #expect(again.replica == fixture.store.replica)
+        #expect(try await SQLiteShell.dump(fixture.path) == before)
+        for other in [
+            Store.Setup(replicaName: "a", schema: ("schema.sql", StoreFixture.schema)),
+            Store.Setup(replicaName: "a", tables: ["items"], preserve: ["items.name"]),
+        ] {
+            #expect(throws: StoreError.self) { try Store.initialize(fixture.path, setup: other) }
+        }
+        #expect(try await SQLiteShell.dump(fixture.path) == before)
+    }
+
     @Test(arguments: [
         ("another replica name", Store.Setup(replicaName: "b", preserve: ["items.name"])),
         ("fewer tables", Store.Setup(replicaName: "a", tables: ["items"], preserve: ["items.name"])),

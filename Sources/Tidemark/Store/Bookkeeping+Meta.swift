@@ -30,6 +30,9 @@ extension Bookkeeping {
         /// Followed by a trusted peer's replica id: the schema version its files were written under
         /// where its lineage forks from this store's (`SchemaForks`).
         static let schemaForkPrefix = "schema_fork "
+        /// What the setup that created the store asked to track (`Store.setupFingerprint`); absent
+        /// in stores made by earlier builds.
+        static let setup = "setup"
     }
 
     static func meta(_ db: Database, _ key: String) throws -> DatabaseValue {

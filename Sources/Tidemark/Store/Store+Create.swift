@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import GRDB
 import TidemarkCore
@@ -163,6 +164,7 @@ extension Store {
         try Bookkeeping.create(db, valueColumns: tables.map(\.columns.count).max() ?? 0)
         try Bookkeeping.setMeta(db, Bookkeeping.Meta.format, Bookkeeping.formatVersion)
         try Bookkeeping.setMeta(db, Bookkeeping.Meta.replicaName, setup.replicaName)
+        try Bookkeeping.setMeta(db, Bookkeeping.Meta.setup, setupFingerprint(setup))
         try Bookkeeping.setMeta(db, Bookkeeping.Meta.publicKey, Data(key.publicKey))
         for table in tables {
             try registerTable(table, db)
@@ -314,12 +316,34 @@ extension Store {
         }
     }
 
-    /// Throws `alreadyInitialized` unless `setup` asks for exactly what this store already is.
+    /// What `setup` asks to track, as kept when it creates a store: the schema script's SHA-256,
+    /// the tables it names (or every table) and the preserved columns, in SQLite's letter case for
+    /// names, in any order.
+    static func setupFingerprint(_ setup: Setup) -> String {
+        let schema = setup.schema.map { ["schema " + HexCoding.encode(Array(SHA256.hash(data: Data($0.sql.utf8))))] }
+        let tables = setup.tables.isEmpty ? ["*"] : Set(setup.tables.map(TrackedTable.folded)).sorted()
+        let preserve = Set(setup.preserve.map(TrackedTable.folded)).sorted()
+        return ((schema ?? []) + tables.map { "table \($0)" } + preserve.map { "preserve \($0)" })
+            .joined(separator: "\n")
+    }
+
+    /// Throws `alreadyInitialized` unless `setup` asks for what this store was created with, or for
+    /// exactly what it is now. Migrations since (`migrate`, or a schema change adopted) and tables
+    /// the app created without tracking them change neither: an app initializes at every launch with
+    /// the setup of its first release, and a script runs the same `init` before its `migrate`. A
+    /// store made by an earlier build, which did not keep its setup, is compared with what it is now
+    /// until it has made a schema version.
     func checkUnchanged(by setup: Setup) throws {
         if setup.replicaName != replica.name {
             throw StoreError.alreadyInitialized(
                 path: path, difference: "it is replica '\(replica.name)', not '\(setup.replicaName)'")
         }
+        let asCreated = try database.read { db in
+            let created = String.fromDatabaseValue(try Bookkeeping.meta(db, Bookkeeping.Meta.setup))
+            if created == Self.setupFingerprint(setup) { return true }
+            return try created == nil && !SchemaLineage.fetch(db).isEmpty
+        }
+        if asCreated { return }
         if let schema = setup.schema, try !schemaIsPresent(schema) {
             throw StoreError.alreadyInitialized(
                 path: path, difference: "the schema file defines objects the store lacks or has in another form")

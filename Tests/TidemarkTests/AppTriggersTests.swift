@@ -55,6 +55,31 @@ import TidemarkTestSupport
         #expect(try Self.rows(b) == expected)
     }
 
+    /// A trigger on every update of its table (no column list) that writes the row that fired it:
+    /// where the write was made, SQLite does not fire it again for its own write; a merge that
+    /// wrote the value the row already holds fired it again (the counter counted twice, and the
+    /// replicas stayed apart). A stamp guarded by `WHEN NEW.stamp IS OLD.stamp` takes the writer's.
+    @Test func aTriggerOnEveryUpdateThatWritesItsRowCountsOnceOnEveryReplica() throws {
+        let schema = """
+            CREATE TABLE note(id TEXT PRIMARY KEY, title TEXT, n INTEGER NOT NULL DEFAULT 0);
+            CREATE TRIGGER counted AFTER UPDATE ON note BEGIN UPDATE note SET n = n + 1 WHERE id = NEW.id; END;
+            CREATE TABLE doc(id TEXT PRIMARY KEY, title TEXT, stamp TEXT);
+            CREATE TRIGGER stamped AFTER UPDATE ON doc WHEN NEW.stamp IS OLD.stamp
+            BEGIN UPDATE doc SET stamp = strftime('%Y-%m-%d %H:%M:%f', 'now') || random() WHERE id = NEW.id; END;
+            """
+        let group = try ExchangeGroup(["a", "b"], schema: schema, preserve: [])
+        let (a, b) = (group["a"], group["b"])
+        _ = try a.store.execute(sql: "INSERT INTO note(id, title) VALUES ('1', 'x'); INSERT INTO doc(id) VALUES ('1')")
+        _ = try group.round(prune: false)
+        _ = try a.store.execute(sql: "UPDATE note SET title = 'y'; UPDATE doc SET title = 'y'")
+        _ = try b.store.execute(sql: "INSERT INTO note(id, title) VALUES ('2', 'z')")
+        _ = try group.round(prune: false)
+        _ = try group.round(prune: false)
+        let notes = try b.store.execute(sql: "SELECT id, title, n FROM note ORDER BY id").0[0].rows
+        #expect(notes == [[.text("1"), .text("y"), .integer(1)], [.text("2"), .text("z"), .integer(0)]])
+        #expect(try group.tableDifferences() == [])
+    }
+
     /// `execute` runs SQL that makes a trigger on a tracked table and then writes through it: the
     /// capture triggers are made newest again before the write, in the same call.
     @Test func aTriggerMadeThroughExecuteFiresAfterCaptureForTheStatementsAfterIt() throws {

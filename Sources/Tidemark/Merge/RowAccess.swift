@@ -77,16 +77,22 @@ final class RowAccess {
     /// this inserts it (no foreign-key action follows an insert).
     func write(key: [SQLValue], columns: [(Int, SQLValue)], isNew: Bool = false) throws {
         let ordered = columns.sorted { $0.0 < $1.0 }
+        let skipsUnchanged = try hasher().hasOtherTriggers
         let statement = try RawStatement.reusing(&upserts[ordered.map(\.0)], db) {
             let names = (table.keyIndexes + ordered.map(\.0)).map { table.columns[$0].quotedIdentifier }
             let sets = ordered.map {
                 let name = table.columns[$0.0].quotedIdentifier
                 return "\(name) = excluded.\(name)"
             }
+            let changing = ordered.map {
+                let name = table.columns[$0.0].quotedIdentifier
+                return differs(name, "excluded.\(name)")
+            }
             return "INSERT OR ABORT INTO \(quotedTable)(\(names.joined(separator: ", "))) "
                 + "VALUES (\(names.map { _ in "?" }.joined(separator: ", "))) "
                 + "ON CONFLICT(\(keyColumns)) DO "
                 + (sets.isEmpty ? "NOTHING" : "UPDATE SET \(sets.joined(separator: ", "))")
+                + (skipsUnchanged && !sets.isEmpty ? " WHERE \(changing.joined(separator: " OR "))" : "")
         }
         try statement.bind(key)
         try statement.bind(ordered.lazy.map { $0.1 }, from: Int32(key.count) + 1)
@@ -123,17 +129,30 @@ final class RowAccess {
     /// Sets columns (index, value) of the row with `key`; returns false when the row is absent.
     func update(key: [SQLValue], columns: [(Int, SQLValue)]) throws -> Bool {
         let ordered = columns.sorted { $0.0 < $1.0 }
+        let skipsUnchanged = try hasher().hasOtherTriggers
         let statement = try RawStatement.reusing(&updates[ordered.map(\.0)], db) {
-            let sets = ordered.map { "\(table.columns[$0.0].quotedIdentifier) = ?" }.joined(separator: ", ")
-            return "UPDATE OR ABORT \(quotedTable) SET \(sets) WHERE \(keyMatch)"
+            let sets = ordered.enumerated().map { "\(table.columns[$1.0].quotedIdentifier) = ?\($0 + 1)" }
+            let changing = ordered.enumerated().map { differs(table.columns[$1.0].quotedIdentifier, "?\($0 + 1)") }
+            return "UPDATE OR ABORT \(quotedTable) SET \(sets.joined(separator: ", ")) WHERE \(keyMatch)"
+                + (skipsUnchanged ? " AND (\(changing.joined(separator: " OR ")))" : "")
         }
         try statement.bind(ordered.lazy.map { $0.1 })
         try statement.bind(key, from: Int32(ordered.count) + 1)
         try executeCatchingRow(statement, key: key)
-        guard db.changesCount > 0 else { return false }
+        guard try db.changesCount > 0 || skipsUnchanged && values(key: key) != nil else { return false }
         touched?.note(table, key: key, existing: true)
         effects?.noteMerged(table, key: key, columns: ordered.map(\.0))
         return true
+    }
+
+    /// SQL that is true when `column` does not hold `value` as it is: another value, or the same
+    /// number or text of another type or in another letter case. On a table with the app's
+    /// triggers, a merge writes only a row it changes: SQLite fires an `UPDATE` trigger for a write
+    /// of the value a row holds, and a trigger that wrote the row where it was written (a counter,
+    /// a column kept normalized) did so once there, and its write is merged after the one that
+    /// fired it.
+    private func differs(_ column: String, _ value: String) -> String {
+        "(\(column) IS NOT \(value) COLLATE BINARY OR typeof(\(column)) <> typeof(\(value)))"
     }
 
     /// The hash of the row with `key` just after a write of `columns` (index, value), or nil when

@@ -245,6 +245,35 @@ import TidemarkTestSupport
         try group.expectConverged()
     }
 
+    /// d joins from the old file, edits one of the rows the others deleted, and prunes alone before
+    /// it ever syncs: it retires the others for lag, so its edit is only in its snapshot, from
+    /// which they catch up. The rows' lives had ended there, with their tombstones gone: they stay
+    /// deleted on every replica, and d's edit is listed (found by a randomized audit with 6
+    /// replicas in two folders; before, every peer took the rows back, and d did not).
+    @Test func rowsASnapshotHoldsInALifeThatEndedHereStayDeleted() throws {
+        let group = try ExchangeGroup(
+            ["a", "b", "c"], schema: "CREATE TABLE notes(id TEXT PRIMARY KEY, body TEXT, tag TEXT);", preserve: [])
+        _ = try group["a"].store.execute(sql: "INSERT INTO notes VALUES ('n-1', 'one', NULL), ('n-2', 'two', NULL)")
+        for _ in 0..<2 { try group.round() }
+        let d = try Self.joinFromBeforeADelete(group, "DELETE FROM notes WHERE id IN ('n-1', 'n-2')", by: "b")
+        _ = try d.store.execute(sql: "UPDATE notes SET tag = 'late' WHERE id = 'n-1'")
+        Thread.sleep(forTimeInterval: 0.3)
+        let pruned = try group.prune("d", maxLag: 0.2)
+        #expect(pruned.retired.sorted() == ["a", "b", "c"])
+        #expect(try d.store.status().transactionCount == 0)
+        #expect(try group.push("d").snapshot != nil)
+        _ = try group.pull("a")
+        let listed = try group["a"].store.conflicts().filter { $0.key.contains("n-1") }
+        #expect(listed.map(\.kind) == ["deleted"])
+        #expect(listed.first?.row.contains("late") == true, "\(listed)")
+        for _ in 0..<3 { try group.round() }
+        for replica in group.replicas {
+            let ids = try Self.notes(replica).map { $0[0] }
+            #expect(!ids.contains(.text("n-1")) && !ids.contains(.text("n-2")), "\(replica.name)")
+        }
+        try group.expectConverged()
+    }
+
     @Test func aRowStartedByAChangeTheSnapshotLacksStaysThoughOwnEditsCoverIt() throws {
         let group = try Self.group()
         // d joins from the old file, receives by hand a row e started, which no one in the group

@@ -19,6 +19,9 @@ struct DiscardedEdits {
     private var floors: [Int64: Int64]?
     /// Whether each origin asked about is retired here.
     private var retired: [Replica.ID: Bool] = [:]
+    /// The sender's `through` token, and this store's token before the merge.
+    private var through = History.Token.zero
+    private var held = History.Token.zero
 
     init(db: Database, replica: Replica.ID) {
         self.db = db
@@ -30,6 +33,14 @@ struct DiscardedEdits {
     /// first one beyond the token starts the unseen writes.
     mutating func sender(through: History.Token) throws {
         unseenFrom = try HistoryQuery.firstTimestamp(of: replica, after: through[replica], db)
+        self.through = through
+        held = try Store.currentToken(db)
+    }
+
+    /// Whether this store had applied the write of `clock`, found in what the sender holds: it
+    /// holds every transaction of that origin that the sender held.
+    func hadApplied(_ clock: MergeClock) -> Bool {
+        held[clock.origin] > 0 && held[clock.origin] >= through[clock.origin]
     }
 
     /// The columns of a live row that hold own writes which the writer of `clock` (nil: a snapshot's
@@ -115,6 +126,34 @@ extension MergeEngine {
         try resolver.recordMerging(
             Self.discard(table, key: key, values: change.key + change.values, change.generation + 1), detail: detail,
             origin: origin)
+    }
+
+    /// Whether a snapshot's state of a live row is of a life that ended here, and is discarded
+    /// (Protocol/pruning.md §6.7): this store holds no state for the row, its generation is at or
+    /// below the table's floor, and one of its writes is one this store had applied, so this store
+    /// held that life and dropped the tombstone that ended it. The sender (a replica that joined
+    /// from an older snapshot, say, and pruned alone) never saw the delete. The writes this store
+    /// had not applied are listed as `deleted`, with the row's values.
+    mutating func discardsForgotten(_ state: RowState, key: [SQLValue], cells: [Cell], in target: Target) throws
+        -> Bool
+    {
+        let table = target.table
+        guard state.generation % 2 == 1, cells.contains(where: { $0.clock.map(discarded.hadApplied) ?? false }),
+            try discarded.isBelowFloor(state.generation, of: table),
+            try target.metadata.fetch(db, key: key).generation == 0
+        else { return false }
+        let unseen = cells.filter { cell in cell.clock.map { !discarded.hadApplied($0) } ?? false }
+        guard !table.isInternal, let writer = unseen.first?.clock?.origin else { return true }
+        let names = unseen.map { table.columns[$0.index] }.joined(separator: ", ")
+        let detail =
+            "replica \(writer.short) edited \(names) in a life of the row that had ended here (generation "
+            + "\(state.generation), whose tombstone was dropped); the edit is discarded"
+        let values =
+            zip(table.keyColumns, key).map { History.Column($0, $1) }
+            + cells.map { History.Column(table.columns[$0.index], $0.value) }
+        try resolver.recordMerging(
+            Self.discard(table, key: key, values: values, state.generation + 1), detail: detail, origin: writer)
+        return true
     }
 
     /// A discarded row as `ConflictResolver.record` lists it: its values in the tombstone.

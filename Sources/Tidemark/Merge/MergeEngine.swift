@@ -201,6 +201,7 @@ struct MergeEngine {
         for cell in state.cells {
             if let i = target.nonKeyColumn(cell.name) { cells.append((i, cell.value, cell.clock)) }
         }
+        if try discardsForgotten(state, key: key, cells: cells, in: target) { return }
         if state.generation % 2 == 1, target.metadata.expectsNewRows {
             if try batchNew(key: key, generation: state.generation, cells: cells, into: target, .state(state, sender)) {
                 return

@@ -475,6 +475,26 @@ import TidemarkTestSupport
         }
     }
 
+    /// A widget opens the app's database read-only: it reads history and the token while another
+    /// client's writes wait to be sealed, which it cannot do (it was refused: "the store cannot be
+    /// written"); they show as pending until a writer seals them.
+    @Test func aReadOnlyPoolReadsHistoryWhileAnotherClientsWritesWaitToBeSealed() async throws {
+        let fixture = try Fixture()
+        let path = fixture.directory.file("app.sqlite")
+        try await fixture.pool.write { db in try db.execute(sql: "INSERT INTO notes(id, title) VALUES ('n1', 'app')") }
+        let (token, count) = (try fixture.app.currentToken(), try fixture.app.fetchHistory().count)
+        try await SQLiteShell.execute(path, "INSERT INTO notes(id, title) VALUES ('n2', 'shell')")
+        var config = Configuration()
+        config.readonly = true
+        let reader = try DatabasePool(path: path, configuration: config)
+        let widget = try Store.open(reader)
+        #expect(try widget.currentToken() == token)
+        #expect(try widget.fetchHistory().count == count)
+        #expect(try widget.status().pendingChangeCount == 1)
+        _ = try widget.rowDigest()
+        #expect(try fixture.app.fetchHistory().count == count + 1)
+    }
+
     @Test func anInMemoryDatabaseNeedsAKeyPath() throws {
         let directory = try TemporaryDirectory("tidemark-memory")
         for queue in [try DatabaseQueue(), try DatabaseQueue(named: "tidemark-\(UUID().uuidString)")] {

@@ -107,6 +107,16 @@ extension Store {
         }
     }
 
+    /// `sealForeignWrites` before a read: on a store opened read-only, which cannot seal, the read
+    /// shows what is sealed, and the writes pending stay pending (`Status.pendingChangeCount`).
+    func sealForeignWritesBeforeReading() throws {
+        do {
+            try sealForeignWrites()
+        } catch StoreError.storeReadOnly {
+            return
+        }
+    }
+
     func sealForeign(_ db: Database) throws -> Commit? {
         try Sealer.sealPending(db, replica: replica.id, clock: options.clock).last
             .map { Commit(sequence: $0.sequence, timestamp: $0.timestamp, changeCount: $0.changeCount) }

@@ -4,12 +4,13 @@ import TidemarkCore
 
 extension Store {
     /// Fetches transactions in the order this store received them (each origin's in sequence
-    /// order). Pending writes from other clients are sealed first, so none is missing.
+    /// order). Pending writes from other clients are sealed first, so none is missing (on a store
+    /// opened read-only, which cannot seal them, they are left out until a writer seals them).
     ///
     /// Throws `StoreError.historyTokenExpired` if `request.after` points into deleted history, and
     /// `StoreError.foreignToken` if it claims transactions of this replica the store never made.
     public func fetchHistory(_ request: HistoryRequest = HistoryRequest()) throws -> [History.Transaction] {
-        try sealForeignWrites()
+        try sealForeignWritesBeforeReading()
         do {
             return try database.read { db in try HistoryReader(store: self, db: db).fetch(request) }
         } catch let error as StoreError {

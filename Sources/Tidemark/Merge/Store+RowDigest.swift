@@ -8,7 +8,7 @@ extension Store {
     /// upgrade, a migration, or a schema change by a client) or that own writes not yet folded into
     /// row metadata touched is counted by a scan.
     public func rowDigest() throws -> (digest: RowDigest, token: History.Token) {
-        try sealForeignWrites()
+        try sealForeignWritesBeforeReading()
         return try mappingErrors {
             try database.read { db in
                 (try Self.rowDigestReading(db, tables: replicatedTables, own: replica.id), try Self.currentToken(db))

@@ -335,7 +335,7 @@ public final class Store: Sendable {
 
     /// The store's current token: every transaction it holds or has held.
     public func currentToken() throws -> History.Token {
-        try sealForeignWrites()
+        try sealForeignWritesBeforeReading()
         return try database.read { db in try Self.currentToken(db) }
     }
 

@@ -409,6 +409,12 @@ import TidemarkTestSupport
                 try a.store.exportBundle(since: token, to: out, key: a.key)
             }
             #expect(!FileManager.default.fileExists(atPath: out))
+            // A watermark carries no transaction: one for a token a prune in another process has
+            // passed since the pull read it (seen once in a randomized audit, as two pulls of one
+            // store ran at once) is written, and says what the store holds.
+            let watermark = group.directory.file("watermark.tmw")
+            _ = try a.store.exportBundle(since: token, to: watermark, key: a.key, kind: .watermark)
+            #expect(try ExchangeGroup.through(of: watermark) == a.store.currentToken())
         }
         // Without a token: what remains (nothing here), and the current token still works.
         #expect(try a.store.fetchHistory().isEmpty)

@@ -86,8 +86,10 @@ extension Store {
         // Our chain hash where the receiver's copy of our history ends.
         let (ownPrevious, digest) = try mappingErrors {
             try database.write { db in
-                // A token this store cannot serve is refused before the fold writes anything.
-                try HistoryQuery.checkUsable(since, own: own, db)
+                // A token this store cannot serve is refused before the fold writes anything. A
+                // watermark serves none: its token may be one a prune in another process has
+                // passed since it was read.
+                if kind != .watermark { try HistoryQuery.checkUsable(since, own: own, db) }
                 // Every own change needs its generation before it can be encoded.
                 try LocalFold(db: db, store: self).run()
                 // A watermark carries the digest of the rows at its token (Protocol/exchange.md §8).
@@ -176,7 +178,8 @@ extension Store {
             kind: kind, senderName: replica.name,
             // Not checked by readers (bundle.md §3.3): the last reading will do when none follows it.
             created: HLCTimestamp.next(after: plan.clock, now: options.clock.nowMilliseconds()) ?? plan.clock,
-            since: plan.since, through: plan.through, tables: kind == .watermark ? plan.currentTables : plan.tables,
+            since: kind == .watermark ? plan.through : plan.since, through: plan.through,
+            tables: kind == .watermark ? plan.currentTables : plan.tables,
             ranges: kind == .watermark ? [] : plan.ranges, lineage: kind == .watermark ? [] : plan.lineage,
             schemaRuns: kind == .watermark ? [] : plan.schemaRuns, digest: digest)
         try sink.encrypt(for: recipients)
@@ -235,7 +238,7 @@ struct ExportPlan {
         through = try Store.currentToken(db)
         let own = store.replica.id
         let ownKey = store.publicKey
-        try HistoryQuery.checkUsable(since, own: own, db)
+        if withRanges { try HistoryQuery.checkUsable(since, own: own, db) }
         // Only folded transactions carry their changes' generations. A write sealed after this
         // export's fold (another process, between the fold's transaction and this one) waits for
         // the next export.

@@ -115,7 +115,7 @@ extension Store {
             try noteWatermark(
                 verified.header.through, of: sender, signedAt: verified.header.created, digest: verified.header.digest,
                 tables: verified.header.tables,
-                file: sender == replica.id ? nil : try Data(contentsOf: URL(fileURLWithPath: path)))
+                file: sender == replica.id ? nil : try? Data(contentsOf: URL(fileURLWithPath: path)))
             return (sender, verified.header.through, verified.header.created)
         } catch let error as BundleError {
             throw ExchangeError.badBundle(path: path, error)

@@ -491,6 +491,7 @@ import TidemarkTestSupport
         #expect(try widget.currentToken() == token)
         #expect(try widget.fetchHistory().count == count)
         #expect(try widget.status().pendingChangeCount == 1)
+        #expect(try widget.members().map(\.name).sorted() == ["app", "peer"])
         _ = try widget.rowDigest()
         #expect(try fixture.app.fetchHistory().count == count + 1)
     }

@@ -119,6 +119,41 @@ import TidemarkTestSupport
         #expect(!FileManager.default.fileExists(atPath: relay))
     }
 
+    /// A member that never reaches a folder still signs a watermark at each pull elsewhere: its relay
+    /// there follows the latest, so that `--max-lag` there does not retire it while it syncs (it
+    /// followed only a new token before). A relay its owner finds damaged is written again, with no
+    /// warning on every pull.
+    @Test func aRelayFollowsTheMembersLatestWatermarkAndItsOwnerMendsIt() throws {
+        let group = try ExchangeGroup(["a", "b", "c"])
+        let (a, b, c) = (group["a"], group["b"], group["c"])
+        let first = group.folder
+        let second = group.directory.file("second")
+        try FileManager.default.createDirectory(atPath: second, withIntermediateDirectories: true)
+        _ = try c.store.execute(sql: "INSERT INTO items(id, name) VALUES ('c', 'c')")
+        func round() throws {
+            for (replica, folder) in [(c, second), (b, second), (b, first), (a, first)] {
+                _ = try replica.store.push(to: folder, key: replica.key)
+                let pulled = try replica.store.pull(from: folder, key: replica.key)
+                #expect(pulled.warnings.isEmpty, "\(replica.name): \(pulled.warnings)")
+            }
+        }
+        try round()
+        try round()
+        let seen = { try a.store.members().first { $0.name == "c" }?.signedAt }
+        let before = try #require(try seen())
+        Thread.sleep(forTimeInterval: 0.01)
+        try round()
+        #expect(try #require(try seen()) > before, "a learns c's latest watermark, its token unchanged")
+        #expect(try a.store.prune(maxLag: 5, key: a.key).retired.isEmpty)
+        let relay = "\(first)/\(b.id)/watermark-\(c.id).tmw"
+        let bytes = try #require(FileManager.default.contents(atPath: relay))
+        try bytes.prefix(bytes.count / 2).write(to: URL(fileURLWithPath: relay))
+        try round()
+        try round()
+        #expect(try ExchangeGroup.header(of: relay).kind == .watermark)
+        try group.expectConverged()
+    }
+
     /// a and b share one folder; b, c, d and e another. b relays a's transactions into the second
     /// folder, and there they cross once: c, d and e hold them from b's bundle, which provides them
     /// to every reader, and relay nothing of a's (before, each relayed them again, four copies of

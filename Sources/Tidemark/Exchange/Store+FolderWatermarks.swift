@@ -9,85 +9,114 @@ struct FolderWatermarks {
     var listed: Set<String> = []
     /// Per member, the token of its own watermark there.
     var own: [Replica.ID: History.Token] = [:]
-    /// Per member, the newest token among the relays of its watermark there, this replica's included.
-    var relayed: [Replica.ID: History.Token] = [:]
-    /// The members whose watermark this replica relays there.
-    var relayedHere: Set<Replica.ID> = []
+    /// Per member, the newest token among the relays of its watermark in other replicas' folders.
+    var relayedByOthers: [Replica.ID: History.Token] = [:]
+    /// Per member, the token of this replica's relay of its watermark there, where it reads.
+    var relayedHere: [Replica.ID: History.Token] = [:]
+    /// The members whose watermark this replica relays there, read or not.
+    var relaysHere: Set<Replica.ID> = []
+    /// Per member, when it signed the newest of its watermarks read there (its own or a relay; one
+    /// a server said was unchanged since an earlier pull is not read again, and not counted).
+    var signed: [Replica.ID: HLCTimestamp] = [:]
+    /// The same, among the relays in other replicas' folders.
+    var signedByOthers: [Replica.ID: HLCTimestamp] = [:]
 }
 
 extension Store {
     /// Reads every watermark of `exchange` not read before (on a server: unchanged since, by its
     /// validator), the peers' own and those relayed by any replica (Protocol/exchange.md §3.3), and
-    /// records what they say.
+    /// records what they say. A relay of this replica's own that cannot be read, or that relays its
+    /// own watermark, is removed: `relayWatermarks` writes it again where it is needed.
     func readWatermarks(
         in exchange: ExchangeFolder, recorded: String, failures: inout PullFailures, key: KeyFile
     ) throws -> FolderWatermarks {
         var found = FolderWatermarks()
         let own = try currentToken()[self.replica.id]
-        for folder in try exchange.replicaFolders(except: self.replica.id) + [self.replica.id] {
+        let mine = replica.id
+        for folder in try exchange.replicaFolders(except: mine) + [mine] {
             let entries = try exchange.transport.files(in: folder.description)
-            if folder != self.replica.id, entries.contains(where: { $0.name == ExchangeFolder.snapshotName }) {
+            if folder != mine, entries.contains(where: { $0.name == ExchangeFolder.snapshotName }) {
                 found.listed.insert(exchange.address(of: .init(replica: folder, name: ExchangeFolder.snapshotName)))
             }
             for entry in entries {
-                let member: Replica.ID
                 let relay = ExchangeFolder.relayedMember(entry.name)
-                if entry.name == ExchangeFolder.watermarkName && folder != self.replica.id {
-                    member = folder
-                } else if let relay, relay != self.replica.id {
-                    member = relay
-                    if folder == self.replica.id { found.relayedHere.insert(relay) }
-                } else {
-                    continue
-                }
+                if relay == mine, folder == mine { try? exchange.transport.remove(entry.name, in: mine.description) }
+                guard
+                    let member = entry.name == ExchangeFolder.watermarkName && folder != mine
+                        ? folder : relay.flatMap({ $0 == mine ? nil : $0 })
+                else { continue }
+                if folder == mine { found.relaysHere.insert(member) }
                 let file = ExchangeFolder.File(replica: folder, name: entry.name)
                 let address = exchange.address(of: file)
-                found.listed.insert(address)
-                var token: History.Token?
+                var read: (token: History.Token, signedAt: HLCTimestamp?)?
                 var local = address
                 do {
                     // A watermark read before and not replaced since says nothing new.
-                    if let validator = entry.validator {
-                        token = try remoteThrough(recorded, address, validator: validator)
-                    }
-                    if token == nil {
+                    if let validator = entry.validator,
+                        let token = try remoteThrough(recorded, address, validator: validator)
+                    {
+                        read = (token, nil)
+                    } else {
                         local = try exchange.localPath(of: file)
-                        let read = try readWatermark(at: local, key: key)
-                        // A member that holds more of this replica's transactions than this store, or
-                        // one of them signed for before this store wrote it: an older copy (exchange.md §4.4).
-                        if let (_, read, signedAt) = read,
-                            try read[self.replica.id] > own
-                                || ownTransaction(min(read[self.replica.id], own), isNewerThan: signedAt)
-                        {
-                            try noteRestored(path: address, have: own, bundleHas: read[self.replica.id])
+                        read = try readWatermark(at: local, key: key, address: address, own: own).map {
+                            ($0.1, $0.signedAt)
                         }
-                        if let (_, read, _) = read, let validator = entry.validator {
-                            try rememberRemote(recorded, address, validator: validator, through: read)
+                        if let read, let validator = entry.validator {
+                            try rememberRemote(recorded, address, validator: validator, through: read.token)
                         }
-                        token = read?.1
                     }
-                } catch ExchangeError.badEnvelope(_, .notARecipient(_)) where relay != nil {
+                } catch ExchangeError.badEnvelope(_, .notARecipient(_)) where relay != nil && folder != mine {
                     // Its member encrypts for the replicas it trusts, and may not trust this one.
                 } catch let error as ExchangeError {
-                    failures.record(error, reading: local, as: address)
+                    if folder == mine {
+                        try? exchange.transport.remove(entry.name, in: mine.description)
+                    } else {
+                        failures.record(error, reading: local, as: address)
+                    }
                 }
-                guard let token else { continue }
+                if folder != mine || read != nil { found.listed.insert(address) }
+                guard let read else { continue }
                 if relay == nil {
-                    found.own[member] = token
+                    found.own[member] = read.token
+                } else if folder == mine {
+                    found.relayedHere[member] = read.token
                 } else {
-                    found.relayed[member] = found.relayed[member].map { $0.merged(with: token) } ?? token
+                    found.relayedByOthers[member] =
+                        found.relayedByOthers[member].map { $0.merged(with: read.token) } ?? read.token
+                    if let signedAt = read.signedAt {
+                        found.signedByOthers[member] = max(found.signedByOthers[member] ?? signedAt, signedAt)
+                    }
+                }
+                if let signedAt = read.signedAt {
+                    found.signed[member] = max(found.signed[member] ?? signedAt, signedAt)
                 }
             }
         }
         return found
     }
 
-    /// Relays into this replica's folder of `exchange` the latest watermark of each trusted member
-    /// that the folder holds no watermark as new as (the member does not reach it, or reached it
-    /// longer ago than another folder), so that the folder's members learn what it has applied;
-    /// removes its relays that the member's own watermark there has caught up with, or of a
-    /// replica no longer trusted (Protocol/exchange.md §3.3). Each relay is the member's signed
-    /// file, unchanged.
+    /// Reads a watermark of `exchange` (`readWatermark`), and notes this store as an older copy of
+    /// itself when its signer holds more of this replica's transactions than `own`, or one of them
+    /// signed for before this store wrote it (exchange.md §4.4).
+    private func readWatermark(at path: String, key: KeyFile, address: String, own: Int64) throws -> (
+        Replica.ID, History.Token, signedAt: HLCTimestamp
+    )? {
+        let read = try readWatermark(at: path, key: key)
+        if let (_, token, signedAt) = read,
+            try token[replica.id] > own || ownTransaction(min(token[replica.id], own), isNewerThan: signedAt)
+        {
+            try noteRestored(path: address, have: own, bundleHas: token[replica.id])
+        }
+        return read
+    }
+
+    /// Relays into this replica's folder of `exchange` the latest watermark kept of each trusted
+    /// member whose own watermark there does not cover it, where no relay there covers it or it
+    /// was signed later than every one read there (a member that does not reach the folder still
+    /// signs one at each pull elsewhere, and `--max-lag` counts from the latest); removes its
+    /// relays that the member's own watermark there, or another replica's relay, has caught up
+    /// with, or of a replica no longer trusted (Protocol/exchange.md §3.3). Each relay is the
+    /// member's signed file, unchanged.
     func relayWatermarks(in exchange: ExchangeFolder, found: FolderWatermarks) throws {
         let mine = replica.id.description
         let (trusted, files) = try mappingErrors {
@@ -97,7 +126,7 @@ extension Store {
                     try Row.fetchAll(
                         db,
                         sql: """
-                            SELECT replica, signed_file_token, signed_file FROM tidemark_watermarks
+                            SELECT replica, signed_file_token, signed_file_at, signed_file FROM tidemark_watermarks
                             WHERE signed_file IS NOT NULL
                             """
                     )
@@ -106,20 +135,26 @@ extension Store {
         }
         for row in files {
             guard let member = Replica.ID(bytes: Array(row[0] as Data)), member != replica.id,
-                trusted.contains(member), let token = try? History.Token(parsing: row[1]), let file = row[2] as Data?
+                trusted.contains(member), let token = try? History.Token(parsing: row[1]), let file = row[3] as Data?
             else { continue }
+            let signedAt = HLCTimestamp(packed: (row[2] as Int64?) ?? 0)
             let name = ExchangeFolder.relayedWatermarkName(of: member)
-            if let own = found.own[member], own.covers(token) {
-                if found.relayedHere.contains(member) { try? exchange.transport.remove(name, in: mine) }
+            let byOthers =
+                found.relayedByOthers[member].map { relayed in
+                    relayed.covers(token) && found.signedByOthers[member].map { $0 >= signedAt } ?? true
+                } ?? false
+            if found.own[member].map({ $0.covers(token) }) ?? false || byOthers {
+                if found.relaysHere.contains(member) { try? exchange.transport.remove(name, in: mine) }
                 continue
             }
-            if let relayed = found.relayed[member], relayed.covers(token) { continue }
+            let covered = found.relayedHere[member].map { $0.covers(token) } ?? false
+            if covered && found.signed[member].map({ $0 >= signedAt }) ?? true { continue }
             let temporary = exchange.transport.temporaryFile(for: mine)
             defer { try? FileManager.default.removeItem(atPath: temporary) }
             try file.write(to: URL(fileURLWithPath: temporary))
             try exchange.transport.replace(name, in: mine, with: temporary)
         }
-        for member in found.relayedHere where !trusted.contains(member) {
+        for member in found.relaysHere where !trusted.contains(member) {
             try? exchange.transport.remove(ExchangeFolder.relayedWatermarkName(of: member), in: mine)
         }
     }

@@ -34,7 +34,11 @@ extension Store {
                 let key = Data(replica.bytes)
                 var merged = token
                 let known = try Row.fetchOne(
-                    db, sql: "SELECT token, signed_at, signed_file_token FROM tidemark_watermarks WHERE replica = ?",
+                    db,
+                    sql: """
+                        SELECT token, signed_at, signed_file_token, signed_file_at FROM tidemark_watermarks
+                        WHERE replica = ?
+                        """,
                     arguments: [key])
                 let knownToken = (known?[0] as String?).flatMap { try? History.Token(parsing: $0) }
                 // The token learned from bundles may pass the latest watermark's: the file is kept apart.
@@ -55,10 +59,18 @@ extension Store {
                             arguments: [Data(digest.bytes), token.description, Self.tablesFingerprint(tables), key])
                     }
                 }
-                if let file, fileToken.map(token.covers) ?? true {
+                // The newest file: a later token, or the same one signed again (a relay of an older
+                // copy says less).
+                let fileSigned = (known?[3] as Int64?) ?? 0
+                if let file,
+                    fileToken.map({ token.covers($0) && (token != $0 || signedAt.packed > fileSigned) }) ?? true
+                {
                     try db.execute(
-                        sql: "UPDATE tidemark_watermarks SET signed_file = ?, signed_file_token = ? WHERE replica = ?",
-                        arguments: [file, token.description, key])
+                        sql: """
+                            UPDATE tidemark_watermarks SET signed_file = ?, signed_file_token = ?, signed_file_at = ?
+                            WHERE replica = ?
+                            """,
+                        arguments: [file, token.description, signedAt.packed, key])
                 }
             }
         }

@@ -54,7 +54,7 @@ extension Store {
     /// also the bytes each lacks (`Member.behindBytes`), which reads every change it lacks: for
     /// `status`, not for the prune every pull runs.
     public func members(countingBytes: Bool = false) throws -> [Member] {
-        try sealForeignWrites()
+        try sealForeignWritesBeforeReading()
         return try mappingErrors {
             try database.read { db in
                 let token = try Self.currentToken(db)

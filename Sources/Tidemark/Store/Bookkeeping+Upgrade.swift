@@ -57,6 +57,9 @@ extension Bookkeeping {
             try db.execute(sql: "ALTER TABLE tidemark_watermarks ADD COLUMN signed_file BLOB")
             try db.execute(sql: "ALTER TABLE tidemark_watermarks ADD COLUMN signed_file_token TEXT")
         }
+        if try !db.columns(in: "tidemark_watermarks").contains(where: { $0.name == "signed_file_at" }) {
+            try db.execute(sql: "ALTER TABLE tidemark_watermarks ADD COLUMN signed_file_at INTEGER")
+        }
         for table in try String.fetchAll(db, sql: rowMetadataOfAnEarlierLayout) {
             try rewriteRowMetadata(db, table: table)
         }
@@ -87,7 +90,7 @@ extension Bookkeeping {
             || !db.columns(in: "tidemark_held").contains { $0.name == "encrypted" }
             || !db.tableExists("tidemark_digests") || String.fetchOne(db, sql: rowMetadataOfAnEarlierLayout) != nil
             || Int.fromDatabaseValue(meta(db, Meta.format)) ?? 0 < formatVersion
-            || !db.columns(in: "tidemark_watermarks").contains { $0.name == "signed_file" }
+            || !db.columns(in: "tidemark_watermarks").contains { $0.name == "signed_file_at" }
             || !db.tableExists("tidemark_epochs")
             || !db.columns(in: "tidemark_epochs").contains { $0.name == "dropped" }
             || !db.columns(in: "tidemark_peers").contains { $0.name == "added_at" }

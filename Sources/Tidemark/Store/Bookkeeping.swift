@@ -129,7 +129,8 @@ enum Bookkeeping {
                     digest_token TEXT,                -- the token that digest describes
                     digest_schema TEXT,               -- the tables that watermark listed (Store.tablesFingerprint)
                     signed_file BLOB,                 -- its latest watermark file as read, relayed to folders it does not reach
-                    signed_file_token TEXT            -- the token that file says
+                    signed_file_token TEXT,           -- the token that file says
+                    signed_file_at INTEGER            -- when its replica signed that file (packed)
                 ) WITHOUT ROWID;
                 CREATE TABLE tidemark_folders(
                     path TEXT PRIMARY KEY NOT NULL,   -- exchange folders this replica has pushed to or pulled from

@@ -26,6 +26,14 @@ extension Store {
         return (exchange, recorded)
     }
 
+    /// Whether this replica uses more than one exchange folder: only then may it relay a member's
+    /// watermark into a folder that member does not reach (Protocol/exchange.md §3.3).
+    func usesSeveralFolders() throws -> Bool {
+        try mappingErrors {
+            try database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM tidemark_folders") ?? 0 > 1 }
+        }
+    }
+
     /// Refuses a location that is a replica's own subfolder of an exchange (this replica's, or a
     /// peer's, named by its id), as `push` prints a bundle's address: a pull from it would find no
     /// replica there, and a push would write a folder inside another's.

@@ -32,6 +32,8 @@ extension Store {
     ) throws -> FolderWatermarks {
         var found = FolderWatermarks()
         let own = try currentToken()[self.replica.id]
+        // In one folder every member's own watermark is there: nothing to keep for relaying.
+        let keepingFiles = try usesSeveralFolders()
         let mine = replica.id
         for folder in try exchange.replicaFolders(except: mine) + [mine] {
             let entries = try exchange.transport.files(in: folder.description)
@@ -58,7 +60,9 @@ extension Store {
                         read = (token, nil)
                     } else {
                         local = try exchange.localPath(of: file)
-                        read = try readWatermark(at: local, key: key, address: address, own: own).map {
+                        read = try readWatermark(
+                            at: local, key: key, address: address, own: own, keepingFiles: keepingFiles
+                        ).map {
                             ($0.1, $0.signedAt)
                         }
                         if let read, let validator = entry.validator {
@@ -98,10 +102,12 @@ extension Store {
     /// Reads a watermark of `exchange` (`readWatermark`), and notes this store as an older copy of
     /// itself when its signer holds more of this replica's transactions than `own`, or one of them
     /// signed for before this store wrote it (exchange.md §4.4).
-    private func readWatermark(at path: String, key: KeyFile, address: String, own: Int64) throws -> (
-        Replica.ID, History.Token, signedAt: HLCTimestamp
-    )? {
-        let read = try readWatermark(at: path, key: key)
+    private func readWatermark(at path: String, key: KeyFile, address: String, own: Int64, keepingFiles: Bool)
+        throws -> (
+            Replica.ID, History.Token, signedAt: HLCTimestamp
+        )?
+    {
+        let read = try readWatermark(at: path, key: key, keepingFile: keepingFiles)
         if let (_, token, signedAt) = read,
             try token[replica.id] > own || ownTransaction(min(token[replica.id], own), isNewerThan: signedAt)
         {

@@ -105,10 +105,12 @@ extension Store {
     }
 
     /// Reads and verifies a watermark file, the signer's own or one relayed by another replica;
-    /// returns the token if it is intact and signed by a trusted replica, which it then records
-    /// with the file.
+    /// returns the token if it is intact and signed by a trusted replica, which it then records,
+    /// with the file when `keepingFile` (for relaying).
     @discardableResult
-    func readWatermark(at path: String, key: KeyFile) throws -> (Replica.ID, History.Token, signedAt: HLCTimestamp)? {
+    func readWatermark(at path: String, key: KeyFile, keepingFile: Bool = false) throws -> (
+        Replica.ID, History.Token, signedAt: HLCTimestamp
+    )? {
         guard FileManager.default.fileExists(atPath: path) else { return nil }
         let source = try ExchangeSource(path: path, identity: key.envelopeIdentity)
         defer { source.close() }
@@ -127,7 +129,7 @@ extension Store {
             try noteWatermark(
                 verified.header.through, of: sender, signedAt: verified.header.created, digest: verified.header.digest,
                 tables: verified.header.tables,
-                file: sender == replica.id ? nil : try? Data(contentsOf: URL(fileURLWithPath: path)))
+                file: sender == replica.id || !keepingFile ? nil : try? Data(contentsOf: URL(fileURLWithPath: path)))
             return (sender, verified.header.through, verified.header.created)
         } catch let error as BundleError {
             throw ExchangeError.badBundle(path: path, error)

@@ -49,6 +49,7 @@ import TidemarkTestSupport
         #expect(Set(needed).isSubset(of: Set(group.bundles)), "removed: \(Set(needed).subtracting(group.bundles))")
         // The member list says how far behind c is.
         #expect(try a.store.members().first { $0.name == "c" }?.behindTransactions == Int64(lacking.count))
+        #expect(try a.store.members().first { $0.name == "c" }?.behindInHistory == Int64(lacking.count))
 
         try a.store.retire(peer: "c")
         #expect(try group.member("c", seenBy: "a")?.retired == true)
@@ -58,6 +59,10 @@ import TidemarkTestSupport
         #expect(!afterRetiring.blockers.contains("c"))
         #expect(afterRetiring.removedTransactions == lacking.count)
         #expect(try a.store.fetchHistory().map(\.contextName) == ["retire"])
+        // c still lacks what went; only the retirement is in history.
+        let c = try #require(try a.store.members().first { $0.name == "c" })
+        #expect(c.behindTransactions == Int64(lacking.count) + 1)
+        #expect(c.behindInHistory == 1 && c.behindChanges == 1)
 
         // The retirement travels; once b applied it, everything goes.
         try group.round(["a", "b"])

@@ -57,6 +57,12 @@ extension SyncCLI {
                     line += ": up to date"
                 } else {
                     line += ": lacks \(m.behindTransactions) transactions"
+                    if m.behindInHistory < m.behindTransactions {
+                        // Pruned here, or received in a snapshot: counted, but not in the changes and bytes.
+                        line +=
+                            ", \(m.behindTransactions - m.behindInHistory) no longer in history here (it catches up from a snapshot)"
+                        if m.behindInHistory > 0 { line += "; \(m.behindInHistory) in history" }
+                    }
                     if m.behindChanges > 0 { line += " (\(m.behindChanges) changes, \(m.behindBytes) bytes)" }
                     if let since = m.lackingSince { line += " since \(since.iso8601)" }
                 }
@@ -85,7 +91,8 @@ extension SyncCLI {
                     "retired": .bool(m.retired), "watermark": .string(m.watermark.description),
                     "signed_at": .date(m.signedAt),
                     "behind": [
-                        "transactions": .integer(m.behindTransactions), "changes": .integer(m.behindChanges),
+                        "transactions": .integer(m.behindTransactions), "in_history": .integer(m.behindInHistory),
+                        "changes": .integer(m.behindChanges),
                         "bytes": .integer(m.behindBytes), "since": .date(m.lackingSince),
                     ],
                 ] as JSON

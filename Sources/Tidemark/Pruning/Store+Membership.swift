@@ -22,6 +22,9 @@ extension Store {
         public var behindTransactions: Int64
         /// Changes in those transactions, where history still holds them.
         public var behindChanges: Int64
+        /// How many of those transactions history here still holds: the others were pruned, or
+        /// came in a snapshot, and the member catches up from a snapshot.
+        public var behindInHistory: Int64 = 0
         /// The timestamp of the oldest transaction it lacks, where history still holds it.
         public var lackingSince: HLCTimestamp?
         /// The bytes of the values in the changes it lacks, where history still holds them (each
@@ -93,6 +96,7 @@ extension Store {
                     let watermark = (row?[0] as String?).flatMap { try? History.Token(parsing: $0) } ?? .zero
                     var behind: Int64 = 0
                     var changes: Int64 = 0
+                    var inHistory: Int64 = 0
                     var bytes: Int64 = 0
                     var since: HLCTimestamp?
                     for (origin, sequence) in token.sequences where watermark[origin] < sequence {
@@ -101,10 +105,11 @@ extension Store {
                         if let lag = try Row.fetchOne(
                             db,
                             sql:
-                                "SELECT min(hlc), sum(last_change - first_change + 1) FROM tidemark_transactions WHERE replica = ? AND seq > ?",
+                                "SELECT min(hlc), sum(last_change - first_change + 1), count(*) FROM tidemark_transactions WHERE replica = ? AND seq > ?",
                             arguments: [Data(origin.bytes), watermark[origin]]), let oldest = lag[0] as Int64?
                         {
                             changes += lag[1] ?? 0
+                            inHistory += lag[2] ?? 0
                             since = min(since ?? HLCTimestamp(packed: oldest), HLCTimestamp(packed: oldest))
                         }
                     }
@@ -115,6 +120,7 @@ extension Store {
                         behindChanges: changes,
                         lackingSince: since, rows: try Self.compare(ours, at: token, tables: tables, with: peer.id, db))
                     member.behindBytes = bytes
+                    member.behindInHistory = inHistory
                     result.append(member)
                 }
                 return result

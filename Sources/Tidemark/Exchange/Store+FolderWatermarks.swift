@@ -4,22 +4,29 @@ import TidemarkCore
 
 /// The watermarks an exchange folder holds, as `Store.readWatermarks` found them.
 struct FolderWatermarks {
+    /// A relayed watermark as read: its token, and when its member signed it (nil for one a server
+    /// said was unchanged since an earlier pull, which is not read again).
+    struct Relay {
+        var token: History.Token
+        var signedAt: HLCTimestamp?
+
+        /// Whether it says at least as much as a watermark of `token` signed at `signedAt`.
+        func covers(_ token: History.Token, signedAt: HLCTimestamp) -> Bool {
+            self.token.covers(token) && self.signedAt.map { $0 >= signedAt } ?? true
+        }
+    }
+
     /// The addresses of the peers' watermarks, relayed watermarks and snapshots, for the memory of
     /// what was read.
     var listed: Set<String> = []
     /// Per member, the token of its own watermark there.
     var own: [Replica.ID: History.Token] = [:]
-    /// Per member, the newest token among the relays of its watermark in other replicas' folders.
-    var relayedByOthers: [Replica.ID: History.Token] = [:]
-    /// Per member, the token of this replica's relay of its watermark there, where it reads.
-    var relayedHere: [Replica.ID: History.Token] = [:]
+    /// Per member, the relays of its watermark in other replicas' folders, taken together.
+    var relayedByOthers: [Replica.ID: Relay] = [:]
+    /// Per member, this replica's relay of its watermark there, where it reads.
+    var relayedHere: [Replica.ID: Relay] = [:]
     /// The members whose watermark this replica relays there, read or not.
     var relaysHere: Set<Replica.ID> = []
-    /// Per member, when it signed the newest of its watermarks read there (its own or a relay; one
-    /// a server said was unchanged since an earlier pull is not read again, and not counted).
-    var signed: [Replica.ID: HLCTimestamp] = [:]
-    /// The same, among the relays in other replicas' folders.
-    var signedByOthers: [Replica.ID: HLCTimestamp] = [:]
 }
 
 extension Store {
@@ -83,16 +90,13 @@ extension Store {
                 if relay == nil {
                     found.own[member] = read.token
                 } else if folder == mine {
-                    found.relayedHere[member] = read.token
+                    found.relayedHere[member] = FolderWatermarks.Relay(token: read.token, signedAt: read.signedAt)
+                } else if let other = found.relayedByOthers[member] {
+                    let signedAt = [other.signedAt, read.signedAt].compactMap { $0 }.max()
+                    found.relayedByOthers[member] = .init(
+                        token: other.token.merged(with: read.token), signedAt: signedAt)
                 } else {
-                    found.relayedByOthers[member] =
-                        found.relayedByOthers[member].map { $0.merged(with: read.token) } ?? read.token
-                    if let signedAt = read.signedAt {
-                        found.signedByOthers[member] = max(found.signedByOthers[member] ?? signedAt, signedAt)
-                    }
-                }
-                if let signedAt = read.signedAt {
-                    found.signed[member] = max(found.signed[member] ?? signedAt, signedAt)
+                    found.relayedByOthers[member] = .init(token: read.token, signedAt: read.signedAt)
                 }
             }
         }
@@ -145,16 +149,13 @@ extension Store {
             else { continue }
             let signedAt = HLCTimestamp(packed: (row[2] as Int64?) ?? 0)
             let name = ExchangeFolder.relayedWatermarkName(of: member)
-            let byOthers =
-                found.relayedByOthers[member].map { relayed in
-                    relayed.covers(token) && found.signedByOthers[member].map { $0 >= signedAt } ?? true
-                } ?? false
-            if found.own[member].map({ $0.covers(token) }) ?? false || byOthers {
+            if found.own[member]?.covers(token) ?? false
+                || found.relayedByOthers[member]?.covers(token, signedAt: signedAt) ?? false
+            {
                 if found.relaysHere.contains(member) { try? exchange.transport.remove(name, in: mine) }
                 continue
             }
-            let covered = found.relayedHere[member].map { $0.covers(token) } ?? false
-            if covered && found.signed[member].map({ $0 >= signedAt }) ?? true { continue }
+            if found.relayedHere[member]?.covers(token, signedAt: signedAt) ?? false { continue }
             let temporary = exchange.transport.temporaryFile(for: mine)
             defer { try? FileManager.default.removeItem(atPath: temporary) }
             try file.write(to: URL(fileURLWithPath: temporary))

@@ -104,6 +104,13 @@ public final class ExchangeGroup {
 
     // MARK: - The folder
 
+    /// A second exchange folder named `name` beside the group's, made empty.
+    public func anotherFolder(_ name: String) throws -> String {
+        let path = directory.file(name)
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
     /// A replica's subfolder.
     public func folder(of name: String) -> String { folder + "/" + self[name].id.description }
 

@@ -39,8 +39,7 @@ import TidemarkTestSupport
         let group = try ExchangeGroup(["a", "b", "c"])
         let (a, b, c) = (group["a"], group["b"], group["c"])
         let first = group.folder
-        let second = group.directory.file("second")
-        try FileManager.default.createDirectory(atPath: second, withIntermediateDirectories: true)
+        let second = try group.anotherFolder("second")
         _ = try a.store.execute(sql: "INSERT INTO items(id, name) VALUES ('from-a', 'a')")
         _ = try c.store.execute(sql: "INSERT INTO items(id, name) VALUES ('from-c', 'c')")
         for _ in 0..<3 {
@@ -73,8 +72,7 @@ import TidemarkTestSupport
         let group = try ExchangeGroup(["a", "b", "c"])
         let (a, b, c) = (group["a"], group["b"], group["c"])
         let first = group.folder
-        let second = group.directory.file("second")
-        try FileManager.default.createDirectory(atPath: second, withIntermediateDirectories: true)
+        let second = try group.anotherFolder("second")
         func pull(_ replica: TestReplica, _ folder: String) throws {
             let pulled = try replica.store.pull(from: folder, key: replica.key)
             #expect(pulled.warnings.isEmpty, "\(pulled.warnings)")
@@ -127,8 +125,7 @@ import TidemarkTestSupport
         let group = try ExchangeGroup(["a", "b", "c"])
         let (a, b, c) = (group["a"], group["b"], group["c"])
         let first = group.folder
-        let second = group.directory.file("second")
-        try FileManager.default.createDirectory(atPath: second, withIntermediateDirectories: true)
+        let second = try group.anotherFolder("second")
         _ = try c.store.execute(sql: "INSERT INTO items(id, name) VALUES ('c', 'c')")
         func round() throws {
             for (replica, folder) in [(c, second), (b, second), (b, first), (a, first)] {
@@ -161,8 +158,7 @@ import TidemarkTestSupport
     @Test func aRelayThatAFileAlreadyProvidesIsNotMadeAgain() throws {
         let group = try ExchangeGroup(["a", "b", "c", "d", "e"])
         let first = group.folder
-        let second = group.directory.file("second")
-        try FileManager.default.createDirectory(atPath: second, withIntermediateDirectories: true)
+        let second = try group.anotherFolder("second")
         try PruneTests.writeItems(group["a"], count: 50)
         let relayers = ["c", "d", "e"]
         for name in relayers {
